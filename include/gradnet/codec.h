@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gradnet/codec.h - the 3LC gradient codec: three-value quantization with
+ * sparsity multiplication and error feedback, quartic encoding and zero-run
+ * encoding. Freestanding: the same code runs in libgradnet, the DPDK path and
+ * the kernel module.
+ *
+ * SPECIFICATION (the scalar implementation is the reference; every SIMD
+ * version produces identical bytes, identical e and identical acc).
+ *
+ * A chunk is n float32 values x[0..n), with an error-feedback buffer e[0..n)
+ * and a sparsity multiplier s, 1 <= s < 2.
+ *
+ * Quantize. t_i = x_i + e_i (float32 add, round to nearest, denormals kept).
+ *   maxabs = max |t_i| (0 for n = 0). M = s * maxabs, in float32.
+ *   h = 0.5f * M, in float32. q_i = +1 if t_i > h, -1 if t_i < -h, else 0.
+ *   Then e_i = t_i - q_i*M, where q_i*M is M, -M or +0.
+ *   If any t_i is NaN or infinite, or M overflows to infinity, the call
+ *   returns -EDOM and e is left unchanged. s outside [1, 2) is -EINVAL.
+ *
+ * Quartic encoding. g = ceil(n/5) groups. Partition k (0..4) holds elements
+ *   [k*g, (k+1)*g); an element at index >= n counts as q = 0. Group j is the
+ *   byte 81(q_j+1) + 27(q_{g+j}+1) + 9(q_{2g+j}+1) + 3(q_{3g+j}+1)
+ *   + (q_{4g+j}+1), a value in 0..242. A group of five zeros is 121.
+ *
+ * Zero-run encoding. Each maximal run of r consecutive 121 bytes becomes:
+ *   for r = 1 the byte 121; for r >= 2, floor(r/14) bytes 255, then for
+ *   rem = r mod 14 nothing if rem = 0, 121 if rem = 1, 241 + rem if rem >= 2.
+ *   Bytes 0..242 are literal groups, 243..255 are runs of 2..14 zero groups.
+ *
+ * Chunk stream. M as float32 little-endian (4 bytes), then the zero-run
+ *   encoded groups 0..g-1. gn_tlc_encode_bound(n) = 4 + g bytes.
+ *
+ * Decode-accumulate. acc_i += q_i*M for the nonzero q_i only (acc_i + M or
+ *   acc_i - M); zero groups and runs advance without touching acc. A stream
+ *   is malformed, and the call returns -EBADMSG with acc untouched, if
+ *   its groups do not add up to exactly the expected count (it ends early or
+ *   has trailing bytes), if M is not finite or has its sign bit set, or if
+ *   a group gives a nonzero trit to an element at index >= n (the encoder
+ *   never does either). Whatever the bytes, a decoder never reads past its
+ *   input and never writes outside acc[0..n).
+ *
+ * Packets. A chunk's groups may be carried in several pieces ("slices"):
+ *   a slice is the zero-run encoding of groups [j0, j0 + count) on its own,
+ *   runs cut at the slice boundary. gn_zre_encode() cuts slices greedily to
+ *   a byte budget; gn_tlc_decode_slice() decodes one given j0, count and M.
+ *
+ * Return values: a byte or element count, or a negative errno.
+ */
+#ifndef GRADNET_CODEC_H
+#define GRADNET_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef GN_EXPORT
+#define GN_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Elements per quartic group, and the byte of an all-zero group. */
+#define GN_TLC_GROUP 5
+#define GN_TLC_ZERO 121
+/* Bytes of the scale M in front of a chunk stream. */
+#define GN_TLC_SCALE_BYTES 4
+/* Zero groups covered by one run byte b >= GN_ZRE_RUN_MIN: b - 241. */
+#define GN_ZRE_RUN_MIN 243
+#define GN_ZRE_RUN_MAX_LEN 14
+
+/**
+ * gn_tlc_groups() - number of quartic groups of an n-element chunk
+ * @n: elements in the chunk
+ *
+ * Return: ceil(n / 5).
+ */
+static inline size_t gn_tlc_groups(size_t n)
+{
+	return n / GN_TLC_GROUP + (n % GN_TLC_GROUP != 0);
+}
+
+/**
+ * gn_tlc_encode_bound() - worst-case size of a chunk stream
+ * @n: elements in the chunk
+ *
+ * Zero-run encoding never makes a group sequence longer, so the bound is
+ * the scale plus one byte per group.
+ *
+ * Return: 4 + ceil(n / 5).
+ */
+static inline size_t gn_tlc_encode_bound(size_t n)
+{
+	return GN_TLC_SCALE_BYTES + gn_tlc_groups(n);
+}
+
+/**
+ * gn_tlc_quantize() - error feedback, quantization and quartic encoding
+ * @x: n input values
+ * @e: n error-feedback values, updated in place
+ * @n: elements
+ * @s: sparsity multiplier, 1 <= s < 2
+ * @quartic: out, gn_tlc_groups(n) bytes, one per group
+ * @m: out, the scale M
+ *
+ * Return: 0; -EINVAL for a bad @s; -EDOM if some x_i + e_i is not finite
+ * or M overflows (then @e, @quartic and @m are untouched).
+ */
+GN_EXPORT int gn_tlc_quantize(const float *x, float *e, size_t n, float s,
+			      uint8_t *quartic, float *m);
+
+/**
+ * gn_zre_encode() - zero-run encode groups, up to a byte budget
+ * @quartic: groups, values 0..242
+ * @count: number of groups
+ * @dst: out
+ * @cap: bytes available at @dst
+ * @consumed: out, groups encoded
+ *
+ * Encodes the longest prefix of @quartic whose encoding fits @cap bytes,
+ * with runs cut at the end of that prefix, so each call's output decodes on
+ * its own (a packet slice). With @cap >= @count it encodes all groups.
+ *
+ * Return: bytes written. -EINVAL if a group byte is above 242.
+ */
+GN_EXPORT long gn_zre_encode(const uint8_t *quartic, size_t count,
+			     uint8_t *dst, size_t cap, size_t *consumed);
+
+/**
+ * gn_tlc_encode() - encode a whole chunk into a chunk stream
+ * @x: n input values
+ * @e: n error-feedback values, updated in place
+ * @n: elements
+ * @s: sparsity multiplier, 1 <= s < 2
+ * @dst: out
+ * @cap: bytes at @dst, at least gn_tlc_encode_bound(@n)
+ *
+ * Return: stream length; -ENOSPC if @cap is below the bound; -EINVAL,
+ * -EDOM as gn_tlc_quantize(). On any error @e is untouched.
+ */
+GN_EXPORT long gn_tlc_encode(const float *x, float *e, size_t n, float s,
+			     void *dst, size_t cap);
+
+/**
+ * gn_tlc_decode() - decode a chunk stream and accumulate it
+ * @src: chunk stream
+ * @len: its length in bytes
+ * @acc: n accumulators; acc_i += q_i*M for the nonzero q_i
+ * @n: elements of the chunk
+ *
+ * Return: 0; -EBADMSG for a malformed stream, with @acc untouched.
+ */
+GN_EXPORT int gn_tlc_decode(const void *src, size_t len, float *acc, size_t n);
+
+/**
+ * gn_tlc_decode_slice() - decode one slice of a chunk and accumulate it
+ * @src: zero-run encoded groups [@j0, @j0 + @count) of the chunk
+ * @len: bytes at @src
+ * @m: the chunk's scale M
+ * @acc: the chunk's n accumulators (the whole chunk, not the slice)
+ * @n: elements of the chunk
+ * @j0: first group of the slice
+ * @count: groups in the slice
+ *
+ * Return: 0; -EBADMSG if the slice does not lie inside the chunk's
+ * ceil(n/5) groups or is malformed, with @acc untouched.
+ */
+GN_EXPORT int gn_tlc_decode_slice(const uint8_t *src, size_t len, float m,
+				  float *acc, size_t n, size_t j0, size_t count);
+
+/**
+ * gn_zre_check() - validate a slice without decoding it
+ * @src, @len, @n, @j0, @count: as gn_tlc_decode_slice()
+ *
+ * Checks the group count and that no nonzero trit lands at an index >= @n.
+ * Used by receive paths that must reject a packet before touching a tensor.
+ *
+ * Return: 0 or -EBADMSG.
+ */
+GN_EXPORT int gn_zre_check(const uint8_t *src, size_t len, size_t n,
+			   size_t j0, size_t count);
+
+/* Instruction sets the codec has kernels for. */
+enum gn_isa {
+	GN_ISA_SCALAR = 0,
+	GN_ISA_AVX2 = 1,
+	GN_ISA_AVX512 = 2,
+	GN_ISA_COUNT,
+	GN_ISA_BEST = -1,
+};
+
+/**
+ * gn_codec_isa_name() - printable name of an instruction set
+ * @isa: one of enum gn_isa
+ *
+ * Return: "scalar", "avx2", "avx512" or "?".
+ */
+GN_EXPORT const char *gn_codec_isa_name(int isa);
+
+/**
+ * gn_codec_isa_supported() - can this CPU run the kernels of @isa?
+ * @isa: one of enum gn_isa
+ *
+ * AVX-512 kernels need F, BW, VL and VBMI2 (for byte compression); AVX2
+ * kernels need AVX2 and BMI2.
+ *
+ * Return: 1 if yes, 0 if not.
+ */
+GN_EXPORT int gn_codec_isa_supported(int isa);
+
+/**
+ * gn_codec_isa_best() - the instruction set the default entry points use
+ *
+ * Return: the widest supported enum gn_isa value.
+ */
+GN_EXPORT int gn_codec_isa_best(void);
+
+/*
+ * The same operations with an explicit instruction set, for tests that
+ * compare implementations and for benchmarks. @isa must be supported
+ * (gn_codec_isa_supported()), else they return -EOPNOTSUPP.
+ */
+GN_EXPORT int gn_tlc_quantize_isa(int isa, const float *x, float *e, size_t n,
+				  float s, uint8_t *quartic, float *m);
+GN_EXPORT long gn_zre_encode_isa(int isa, const uint8_t *quartic, size_t count,
+				 uint8_t *dst, size_t cap, size_t *consumed);
+GN_EXPORT long gn_tlc_encode_isa(int isa, const float *x, float *e, size_t n,
+				 float s, void *dst, size_t cap);
+GN_EXPORT int gn_tlc_decode_isa(int isa, const void *src, size_t len,
+				float *acc, size_t n);
+GN_EXPORT int gn_tlc_decode_slice_isa(int isa, const uint8_t *src, size_t len,
+				      float m, float *acc, size_t n, size_t j0,
+				      size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRADNET_CODEC_H */

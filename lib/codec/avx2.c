@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * avx2.c - AVX2 codec kernels (AVX2, BMI2). Each produces the same bytes,
+ * e and acc as the scalar reference; tests/codec_test.c compares them.
+ */
+#include "tlc_impl.h"
+#include "simd_expand.h"
+#include <immintrin.h>
+
+static u32 maxabs_bits_avx2(const float *x, const float *e, size_t n)
+{
+	const __m256i abs = _mm256_set1_epi32(0x7fffffff);
+	__m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+	u32 max, lanes[8];
+	size_t i = 0;
+	unsigned int l;
+
+#define GN_ABS_BITS(off)                                                      \
+	_mm256_and_si256(_mm256_castps_si256(_mm256_add_ps(                  \
+				 _mm256_loadu_ps(x + i + (off)),              \
+				 _mm256_loadu_ps(e + i + (off)))),            \
+			 abs)
+	for (; i + 32 <= n; i += 32) {
+		m0 = _mm256_max_epu32(m0, GN_ABS_BITS(0));
+		m1 = _mm256_max_epu32(m1, GN_ABS_BITS(8));
+		m2 = _mm256_max_epu32(m2, GN_ABS_BITS(16));
+		m3 = _mm256_max_epu32(m3, GN_ABS_BITS(24));
+	}
+#undef GN_ABS_BITS
+	m0 = _mm256_max_epu32(_mm256_max_epu32(m0, m1),
+			      _mm256_max_epu32(m2, m3));
+	_mm256_storeu_si256((__m256i *)lanes, m0);
+	max = 0;
+	for (l = 0; l < 8; l++)
+		max = lanes[l] > max ? lanes[l] : max;
+	for (; i < n; i++) {
+		float t = x[i] + e[i];
+		u32 a;
+
+		memcpy(&a, &t, sizeof(a));
+		a &= 0x7fffffffu;
+		max = a > max ? a : max;
+	}
+	return max;
+}
+
+/* Eight groups of one partition: new e stored, group bytes updated. */
+static inline __m256i quantize8(const float *x, float *e, __m256 hv,
+				__m256 nhv, __m256 mv, __m256 nmv, __m256i w,
+				__m256i b)
+{
+	__m256 t = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(e));
+	__m256 p = _mm256_cmp_ps(t, hv, _CMP_GT_OQ);
+	__m256 q = _mm256_cmp_ps(t, nhv, _CMP_LT_OQ);
+	__m256 qm = _mm256_blendv_ps(_mm256_and_ps(p, mv), nmv, q);
+
+	/* qm is M, -M or +0, so t - qm rounds exactly as the reference. */
+	_mm256_storeu_ps(e, _mm256_sub_ps(t, qm));
+	b = _mm256_add_epi32(b, _mm256_and_si256(_mm256_castps_si256(p), w));
+	return _mm256_sub_epi32(b, _mm256_and_si256(_mm256_castps_si256(q), w));
+}
+
+static void quartic_avx2(const float *x, float *e, size_t n, size_t g,
+			 float m, u8 *out)
+{
+	const __m256 mv = _mm256_set1_ps(m), nmv = _mm256_set1_ps(-m);
+	const __m256 hv = _mm256_set1_ps(0.5f * m);
+	const __m256 nhv = _mm256_set1_ps(-(0.5f * m));
+	size_t j = 0, full = n > 4 * g ? n - 4 * g : 0;
+	unsigned int k;
+
+	for (; j + 16 <= full; j += 16) {
+		__m256i b0 = _mm256_set1_epi32(GN_TLC_ZERO), b1 = b0, w16;
+
+		for (k = 0; k < GN_TLC_GROUP; k++) {
+			const __m256i w = _mm256_set1_epi32(gn_quartic_weight[k]);
+			size_t at = (size_t)k * g + j;
+
+			b0 = quantize8(x + at, e + at, hv, nhv, mv, nmv, w, b0);
+			b1 = quantize8(x + at + 8, e + at + 8, hv, nhv, mv, nmv,
+				       w, b1);
+		}
+		w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(b0, b1),
+					       0xd8);
+		_mm_storeu_si128((__m128i *)(out + j),
+				 _mm_packus_epi16(_mm256_castsi256_si128(w16),
+						  _mm256_extracti128_si256(w16, 1)));
+	}
+	gn_quartic_scalar(x, e, n, g, m, out, j, g);
+}
+
+/*
+ * Blocks of 32 groups that are all zero or all literal take a fast path;
+ * mixed blocks go through the scalar encoder, which keeps the same state.
+ */
+static size_t zre_avx2(const u8 *q, size_t count, u8 *dst, size_t cap,
+		       size_t *consumed)
+{
+	const __m256i zero_group = _mm256_set1_epi8((char)GN_TLC_ZERO);
+	const __m128i ones = _mm_set1_epi8((char)0xff);
+	unsigned int run = 0;
+	size_t i = 0, o = 0;
+
+	while (i + 32 <= count && o + 40 <= cap) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(q + i));
+		u32 z = (u32)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, zero_group));
+
+		if (z == ~0u) {
+			run += 32;
+			_mm_storeu_si128((__m128i *)(dst + o), ones);
+			o += run / GN_ZRE_RUN_MAX_LEN;
+			run %= GN_ZRE_RUN_MAX_LEN;
+			i += 32;
+		} else if (!z) {
+			if (run)
+				dst[o++] = gn_zre_run_byte(run);
+			run = 0;
+			_mm256_storeu_si256((__m256i *)(dst + o), v);
+			o += 32;
+			i += 32;
+		} else {
+			i += gn_zre_run(q + i, 32, dst, cap, &o, &run);
+		}
+	}
+	i += gn_zre_run(q + i, count - i, dst, cap, &o, &run);
+	if (run)
+		dst[o++] = gn_zre_run_byte(run);
+	*consumed = i;
+	return o;
+}
+
+static size_t groups_avx2(const u8 *src, size_t len)
+{
+	const __m256i c241 = _mm256_set1_epi8((char)241);
+	const __m256i one = _mm256_set1_epi8(1);
+	__m256i sum = _mm256_setzero_si256();
+	u64 lanes[4];
+	size_t i;
+
+	for (i = 0; i + 32 <= len; i += 32) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(src + i));
+		__m256i l = _mm256_max_epu8(_mm256_subs_epu8(v, c241), one);
+
+		sum = _mm256_add_epi64(sum, _mm256_sad_epu8(l, _mm256_setzero_si256()));
+	}
+	_mm256_storeu_si256((__m256i *)lanes, sum);
+	return (size_t)(lanes[0] + lanes[1] + lanes[2] + lanes[3]) +
+	       gn_zre_groups_scalar(src + i, len - i);
+}
+
+/* acc + M where @p, acc - M where @q, acc itself elsewhere, bit for bit. */
+static inline void add8(float *a, __m256 mv, __m256i p, __m256i q)
+{
+	__m256 v = _mm256_loadu_ps(a);
+
+	v = _mm256_blendv_ps(v, _mm256_add_ps(v, mv), _mm256_castsi256_ps(p));
+	v = _mm256_blendv_ps(v, _mm256_sub_ps(v, mv), _mm256_castsi256_ps(q));
+	_mm256_storeu_ps(a, v);
+}
+
+/*
+ * Sixteen groups at a time; the five trits come from multiply-high by
+ * rounded-up reciprocals of 81, 27, 9 and 3, exact for 0..242. Pieces that
+ * reach past n or past the block go through the scalar decoder (group bytes
+ * are valid zero-run codes on their own).
+ */
+static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
+			     float *acc, size_t n, size_t g)
+{
+	static const u16 recip[4] = { 810, 2428, 7282, 21846 };
+	const __m128i zero_group = _mm_set1_epi8((char)GN_TLC_ZERO);
+	const __m256 mv = _mm256_set1_ps(m);
+	size_t c;
+
+	for (c = 0; c < groups; c += 16) {
+		__m128i v;
+		__m256i r, d[GN_TLC_GROUP];
+		unsigned int k;
+
+		if (groups - c < 16 || 4 * g + j + c + 16 > n) {
+			size_t left = groups - c < 16 ? groups - c : 16;
+
+			gn_accumulate_scalar(qb + c, left, m, acc, n, g, j + c);
+			continue;
+		}
+		v = _mm_loadu_si128((const __m128i *)(qb + c));
+		if (_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero_group)) == 0xffff)
+			continue;
+		r = _mm256_cvtepu8_epi16(v);
+		for (k = 0; k < 4; k++) {
+			d[k] = _mm256_mulhi_epu16(r, _mm256_set1_epi16((short)recip[k]));
+			r = _mm256_sub_epi16(r, _mm256_mullo_epi16(
+				d[k], _mm256_set1_epi16(gn_quartic_weight[k])));
+		}
+		d[4] = r;
+		for (k = 0; k < GN_TLC_GROUP; k++) {
+			__m256i p = _mm256_cmpeq_epi16(d[k], _mm256_set1_epi16(2));
+			__m256i q = _mm256_cmpeq_epi16(d[k], _mm256_setzero_si256());
+			float *a = acc + (size_t)k * g + j + c;
+
+			if (_mm256_testz_si256(_mm256_or_si256(p, q),
+					       _mm256_or_si256(p, q)))
+				continue;
+			add8(a, mv, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(p)),
+			     _mm256_cvtepi16_epi32(_mm256_castsi256_si128(q)));
+			add8(a + 8, mv,
+			     _mm256_cvtepi16_epi32(_mm256_extracti128_si256(p, 1)),
+			     _mm256_cvtepi16_epi32(_mm256_extracti128_si256(q, 1)));
+		}
+	}
+}
+
+static void accumulate_avx2(const u8 *src, size_t len, float m, float *acc,
+			    size_t n, size_t g, size_t j0)
+{
+	gn_expand_each(src, len, j0, accumulate_block, m, acc, n, g);
+}
+
+const struct gn_tlc_kernels gn_tlc_avx2 = {
+	.maxabs_bits = maxabs_bits_avx2,
+	.quartic = quartic_avx2,
+	.zre = zre_avx2,
+	.groups = groups_avx2,
+	.accumulate = accumulate_avx2,
+};

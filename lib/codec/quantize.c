@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+/*
+ * quantize.c - the reference quantizer: error feedback, three-value
+ * quantization and quartic packing, exactly as written in gradnet/codec.h.
+ * Floating point: called only inside an FPU section.
+ */
+#include "tlc_impl.h"
+#include "tlc_fp.h"
+
+static u32 maxabs_bits_scalar(const float *x, const float *e, size_t n)
+{
+	u32 max = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		u32 a = gn_f2u(x[i] + e[i]) & 0x7fffffffu;
+
+		max = a > max ? a : max;
+	}
+	return max;
+}
+
+/* Trit + 1 of t against threshold h, with e updated to t - q*m. */
+static inline unsigned int quantize_one(float t, float h, float m, float *e)
+{
+	if (t > h) {
+		*e = t - m;
+		return 2;
+	}
+	if (t < -h) {
+		*e = t + m;
+		return 0;
+	}
+	*e = t;
+	return 1;
+}
+
+/*
+ * Partition by partition so that x and e stream contiguously; the group
+ * bytes are small enough to stay in cache across the five passes.
+ * Elements at index >= n are padding and count as zero.
+ */
+void gn_quartic_scalar(const float *x, float *e, size_t n, size_t g, float m,
+		       u8 *out, size_t j_from, size_t j_to)
+{
+	float h = 0.5f * m;
+	unsigned int k;
+	size_t j;
+
+	for (j = j_from; j < j_to; j++)
+		out[j] = 0;
+	for (k = 0; k < GN_TLC_GROUP; k++) {
+		size_t base = (size_t)k * g;
+
+		for (j = j_from; j < j_to; j++) {
+			unsigned int d = 1;
+
+			if (base + j < n)
+				d = quantize_one(x[base + j] + e[base + j], h,
+						 m, &e[base + j]);
+			out[j] = (u8)(out[j] * 3 + d);
+		}
+	}
+}
+
+static void quartic_scalar(const float *x, float *e, size_t n, size_t g,
+			   float m, u8 *out)
+{
+	gn_quartic_scalar(x, e, n, g, m, out, 0, g);
+}
+
+const struct gn_tlc_kernels gn_tlc_scalar = {
+	.maxabs_bits = maxabs_bits_scalar,
+	.quartic = quartic_scalar,
+	.zre = gn_zre_scalar,
+	.groups = gn_zre_groups_scalar,
+	.accumulate = gn_accumulate_scalar,
+};

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tlc_impl.h - internal interface between the codec's entry points (tlc.c)
+ * and its per-instruction-set kernels (scalar, AVX2, AVX-512).
+ */
+#ifndef GN_TLC_IMPL_H
+#define GN_TLC_IMPL_H
+
+#include "gn_deps.h"
+#include <gradnet/codec.h>
+
+/* |t| bit patterns at or above this are infinities or NaNs. */
+#define GN_F32_INF_BITS 0x7f800000u
+
+/*
+ * Kernels of one instruction set. The entry points validate arguments and
+ * streams and open the FPU section; kernels only compute.
+ *
+ * @maxabs_bits: max over i of the bits of |x_i + e_i| (sign cleared), which
+ *	orders like the values; >= GN_F32_INF_BITS means some t_i is not finite.
+ * @quartic: second quantization pass for groups [0, g): q from t = x + e
+ *	against h = 0.5f*m, e updated, one quartic byte per group.
+ * @zre: gn_zre_encode() on groups already known to be in 0..242.
+ * @groups: groups covered by a zero-run encoded slice (no validation).
+ * @accumulate: decode-accumulate a validated slice starting at group j0.
+ */
+struct gn_tlc_kernels {
+	u32 (*maxabs_bits)(const float *x, const float *e, size_t n);
+	void (*quartic)(const float *x, float *e, size_t n, size_t g, float m,
+			u8 *out);
+	size_t (*zre)(const u8 *q, size_t count, u8 *dst, size_t cap,
+		      size_t *consumed);
+	size_t (*groups)(const u8 *src, size_t len);
+	void (*accumulate)(const u8 *src, size_t len, float m, float *acc,
+			   size_t n, size_t g, size_t j0);
+};
+
+extern const struct gn_tlc_kernels gn_tlc_scalar;
+extern const struct gn_tlc_kernels gn_tlc_avx2;
+extern const struct gn_tlc_kernels gn_tlc_avx512;
+
+/* Scalar pieces shared by the SIMD kernels for heads, tails and slow paths. */
+size_t gn_zre_run(const u8 *q, size_t count, u8 *dst, size_t cap, size_t *o,
+		  unsigned int *run);
+size_t gn_zre_scalar(const u8 *q, size_t count, u8 *dst, size_t cap,
+		     size_t *consumed);
+size_t gn_zre_groups_scalar(const u8 *src, size_t len);
+int gn_zre_check_padding(const u8 *src, size_t len, size_t n, size_t g,
+			 size_t j_end);
+bool gn_zre_has_bad_group(const u8 *q, size_t count);
+
+void gn_quartic_scalar(const float *x, float *e, size_t n, size_t g, float m,
+		       u8 *out, size_t j_from, size_t j_to);
+void gn_accumulate_scalar(const u8 *src, size_t len, float m, float *acc,
+			  size_t n, size_t g, size_t j0);
+
+/* Groups covered by one zero-run byte. */
+static inline unsigned int gn_zre_len(u8 b)
+{
+	return b >= GN_ZRE_RUN_MIN ? b - 241u : 1u;
+}
+
+/* The zero-run byte(s) for a pending run of 1..13 groups. */
+static inline u8 gn_zre_run_byte(unsigned int run)
+{
+	return run == 1 ? GN_TLC_ZERO : (u8)(241u + run);
+}
+
+/* 3^(4-k): weight of partition k in a quartic byte. */
+static const u8 gn_quartic_weight[GN_TLC_GROUP] = { 81, 27, 9, 3, 1 };
+
+#endif /* GN_TLC_IMPL_H */

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gn_deps.h - the only seam between gradnet's freestanding core
+ * (lib/codec, lib/wire) and its environment, the Linux kernel or libc.
+ *
+ * Everything the core needs from outside comes through this header:
+ * fixed-width types, errno values, memcpy/memset, little-endian access to
+ * wire bytes, FPU sections and CPU feature tests. No other file of the core
+ * may test __KERNEL__.
+ */
+#ifndef GN_DEPS_H
+#define GN_DEPS_H
+
+#ifdef __KERNEL__
+
+#include <linux/types.h>
+#include <linux/errno.h>
+#include <linux/string.h>
+#include <linux/kernel.h>
+#include <asm/unaligned.h>
+#include <asm/fpu/api.h>
+#include <asm/cpufeature.h>
+
+/*
+ * In the kernel even passing a float argument uses SSE registers, so the
+ * module brackets every call into the codec with kernel_fpu_begin() and
+ * kernel_fpu_end() itself; the codec's own FPU sections are empty here.
+ * kernel_fpu_begin() loads the default MXCSR (round to nearest, denormals
+ * kept), the environment the codec specification assumes.
+ */
+struct gn_fpu {
+	int unused;
+};
+
+static inline void gn_fpu_begin(struct gn_fpu *f)
+{
+	(void)f;
+}
+
+static inline void gn_fpu_end(struct gn_fpu *f)
+{
+	(void)f;
+}
+
+static inline bool gn_cpu_has_avx2(void)
+{
+	return boot_cpu_has(X86_FEATURE_AVX2) && boot_cpu_has(X86_FEATURE_BMI2);
+}
+
+static inline bool gn_cpu_has_avx512(void)
+{
+	return boot_cpu_has(X86_FEATURE_AVX512F) &&
+	       boot_cpu_has(X86_FEATURE_AVX512BW) &&
+	       boot_cpu_has(X86_FEATURE_AVX512VL) &&
+	       boot_cpu_has(X86_FEATURE_AVX512_VBMI2) &&
+	       boot_cpu_has(X86_FEATURE_BMI2);
+}
+
+#define gn_get_le16(p) get_unaligned_le16(p)
+#define gn_get_le32(p) get_unaligned_le32(p)
+#define gn_get_le64(p) get_unaligned_le64(p)
+#define gn_put_le16(v, p) put_unaligned_le16((v), (p))
+#define gn_put_le32(v, p) put_unaligned_le32((v), (p))
+#define gn_put_le64(v, p) put_unaligned_le64((v), (p))
+
+#define GN_STATIC_ASSERT(c, msg) _Static_assert(c, msg)
+
+#else /* userspace */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <errno.h>
+#include <xmmintrin.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#ifndef __BYTE_ORDER__
+#error "gradnet needs __BYTE_ORDER__"
+#endif
+
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int32_t s32;
+typedef int64_t s64;
+
+/*
+ * A trainer may run with flush-to-zero or denormals-are-zero set (some
+ * frameworks do this for speed). The codec's results are specified for
+ * IEEE round-to-nearest with denormals, so every floating-point entry point
+ * switches to that environment and restores the caller's afterwards.
+ */
+#define GN_MXCSR_DEFAULT 0x1f80u
+
+struct gn_fpu {
+	unsigned int csr;
+};
+
+static inline void gn_fpu_begin(struct gn_fpu *f)
+{
+	f->csr = _mm_getcsr();
+	if (f->csr != GN_MXCSR_DEFAULT)
+		_mm_setcsr(GN_MXCSR_DEFAULT);
+}
+
+static inline void gn_fpu_end(struct gn_fpu *f)
+{
+	if (f->csr != GN_MXCSR_DEFAULT)
+		_mm_setcsr(f->csr);
+}
+
+static inline bool gn_cpu_has_avx2(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+}
+
+static inline bool gn_cpu_has_avx512(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") &&
+	       __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vl") &&
+	       __builtin_cpu_supports("avx512vbmi2") &&
+	       __builtin_cpu_supports("bmi2");
+}
+
+static inline u16 gn_get_le16(const void *p)
+{
+	u16 v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap16(v);
+#endif
+	return v;
+}
+
+static inline u32 gn_get_le32(const void *p)
+{
+	u32 v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	return v;
+}
+
+static inline u64 gn_get_le64(const void *p)
+{
+	u64 v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+static inline void gn_put_le16(u16 v, void *p)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap16(v);
+#endif
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void gn_put_le32(u32 v, void *p)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void gn_put_le64(u64 v, void *p)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	memcpy(p, &v, sizeof(v));
+}
+
+#define GN_STATIC_ASSERT(c, msg) _Static_assert(c, msg)
+
+#endif /* __KERNEL__ */
+
+#endif /* GN_DEPS_H */
