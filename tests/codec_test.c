@@ -555,6 +555,94 @@ TEST_F(isa, zre_matches_spec_on_runs)
 		}
 }
 
+/* Chunked quantization equals quantizing each chunk on its own. */
+TEST_F(isa, chunks_match_single_chunks)
+{
+	static const size_t chunks[] = { 1, 5, 17, 100, 4096, 16384, 65536 };
+	static const size_t sizes[] = { 1, 7, 99, 100, 101, 70001, 200000 };
+	struct gn_rng r = { 99 };
+	size_t a, b, c;
+
+	for (a = 0; a < ARRAY_LEN(sizes); a++)
+		for (b = 0; b < ARRAY_LEN(chunks); b++) {
+			size_t n = sizes[a], ch = chunks[b];
+			size_t nc = gn_tlc_chunk_count(n, ch);
+			size_t ng = gn_tlc_chunks_groups(n, ch);
+			float *x = malloc(n * 4), *e = malloc(n * 4);
+			float *e_ref = malloc(n * 4), *e_out = malloc(n * 4);
+			float *m = malloc(nc * 4), *m_ref = malloc(nc * 4);
+			uint8_t *q = malloc(ng), *q_ref = malloc(ng);
+			uint32_t *e_keep = malloc(n * 4);
+
+			if (n > 20000 && ch < 100)
+				goto next;
+			fill(&r, x, n, (int)(a + b) % KINDS);
+			fill(&r, e, n, 1);
+			memcpy(e_ref, e, n * 4);
+			bits_of(e, e_keep, n);
+			for (c = 0; c < nc; c++) {
+				size_t len = n - c * ch < ch ? n - c * ch : ch;
+
+				ASSERT_EQ(0, gn_tlc_quantize_isa(
+						     GN_ISA_SCALAR, x + c * ch,
+						     e_ref + c * ch, len, 1.5f,
+						     q_ref + c * gn_tlc_groups(ch),
+						     &m_ref[c]));
+			}
+			/* Out of place: e untouched. */
+			ASSERT_EQ(0, gn_tlc_quantize_chunks_isa(self->isa, x, e,
+								e_out, n, ch,
+								1.5f, q, m));
+			ASSERT_EQ(0, memcmp(e_keep, e, n * 4));
+			ASSERT_EQ(0, memcmp(e_ref, e_out, n * 4));
+			ASSERT_EQ(0, memcmp(q_ref, q, ng));
+			ASSERT_EQ(0, memcmp(m_ref, m, nc * 4));
+			/* In place. */
+			ASSERT_EQ(0, gn_tlc_quantize_chunks_isa(self->isa, x, e, e,
+								n, ch, 1.5f, q,
+								m));
+			ASSERT_EQ(0, memcmp(e_ref, e, n * 4));
+			ASSERT_EQ(0, memcmp(q_ref, q, ng));
+next:
+			free(x);
+			free(e);
+			free(e_ref);
+			free(e_out);
+			free(m);
+			free(m_ref);
+			free(q);
+			free(q_ref);
+			free(e_keep);
+		}
+}
+
+/* A bad value in chunk c: earlier chunks done, c and later untouched. */
+TEST_F(isa, chunks_stop_at_nonfinite)
+{
+	size_t n = 10000, ch = 1000, bad = 4321, c;
+	float *x = calloc(n, 4), *e = calloc(n, 4), m[10];
+	uint8_t q[2000];
+	struct gn_rng r = { 5 };
+
+	fill(&r, x, n, 0);
+	x[bad] = NAN;
+	for (c = 0; c < n; c++)
+		e[c] = 0.125f;
+	ASSERT_EQ(-EDOM, gn_tlc_quantize_chunks_isa(self->isa, x, e, e, n, ch,
+						    1.0f, q, m));
+	for (c = 0; c < n; c++) {
+		if (c < bad / ch * ch) {
+			ASSERT_NE(gn_bits(0.125f), gn_bits(e[c])) TH_LOG("%zu", c);
+		} else {
+			ASSERT_EQ(gn_bits(0.125f), gn_bits(e[c])) TH_LOG("%zu", c);
+		}
+	}
+	ASSERT_EQ(-EINVAL, gn_tlc_quantize_chunks_isa(self->isa, x, e, e, n, 0,
+						      1.0f, q, m));
+	free(x);
+	free(e);
+}
+
 TEST(argument_errors)
 {
 	float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, e[8] = { 0 }, acc[8] = { 0 }, m;

@@ -111,6 +111,56 @@ GN_EXPORT int gn_tlc_quantize(const float *x, float *e, size_t n, float s,
 			      uint8_t *quartic, float *m);
 
 /**
+ * gn_tlc_chunk_count() - chunks of at most @chunk values in @n values
+ * @n: values in the tensor
+ * @chunk: values per chunk, > 0
+ *
+ * Return: ceil(n / chunk).
+ */
+static inline size_t gn_tlc_chunk_count(size_t n, size_t chunk)
+{
+	return n / chunk + (n % chunk != 0);
+}
+
+/**
+ * gn_tlc_chunks_groups() - group bytes gn_tlc_quantize_chunks() writes
+ * @n: values in the tensor
+ * @chunk: values per chunk, > 0
+ *
+ * Chunk c's groups start at c * gn_tlc_groups(@chunk).
+ *
+ * Return: the total.
+ */
+static inline size_t gn_tlc_chunks_groups(size_t n, size_t chunk)
+{
+	return n / chunk * gn_tlc_groups(chunk) + gn_tlc_groups(n % chunk);
+}
+
+/**
+ * gn_tlc_quantize_chunks() - quantize a tensor as consecutive chunks
+ * @x: n input values
+ * @e_in: n error-feedback values
+ * @e_out: n new error-feedback values; may be @e_in, else must not overlap
+ * @n: values in the tensor
+ * @chunk: values per chunk (the last one may be shorter), > 0
+ * @s: sparsity multiplier, 1 <= s < 2
+ * @quartic: out, gn_tlc_chunks_groups(@n, @chunk) bytes
+ * @m: out, gn_tlc_chunk_count(@n, @chunk) scales
+ *
+ * The same results as gn_tlc_quantize() on each chunk in turn, faster on
+ * long tensors: a chunk's memory-bound first pass overlaps the previous
+ * chunk's second pass. With @e_out != @e_in, @e_in is never written, so a
+ * caller can drop a failed step by keeping @e_in.
+ *
+ * Return: 0; -EINVAL for a bad @s or @chunk; -EDOM if a chunk holds a
+ * value that is not finite (chunks before it have been quantized; nothing
+ * of that chunk or later ones is written).
+ */
+GN_EXPORT int gn_tlc_quantize_chunks(const float *x, const float *e_in,
+				     float *e_out, size_t n, size_t chunk,
+				     float s, uint8_t *quartic, float *m);
+
+/**
  * gn_zre_encode() - zero-run encode groups, up to a byte budget
  * @quartic: groups, values 0..242
  * @count: number of groups
@@ -202,7 +252,8 @@ GN_EXPORT const char *gn_codec_isa_name(int isa);
  * gn_codec_isa_supported() - can this CPU run the kernels of @isa?
  * @isa: one of enum gn_isa
  *
- * AVX-512 kernels need F, BW, VL and VBMI2 (for byte compression); AVX2
+ * AVX-512 kernels need F, BW, VL, VBMI (byte permutes) and VBMI2 (byte
+ * compression): Ice Lake and later, Zen 4 and later; AVX2
  * kernels need AVX2 and BMI2.
  *
  * Return: 1 if yes, 0 if not.
@@ -223,6 +274,10 @@ GN_EXPORT int gn_codec_isa_best(void);
  */
 GN_EXPORT int gn_tlc_quantize_isa(int isa, const float *x, float *e, size_t n,
 				  float s, uint8_t *quartic, float *m);
+GN_EXPORT int gn_tlc_quantize_chunks_isa(int isa, const float *x,
+					 const float *e_in, float *e_out,
+					 size_t n, size_t chunk, float s,
+					 uint8_t *quartic, float *m);
 GN_EXPORT long gn_zre_encode_isa(int isa, const uint8_t *quartic, size_t count,
 				 uint8_t *dst, size_t cap, size_t *consumed);
 GN_EXPORT long gn_tlc_encode_isa(int isa, const float *x, float *e, size_t n,

@@ -45,40 +45,43 @@ static u32 maxabs_bits_avx2(const float *x, const float *e, size_t n)
 }
 
 /* Eight groups of one partition: new e stored, group bytes updated. */
-static inline __m256i quantize8(const float *x, float *e, __m256 hv,
-				__m256 nhv, __m256 mv, __m256 nmv, __m256i w,
-				__m256i b)
+static inline __m256i quantize8(const float *x, const float *e_in,
+				float *e_out, __m256 hv, __m256 nhv, __m256 mv,
+				__m256 nmv, __m256i w, __m256i b)
 {
-	__m256 t = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(e));
+	__m256 t = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(e_in));
 	__m256 p = _mm256_cmp_ps(t, hv, _CMP_GT_OQ);
 	__m256 q = _mm256_cmp_ps(t, nhv, _CMP_LT_OQ);
 	__m256 qm = _mm256_blendv_ps(_mm256_and_ps(p, mv), nmv, q);
 
 	/* qm is M, -M or +0, so t - qm rounds exactly as the reference. */
-	_mm256_storeu_ps(e, _mm256_sub_ps(t, qm));
+	_mm256_storeu_ps(e_out, _mm256_sub_ps(t, qm));
 	b = _mm256_add_epi32(b, _mm256_and_si256(_mm256_castps_si256(p), w));
 	return _mm256_sub_epi32(b, _mm256_and_si256(_mm256_castps_si256(q), w));
 }
 
-static void quartic_avx2(const float *x, float *e, size_t n, size_t g,
-			 float m, u8 *out)
+static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
+			const struct gn_tlc_span *next)
 {
 	const __m256 mv = _mm256_set1_ps(m), nmv = _mm256_set1_ps(-m);
 	const __m256 hv = _mm256_set1_ps(0.5f * m);
 	const __m256 nhv = _mm256_set1_ps(-(0.5f * m));
-	size_t j = 0, full = n > 4 * g ? n - 4 * g : 0;
+	size_t n = cur->n, g = gn_tlc_groups(n), j = 0;
+	size_t full = n > 4 * g ? n - 4 * g : 0;
 	unsigned int k;
 
 	for (; j + 16 <= full; j += 16) {
 		__m256i b0 = _mm256_set1_epi32(GN_TLC_ZERO), b1 = b0, w16;
 
 		for (k = 0; k < GN_TLC_GROUP; k++) {
-			const __m256i w = _mm256_set1_epi32(gn_quartic_weight[k]);
+			const __m256i w = _mm256_set1_epi32(gn_quartic_weight(k));
 			size_t at = (size_t)k * g + j;
 
-			b0 = quantize8(x + at, e + at, hv, nhv, mv, nmv, w, b0);
-			b1 = quantize8(x + at + 8, e + at + 8, hv, nhv, mv, nmv,
-				       w, b1);
+			b0 = quantize8(cur->x + at, cur->e_in + at,
+				       cur->e_out + at, hv, nhv, mv, nmv, w, b0);
+			b1 = quantize8(cur->x + at + 8, cur->e_in + at + 8,
+				       cur->e_out + at + 8, hv, nhv, mv, nmv, w,
+				       b1);
 		}
 		w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(b0, b1),
 					       0xd8);
@@ -86,7 +89,8 @@ static void quartic_avx2(const float *x, float *e, size_t n, size_t g,
 				 _mm_packus_epi16(_mm256_castsi256_si128(w16),
 						  _mm256_extracti128_si256(w16, 1)));
 	}
-	gn_quartic_scalar(x, e, n, g, m, out, j, g);
+	gn_quartic_scalar(cur, m, out, j, g);
+	return maxabs_bits_avx2(next->x, next->e_in, next->n);
 }
 
 /*
@@ -190,7 +194,7 @@ static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 		for (k = 0; k < 4; k++) {
 			d[k] = _mm256_mulhi_epu16(r, _mm256_set1_epi16((short)recip[k]));
 			r = _mm256_sub_epi16(r, _mm256_mullo_epi16(
-				d[k], _mm256_set1_epi16(gn_quartic_weight[k])));
+				d[k], _mm256_set1_epi16(gn_quartic_weight(k))));
 		}
 		d[4] = r;
 		for (k = 0; k < GN_TLC_GROUP; k++) {

@@ -41,46 +41,81 @@ static u32 maxabs_bits_avx512(const float *x, const float *e, size_t n)
 
 /*
  * Sixteen groups at a time while all five partitions are in range; the
- * group byte is built as 121 plus or minus each partition's weight.
+ * group byte is built as 121 plus or minus each partition's weight. Each
+ * partition step also takes sixteen values of the next chunk's first pass,
+ * so its loads from memory overlap this chunk's arithmetic.
  */
-static void quartic_avx512(const float *x, float *e, size_t n, size_t g,
-			   float m, u8 *out)
+static u32 quartic_avx512(const struct gn_tlc_span *cur, float m, u8 *out,
+			  const struct gn_tlc_span *next)
 {
 	const __m512 mv = _mm512_set1_ps(m);
 	const __m512 hv = _mm512_set1_ps(0.5f * m);
 	const __m512 nhv = _mm512_set1_ps(-(0.5f * m));
-	size_t j = 0, full = n > 4 * g ? n - 4 * g : 0;
+	const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+	size_t n = cur->n, g = gn_tlc_groups(n), j = 0, p = 0;
+	size_t full = n > 4 * g ? n - 4 * g : 0;
+	__m512i mx = _mm512_setzero_si512();
+	u32 tail;
 	unsigned int k;
 
 	for (; j + 16 <= full; j += 16) {
 		__m512i b = _mm512_set1_epi32(GN_TLC_ZERO);
 
 		for (k = 0; k < GN_TLC_GROUP; k++) {
-			const __m512i w = _mm512_set1_epi32(gn_quartic_weight[k]);
-			float *ep = e + (size_t)k * g + j;
-			__m512 t = _mm512_add_ps(_mm512_loadu_ps(x + (size_t)k * g + j),
-						 _mm512_loadu_ps(ep));
-			__mmask16 p = _mm512_cmp_ps_mask(t, hv, _CMP_GT_OQ);
-			__mmask16 q = _mm512_cmp_ps_mask(t, nhv, _CMP_LT_OQ);
-			__m512 en = _mm512_mask_sub_ps(t, p, t, mv);
+			const __m512i w = _mm512_set1_epi32(gn_quartic_weight(k));
+			size_t at = (size_t)k * g + j;
+			__m512 t = _mm512_add_ps(_mm512_loadu_ps(cur->x + at),
+						 _mm512_loadu_ps(cur->e_in + at));
+			__mmask16 pos = _mm512_cmp_ps_mask(t, hv, _CMP_GT_OQ);
+			__mmask16 neg = _mm512_cmp_ps_mask(t, nhv, _CMP_LT_OQ);
+			__m512 en = _mm512_mask_sub_ps(t, pos, t, mv);
 
-			en = _mm512_mask_add_ps(en, q, t, mv);
-			_mm512_storeu_ps(ep, en);
-			b = _mm512_mask_add_epi32(b, p, b, w);
-			b = _mm512_mask_sub_epi32(b, q, b, w);
+			en = _mm512_mask_add_ps(en, neg, t, mv);
+			_mm512_storeu_ps(cur->e_out + at, en);
+			b = _mm512_mask_add_epi32(b, pos, b, w);
+			b = _mm512_mask_sub_epi32(b, neg, b, w);
+			if (p + 16 <= next->n) {
+				__m512 t2 = _mm512_add_ps(
+					_mm512_loadu_ps(next->x + p),
+					_mm512_loadu_ps(next->e_in + p));
+
+				mx = _mm512_max_epu32(mx, _mm512_and_si512(
+					_mm512_castps_si512(t2), abs));
+				p += 16;
+			}
 		}
 		_mm_storeu_si128((__m128i *)(out + j), _mm512_cvtepi32_epi8(b));
 	}
-	gn_quartic_scalar(x, e, n, g, m, out, j, g);
+	gn_quartic_scalar(cur, m, out, j, g);
+	tail = maxabs_bits_avx512(next->x + p, next->e_in + p, next->n - p);
+	return _mm512_reduce_max_epu32(_mm512_max_epu32(mx, _mm512_set1_epi32((int)tail)));
+}
+
+/* The code byte at the @c-th zero of a run: a 255 at every 14th, else the
+ * code of a run that would end here (c mod 14 groups). */
+#define GN_RUN_CODE(c) ((c) % 14 == 0 ? 255 : (c) % 14 == 1 ? 121 : 241 + (c) % 14)
+#define GN_RC4(c) GN_RUN_CODE(c), GN_RUN_CODE(c + 1), GN_RUN_CODE(c + 2),     \
+		  GN_RUN_CODE(c + 3)
+#define GN_RC16(c) GN_RC4(c), GN_RC4(c + 4), GN_RC4(c + 8), GN_RC4(c + 12)
+static const u8 run_codes[128] __attribute__((aligned(64))) = {
+	GN_RC16(0), GN_RC16(16), GN_RC16(32), GN_RC16(48),
+	GN_RC16(64), GN_RC16(80), GN_RC16(96), GN_RC16(112)
+};
+
+/* Lane i gets lane i - k; the first k lanes get 0. */
+static inline __m512i shift_lanes(__m512i v, __m512i iota, unsigned int k)
+{
+	return _mm512_maskz_permutexvar_epi8(
+		~0ull << k, _mm512_sub_epi8(iota, _mm512_set1_epi8((char)k)), v);
 }
 
 /*
- * Sixty-four groups per step. In a block, every completed zero run of up to
- * 14 groups becomes one code byte at the run's last position: the run
- * lengths come from compressing the start and end positions, the codes are
- * expanded back onto the end positions, and the kept bytes (literals and
- * codes) are compressed out. A longer run goes the scalar way; a run that
- * reaches the end of the block is carried into the next.
+ * Sixty-four groups per step, with the scalar encoder's semantics: each
+ * zero group has a count, its place in its run (plus the run carried in);
+ * a zero whose count is a multiple of 14 becomes a 255, the last zero of a
+ * finished run becomes the code of its count mod 14, literals stay, and
+ * everything else is compressed out. Counts come from a prefix maximum of
+ * run start positions. A run reaching the end of the block is carried.
  */
 static size_t zre_avx512(const u8 *q, size_t count, u8 *dst, size_t cap,
 			 size_t *consumed)
@@ -92,16 +127,17 @@ static size_t zre_avx512(const u8 *q, size_t count, u8 *dst, size_t cap,
 		47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32,
 		31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16,
 		15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-	unsigned int run = 0;
+	const __m512i codes_lo = _mm512_load_si512(run_codes);
+	const __m512i codes_hi = _mm512_load_si512(run_codes + 64);
+	unsigned int run = 0, k;
 	size_t i = 0, o = 0;
 
 	/* Room for a carried code, a full block and the reserved run byte. */
 	while (i + 64 <= count && o + 72 <= cap) {
 		__m512i v = _mm512_loadu_si512(q + i);
 		u64 z = _mm512_cmpeq_epi8_mask(v, zero_group);
-		u64 ends, keep;
-		__m512i len, codes;
-		unsigned int tail;
+		__m512i start, cnt, code;
+		u64 marks;
 
 		if (z == ~0ull) {
 			run += 64;
@@ -116,35 +152,23 @@ static size_t zre_avx512(const u8 *q, size_t count, u8 *dst, size_t cap,
 			dst[o++] = gn_zre_run_byte(run);
 			run = 0;
 		}
-		ends = z & ~(z >> 1) & ~(1ull << 63);
-		len = _mm512_sub_epi8(_mm512_maskz_compress_epi8(ends, iota),
-				      _mm512_maskz_compress_epi8(z & ~(z << 1),
-								 iota));
-		len = _mm512_add_epi8(len, _mm512_set1_epi8(1));
-		len = _mm512_mask_add_epi8(len, 1, len,
-					   _mm512_set1_epi8((char)run));
-		if (_mm512_mask_cmpgt_epu8_mask(
-			    _cvtu64_mask64((1ull << _mm_popcnt_u64(ends)) - 1), len,
-			    _mm512_set1_epi8(GN_ZRE_RUN_MAX_LEN))) {
-			i += gn_zre_run(q + i, 64, dst, cap, &o, &run);
-			continue;
-		}
-		codes = _mm512_mask_blend_epi8(
-			_mm512_cmpeq_epi8_mask(len, _mm512_set1_epi8(1)),
-			_mm512_add_epi8(len, _mm512_set1_epi8((char)241)),
-			zero_group);
-		v = _mm512_mask_blend_epi8(ends, v,
-					   _mm512_maskz_expand_epi8(ends, codes));
-		keep = ~z | ends;
-		_mm512_storeu_si512(dst + o, _mm512_maskz_compress_epi8(keep, v));
-		o += _mm_popcnt_u64(keep);
-		/* Exact writes: in place, the next block starts right after. */
-		tail = z >> 63 ? (unsigned int)_lzcnt_u64(~z) : 0;
-		if (tail >= GN_ZRE_RUN_MAX_LEN) {
-			memset(dst + o, 255, tail / GN_ZRE_RUN_MAX_LEN);
-			o += tail / GN_ZRE_RUN_MAX_LEN;
-		}
-		run = tail % GN_ZRE_RUN_MAX_LEN;
+		start = _mm512_maskz_mov_epi8(z & ~(z << 1), iota);
+		for (k = 1; k < 64; k <<= 1)
+			start = _mm512_max_epu8(start, shift_lanes(start, iota, k));
+		cnt = _mm512_add_epi8(_mm512_sub_epi8(iota, start),
+				      _mm512_set1_epi8(1));
+		/* The first run continues the one carried in. */
+		cnt = _mm512_mask_add_epi8(
+			cnt, z & _mm512_cmpeq_epi8_mask(start, _mm512_setzero_si512()),
+			cnt, _mm512_set1_epi8((char)run));
+		code = _mm512_permutex2var_epi8(codes_lo, cnt, codes_hi);
+		marks = z & (_mm512_cmpeq_epi8_mask(code, ones) |
+			     (~(z >> 1) & ~(1ull << 63)));
+		v = _mm512_mask_blend_epi8(marks, v, code);
+		_mm512_storeu_si512(dst + o,
+				    _mm512_maskz_compress_epi8(~z | marks, v));
+		o += _mm_popcnt_u64(~z | marks);
+		run = z >> 63 ? (unsigned int)_lzcnt_u64(~z) % GN_ZRE_RUN_MAX_LEN : 0;
 		i += 64;
 	}
 	i += gn_zre_run(q + i, count - i, dst, cap, &o, &run);
@@ -241,8 +265,6 @@ static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 				__mmask16 ms = ps | ns;
 				__m512 av;
 
-				if (!ms)
-					continue;
 				av = _mm512_maskz_loadu_ps(ms, a + 16 * s);
 				av = _mm512_mask_add_ps(av, ps, av, mv);
 				av = _mm512_mask_sub_ps(av, ns, av, mv);

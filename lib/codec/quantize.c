@@ -7,7 +7,7 @@
 #include "tlc_impl.h"
 #include "tlc_fp.h"
 
-static u32 maxabs_bits_scalar(const float *x, const float *e, size_t n)
+u32 gn_maxabs_bits_scalar(const float *x, const float *e, size_t n)
 {
 	u32 max = 0;
 	size_t i;
@@ -20,7 +20,7 @@ static u32 maxabs_bits_scalar(const float *x, const float *e, size_t n)
 	return max;
 }
 
-/* Trit + 1 of t against threshold h, with e updated to t - q*m. */
+/* Trit + 1 of t against threshold h, with *e set to t - q*m. */
 static inline unsigned int quantize_one(float t, float h, float m, float *e)
 {
 	if (t > h) {
@@ -40,12 +40,12 @@ static inline unsigned int quantize_one(float t, float h, float m, float *e)
  * bytes are small enough to stay in cache across the five passes.
  * Elements at index >= n are padding and count as zero.
  */
-void gn_quartic_scalar(const float *x, float *e, size_t n, size_t g, float m,
-		       u8 *out, size_t j_from, size_t j_to)
+void gn_quartic_scalar(const struct gn_tlc_span *c, float m, u8 *out,
+		       size_t j_from, size_t j_to)
 {
+	size_t n = c->n, g = gn_tlc_groups(n), j;
 	float h = 0.5f * m;
 	unsigned int k;
-	size_t j;
 
 	for (j = j_from; j < j_to; j++)
 		out[j] = 0;
@@ -53,24 +53,26 @@ void gn_quartic_scalar(const float *x, float *e, size_t n, size_t g, float m,
 		size_t base = (size_t)k * g;
 
 		for (j = j_from; j < j_to; j++) {
+			size_t i = base + j;
 			unsigned int d = 1;
 
-			if (base + j < n)
-				d = quantize_one(x[base + j] + e[base + j], h,
-						 m, &e[base + j]);
+			if (i < n)
+				d = quantize_one(c->x[i] + c->e_in[i], h, m,
+						 &c->e_out[i]);
 			out[j] = (u8)(out[j] * 3 + d);
 		}
 	}
 }
 
-static void quartic_scalar(const float *x, float *e, size_t n, size_t g,
-			   float m, u8 *out)
+static u32 quartic_scalar(const struct gn_tlc_span *cur, float m, u8 *out,
+			  const struct gn_tlc_span *next)
 {
-	gn_quartic_scalar(x, e, n, g, m, out, 0, g);
+	gn_quartic_scalar(cur, m, out, 0, gn_tlc_groups(cur->n));
+	return gn_maxabs_bits_scalar(next->x, next->e_in, next->n);
 }
 
 const struct gn_tlc_kernels gn_tlc_scalar = {
-	.maxabs_bits = maxabs_bits_scalar,
+	.maxabs_bits = gn_maxabs_bits_scalar,
 	.quartic = quartic_scalar,
 	.zre = gn_zre_scalar,
 	.groups = gn_zre_groups_scalar,

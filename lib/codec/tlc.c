@@ -59,31 +59,90 @@ static const struct gn_tlc_kernels *kernels_for(int isa)
 	}
 }
 
-static int quantize(const struct gn_tlc_kernels *k, const float *x, float *e,
-		    size_t n, float s, u8 *quartic, float *m_out)
+static bool valid_s(float s)
 {
+	return s >= 1.0f && s < 2.0f;
+}
+
+/* M of a chunk from its maxabs bits, or -EDOM if t or M is not finite. */
+static int scale_of(u32 bits, float s, float *m)
+{
+	if (bits >= GN_F32_INF_BITS)
+		return -EDOM;
+	*m = s * gn_u2f(bits);
+	return gn_f2u(*m) >= GN_F32_INF_BITS ? -EDOM : 0;
+}
+
+/*
+ * Chunk after chunk, each chunk's second pass interleaved with the next
+ * chunk's first pass. A chunk is checked before anything of it is written.
+ */
+static int quantize_chunks(const struct gn_tlc_kernels *k, const float *x,
+			   const float *e_in, float *e_out, size_t n,
+			   size_t chunk, float s, u8 *quartic, float *m)
+{
+	size_t at = 0, len = n < chunk ? n : chunk, c;
+	size_t stride = gn_tlc_groups(chunk);
 	struct gn_fpu fpu;
-	int ret = -EDOM;
+	int ret = -EINVAL;
 	u32 bits;
-	float m;
 
 	gn_fpu_begin(&fpu);
-	if (!(s >= 1.0f && s < 2.0f)) {
-		ret = -EINVAL;
+	if (!valid_s(s))
 		goto out;
+	bits = k->maxabs_bits(x, e_in, len);
+	for (c = 0;; c++) {
+		struct gn_tlc_span cur = { x + at, e_in + at, e_out + at, len };
+		struct gn_tlc_span next;
+
+		ret = scale_of(bits, s, &m[c]);
+		if (ret)
+			goto out;
+		at += len;
+		len = n - at < chunk ? n - at : chunk;
+		next = (struct gn_tlc_span){ x + at, e_in + at, e_out + at, len };
+		bits = k->quartic(&cur, m[c], quartic + c * stride, &next);
+		if (at == n)
+			break;
 	}
-	bits = k->maxabs_bits(x, e, n);
-	if (bits >= GN_F32_INF_BITS)
-		goto out;
-	m = s * gn_u2f(bits);
-	if (gn_f2u(m) >= GN_F32_INF_BITS)
-		goto out;
-	k->quartic(x, e, n, gn_tlc_groups(n), m, quartic);
-	*m_out = m;
-	ret = 0;
 out:
 	gn_fpu_end(&fpu);
 	return ret;
+}
+
+int gn_tlc_quantize_chunks_isa(int isa, const float *x, const float *e_in,
+			       float *e_out, size_t n, size_t chunk, float s,
+			       u8 *quartic, float *m)
+{
+	const struct gn_tlc_kernels *k = kernels_for(isa);
+
+	if (!k)
+		return -EOPNOTSUPP;
+	if (!chunk)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	return quantize_chunks(k, x, e_in, e_out, n, chunk, s, quartic, m);
+}
+
+int gn_tlc_quantize_chunks(const float *x, const float *e_in, float *e_out,
+			   size_t n, size_t chunk, float s, u8 *quartic,
+			   float *m)
+{
+	return gn_tlc_quantize_chunks_isa(GN_ISA_BEST, x, e_in, e_out, n, chunk,
+					  s, quartic, m);
+}
+
+/* One chunk of n values; n = 0 is a chunk with no groups and M = 0. */
+static int quantize(const struct gn_tlc_kernels *k, const float *x, float *e,
+		    size_t n, float s, u8 *quartic, float *m)
+{
+	if (n)
+		return quantize_chunks(k, x, e, e, n, n, s, quartic, m);
+	if (!valid_s(s))
+		return -EINVAL;
+	*m = 0.0f;
+	return 0;
 }
 
 int gn_tlc_quantize_isa(int isa, const float *x, float *e, size_t n, float s,

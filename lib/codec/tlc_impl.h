@@ -18,16 +18,28 @@
  *
  * @maxabs_bits: max over i of the bits of |x_i + e_i| (sign cleared), which
  *	orders like the values; >= GN_F32_INF_BITS means some t_i is not finite.
- * @quartic: second quantization pass for groups [0, g): q from t = x + e
- *	against h = 0.5f*m, e updated, one quartic byte per group.
+ * @quartic: second quantization pass of chunk @cur, groups [0, g): q from
+ *	t = x + e_in against h = 0.5f*m, e_out = t - q*m (e_out may be e_in),
+ *	one quartic byte per group; interleaved with it, the first pass of
+ *	chunk @next (n may be 0), whose maxabs_bits it returns. Overlapping
+ *	the memory-bound first pass with the compute-bound second one is what
+ *	lets a long tensor encode at close to memory speed.
  * @zre: gn_zre_encode() on groups already known to be in 0..242.
  * @groups: groups covered by a zero-run encoded slice (no validation).
  * @accumulate: decode-accumulate a validated slice starting at group j0.
  */
+/* A chunk being quantized: input, error feedback in and out, length. */
+struct gn_tlc_span {
+	const float *x;
+	const float *e_in;
+	float *e_out;
+	size_t n;
+};
+
 struct gn_tlc_kernels {
 	u32 (*maxabs_bits)(const float *x, const float *e, size_t n);
-	void (*quartic)(const float *x, float *e, size_t n, size_t g, float m,
-			u8 *out);
+	u32 (*quartic)(const struct gn_tlc_span *cur, float m, u8 *out,
+		       const struct gn_tlc_span *next);
 	size_t (*zre)(const u8 *q, size_t count, u8 *dst, size_t cap,
 		      size_t *consumed);
 	size_t (*groups)(const u8 *src, size_t len);
@@ -49,8 +61,9 @@ int gn_zre_check_padding(const u8 *src, size_t len, size_t n, size_t g,
 			 size_t j_end);
 bool gn_zre_has_bad_group(const u8 *q, size_t count);
 
-void gn_quartic_scalar(const float *x, float *e, size_t n, size_t g, float m,
-		       u8 *out, size_t j_from, size_t j_to);
+void gn_quartic_scalar(const struct gn_tlc_span *c, float m, u8 *out,
+		       size_t j_from, size_t j_to);
+u32 gn_maxabs_bits_scalar(const float *x, const float *e, size_t n);
 void gn_accumulate_scalar(const u8 *src, size_t len, float m, float *acc,
 			  size_t n, size_t g, size_t j0);
 
@@ -67,6 +80,11 @@ static inline u8 gn_zre_run_byte(unsigned int run)
 }
 
 /* 3^(4-k): weight of partition k in a quartic byte. */
-static const u8 gn_quartic_weight[GN_TLC_GROUP] = { 81, 27, 9, 3, 1 };
+static inline unsigned int gn_quartic_weight(unsigned int k)
+{
+	static const u8 w[GN_TLC_GROUP] = { 81, 27, 9, 3, 1 };
+
+	return w[k];
+}
 
 #endif /* GN_TLC_IMPL_H */
