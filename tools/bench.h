@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench.h - what the gradnet-bench subcommands share: timing, buffers, the
+ * gradient sample files.
+ */
+#ifndef GN_BENCH_H
+#define GN_BENCH_H
+
+#include <stddef.h>
+#include <time.h>
+
+struct bench_tensor {
+	char name[64];
+	char file[128];
+	size_t elems;
+	int step;
+};
+
+double bench_now(void);
+void *bench_alloc(size_t bytes);
+__attribute__((noreturn, format(printf, 1, 2))) void bench_die(const char *fmt, ...);
+const char *bench_data_dir(void);
+float *bench_load_f32(const char *rel, size_t *n);
+size_t bench_manifest(const char *rel, struct bench_tensor *t, size_t max);
+void bench_pin_cpu(void);
+
+int bench_codec(int argc, char **argv);
+
+/*
+ * Run @stmt at least three times and for at least @secs seconds; @gbps gets
+ * @bytes over the fastest run. Noisy machines only ever slow a run down.
+ */
+#define BENCH_TIME(gbps, bytes, secs, stmt)                                   \
+	do {                                                                  \
+		double best_ = 1e30, start_ = bench_now();                    \
+		int runs_ = 0;                                                \
+		while (runs_ < 3 || bench_now() - start_ < (secs)) {          \
+			double t0_ = bench_now(), dt_;                        \
+			stmt;                                                 \
+			dt_ = bench_now() - t0_;                              \
+			best_ = dt_ < best_ ? dt_ : best_;                    \
+			runs_++;                                              \
+		}                                                             \
+		(gbps) = (double)(bytes) / best_ / 1e9;                       \
+	} while (0)
+
+#endif /* GN_BENCH_H */

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_codec.c - `gradnet-bench codec`: codec throughput against memcpy,
+ * STREAM-style kernels with the codec's memory traffic, zstd -1 and lz4 in
+ * the same run, and compression ratios on the real gradient samples.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <gradnet/codec.h>
+#include "bench.h"
+
+struct codec_opts {
+	int isa;
+	int json;
+	size_t dram_mib;
+	size_t chunk;
+	double min_seconds;
+};
+
+struct speed {
+	double cache, dram;
+};
+
+struct results {
+	struct speed encode, decode, memcpy_, stream_enc, stream_dec;
+	struct speed zstd_c, zstd_d, lz4_c, lz4_d;
+	double zstd_ratio, lz4_ratio, tlc_ratio_dram;
+	double snap_ratio[4], snap_entropy[4];
+	double steady_ratio[4], steady_bits[4], steady_entropy[4];
+	double steady_q_entropy[4];
+};
+
+static const float s_values[4] = { 1.0f, 1.5f, 1.75f, 1.9f };
+
+/* The baselines get the widest vector unit the CPU has, like the codec. */
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline))
+static void stream_encode_kernel(float *e, const float *x, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		e[i] += x[i];
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline))
+static void stream_decode_kernel(float *acc, float k, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		acc[i] += k;
+}
+
+/* Input for the throughput runs: real gradients tiled to @n values. */
+static float *tiled_gradients(size_t n)
+{
+	static const char *const files[] = {
+		"mlp-digits/mlp-s00001-fc2.weight.f32",
+		"mlp-digits/mlp-s00100-fc2.weight.f32",
+		"mlp-digits/mlp-s01000-fc2.weight.f32",
+	};
+	float *x = bench_alloc(n * sizeof(float)), *src[3];
+	size_t len[3], k, at = 0;
+
+	for (k = 0; k < 3; k++) {
+		src[k] = bench_load_f32(files[k], &len[k]);
+		if (!src[k])
+			bench_die("cannot read %s/%s", bench_data_dir(), files[k]);
+	}
+	for (k = 0; at < n; k = (k + 1) % 3) {
+		size_t take = n - at < len[k] ? n - at : len[k];
+
+		memcpy(x + at, src[k], take * sizeof(float));
+		at += take;
+	}
+	for (k = 0; k < 3; k++)
+		free(src[k]);
+	return x;
+}
+
+struct chunked {
+	uint8_t *buf, *quartic;
+	float *m;
+	size_t *off, *len;
+	size_t chunks;
+};
+
+/*
+ * Encode @x in chunks of @chunk values as the allreduce does: quantize the
+ * tensor chunk after chunk, then zero-run encode each chunk behind its
+ * scale. Returns the stream bytes.
+ */
+static size_t encode_chunks(int isa, const float *x, float *e, size_t n,
+			    size_t chunk, float s, struct chunked *c)
+{
+	size_t k, pos = 0, stride = gn_tlc_groups(chunk);
+	int r = gn_tlc_quantize_chunks_isa(isa, x, e, e, n, chunk, s,
+					   c->quartic, c->m);
+
+	if (r)
+		bench_die("quantize: %s", strerror(-r));
+	c->chunks = gn_tlc_chunk_count(n, chunk);
+	for (k = 0; k < c->chunks; k++) {
+		size_t len = n - k * chunk < chunk ? n - k * chunk : chunk;
+		size_t g = gn_tlc_groups(len), used;
+		uint8_t *out = c->buf + pos;
+		long z;
+
+		memcpy(out, &c->m[k], sizeof(float));
+		z = gn_zre_encode_isa(isa, c->quartic + k * stride, g,
+				      out + GN_TLC_SCALE_BYTES, g, &used);
+		c->off[k] = pos;
+		c->len[k] = GN_TLC_SCALE_BYTES + (size_t)z;
+		pos += c->len[k];
+	}
+	return pos;
+}
+
+static void decode_chunks(int isa, const struct chunked *c, float *acc,
+			  size_t n, size_t chunk)
+{
+	size_t k;
+
+	for (k = 0; k < c->chunks; k++) {
+		size_t at = k * chunk, len = n - at < chunk ? n - at : chunk;
+		int r = gn_tlc_decode_isa(isa, c->buf + c->off[k], c->len[k],
+					  acc + at, len);
+
+		if (r)
+			bench_die("decode: %s", strerror(-r));
+	}
+}
+
+/* Run @n values' worth of every kernel; speeds in GB/s of float input. */
+static void measure(const struct codec_opts *o, size_t n, double *enc,
+		    double *dec, double *mcp, double *senc, double *sdec,
+		    double zs[2], double lz[2], double *zr, double *lr,
+		    double *tr)
+{
+	size_t bytes = n * sizeof(float), chunk = o->chunk, zcap, i;
+	size_t nchunks = (n + chunk - 1) / chunk, total = 0;
+	float *x = tiled_gradients(n), *e = bench_alloc(bytes);
+	float *acc = bench_alloc(bytes), *dst = bench_alloc(bytes);
+	struct chunked c = {
+		.buf = bench_alloc(nchunks * gn_tlc_encode_bound(chunk)),
+		.quartic = bench_alloc(gn_tlc_chunks_groups(n, chunk)),
+		.m = bench_alloc(nchunks * sizeof(float)),
+		.off = bench_alloc(nchunks * sizeof(size_t)),
+		.len = bench_alloc(nchunks * sizeof(size_t)),
+	};
+	ZSTD_CCtx *zc = ZSTD_createCCtx();
+	ZSTD_DCtx *zd = ZSTD_createDCtx();
+	char *zbuf, *out;
+	size_t zlen = 0;
+	int llen = 0;
+
+	zcap = ZSTD_compressBound(bytes);
+	if ((size_t)LZ4_compressBound((int)(bytes < 0x7e000000 ? bytes : 0x7e000000)) > zcap)
+		zcap = (size_t)LZ4_compressBound((int)bytes);
+	zbuf = bench_alloc(zcap);
+	out = bench_alloc(bytes);
+	memset(e, 0, bytes);
+	memset(acc, 0, bytes);
+	memset(dst, 0, bytes);
+	/* Warm up to the error-feedback steady state. */
+	for (i = 0; i < 3; i++)
+		total = encode_chunks(o->isa, x, e, n, chunk, 1.0f, &c);
+	*tr = (double)bytes / (double)total;
+
+	BENCH_TIME(*enc, bytes, o->min_seconds,
+		   encode_chunks(o->isa, x, e, n, chunk, 1.0f, &c));
+	BENCH_TIME(*dec, bytes, o->min_seconds,
+		   decode_chunks(o->isa, &c, acc, n, chunk));
+	BENCH_TIME(*mcp, bytes, o->min_seconds, memcpy(dst, x, bytes));
+	BENCH_TIME(*senc, bytes, o->min_seconds,
+		   stream_encode_kernel(dst, x, n));
+	BENCH_TIME(*sdec, bytes, o->min_seconds,
+		   stream_decode_kernel(acc, 0.5f, n));
+	BENCH_TIME(zs[0], bytes, o->min_seconds,
+		   zlen = ZSTD_compressCCtx(zc, zbuf, zcap, x, bytes, 1));
+	if (ZSTD_isError(zlen))
+		bench_die("zstd: %s", ZSTD_getErrorName(zlen));
+	BENCH_TIME(zs[1], bytes, o->min_seconds,
+		   ZSTD_decompressDCtx(zd, out, bytes, zbuf, zlen));
+	*zr = (double)bytes / (double)zlen;
+	if (bytes <= (size_t)LZ4_MAX_INPUT_SIZE) {
+		BENCH_TIME(lz[0], bytes, o->min_seconds,
+			   llen = LZ4_compress_default((const char *)x, zbuf,
+						       (int)bytes, (int)zcap));
+		BENCH_TIME(lz[1], bytes, o->min_seconds,
+			   LZ4_decompress_safe(zbuf, out, llen, (int)bytes));
+		*lr = (double)bytes / (double)llen;
+	} else {
+		lz[0] = lz[1] = *lr = NAN;
+	}
+	ZSTD_freeCCtx(zc);
+	ZSTD_freeDCtx(zd);
+	free(x);
+	free(e);
+	free(acc);
+	free(dst);
+	free(c.buf);
+	free(c.quartic);
+	free(c.m);
+	free(c.off);
+	free(c.len);
+	free(zbuf);
+	free(out);
+}
+
+/* Order-0 entropy in bits per value of the trits and of the group bytes. */
+struct counts {
+	double trit[3];
+	double group[243];
+	double values, bytes;
+};
+
+static void count_groups(struct counts *ct, const uint8_t *q, size_t n)
+{
+	size_t g = gn_tlc_groups(n), j, i;
+	static const unsigned int w[5] = { 81, 27, 9, 3, 1 };
+
+	for (j = 0; j < g; j++)
+		ct->group[q[j]]++;
+	for (i = 0; i < n; i++)
+		ct->trit[q[i % g] / w[i / g] % 3]++;
+	ct->values += (double)n;
+}
+
+static double entropy(const double *c, size_t k, double per)
+{
+	double total = 0, h = 0;
+	size_t i;
+
+	for (i = 0; i < k; i++)
+		total += c[i];
+	for (i = 0; i < k; i++)
+		if (c[i] > 0)
+			h -= c[i] / total * log2(c[i] / total);
+	return h * total / per;
+}
+
+/* Encode one tensor as one chunk; adds its counts. */
+static size_t encode_tensor(int isa, const float *x, float *e, size_t n,
+			    float s, struct counts *ct)
+{
+	size_t g = gn_tlc_groups(n), used;
+	uint8_t *q = bench_alloc(g + 1), *z = bench_alloc(g + 1);
+	float m;
+	long len;
+
+	if (gn_tlc_quantize_isa(isa, x, e, n, s, q, &m))
+		bench_die("quantize failed");
+	len = gn_zre_encode_isa(isa, q, g, z, g, &used);
+	count_groups(ct, q, n);
+	ct->bytes += (double)(GN_TLC_SCALE_BYTES + len);
+	free(q);
+	free(z);
+	return GN_TLC_SCALE_BYTES + (size_t)len;
+}
+
+static void ratios(const struct codec_opts *o, struct results *r)
+{
+	struct bench_tensor t[512];
+	size_t nt, k, si;
+
+	nt = bench_manifest("mlp-digits/manifest.tsv", t, 512);
+	if (!o->json)
+		printf("\n# Per-tensor snapshots (mlp-digits, error buffer zero)\n"
+		       "%-26s %9s %5s %8s %8s %9s\n", "tensor", "elems", "s",
+		       "ratio", "bits/val", "H(trit)");
+	for (si = 0; si < 4; si++) {
+		struct counts all = { 0 };
+
+		for (k = 0; k < nt; k++) {
+			struct counts one = { 0 };
+			char rel[300];
+			size_t n;
+			float *x, *e;
+
+			snprintf(rel, sizeof(rel), "mlp-digits/%s", t[k].file);
+			x = bench_load_f32(rel, &n);
+			if (!x)
+				bench_die("cannot read %s", rel);
+			e = calloc(n, sizeof(float));
+			encode_tensor(o->isa, x, e, n, s_values[si], &one);
+			if (!o->json)
+				printf("%-26s %9zu %5.2f %8.1f %8.3f %9.3f\n",
+				       t[k].name, n, s_values[si],
+				       one.values * 4 / one.bytes,
+				       one.bytes * 8 / one.values,
+				       entropy(one.trit, 3, one.values));
+			for (n = 0; n < 3; n++)
+				all.trit[n] += one.trit[n];
+			all.values += one.values;
+			all.bytes += one.bytes;
+			free(x);
+			free(e);
+		}
+		r->snap_ratio[si] = all.values * 4 / all.bytes;
+		r->snap_entropy[si] = entropy(all.trit, 3, all.values);
+	}
+
+	nt = bench_manifest("mlp-small-seq/manifest.tsv", t, 512);
+	for (si = 0; si < 4; si++) {
+		struct counts ct = { 0 };
+		float *e[16] = { 0 };
+
+		/* Tensors repeat in manifest order each step; one e each. */
+		for (k = 0; k < nt; k++) {
+			size_t slot = k % 6, n;
+			char rel[300];
+			float *x;
+
+			snprintf(rel, sizeof(rel), "mlp-small-seq/%s", t[k].file);
+			x = bench_load_f32(rel, &n);
+			if (!x)
+				bench_die("cannot read %s", rel);
+			if (!e[slot])
+				e[slot] = calloc(n, sizeof(float));
+			encode_tensor(o->isa, x, e[slot], n, s_values[si], &ct);
+			free(x);
+		}
+		for (k = 0; k < 16; k++)
+			free(e[k]);
+		r->steady_ratio[si] = ct.values * 4 / ct.bytes;
+		r->steady_bits[si] = ct.bytes * 8 / ct.values;
+		r->steady_entropy[si] = entropy(ct.trit, 3, ct.values);
+		r->steady_q_entropy[si] = entropy(ct.group, 243, ct.values);
+	}
+}
+
+static void print_text(const struct codec_opts *o, const struct results *r,
+		       size_t cache_n, size_t dram_n)
+{
+	size_t si;
+
+	printf("\n# Throughput, one core, GB/s of float32 input (isa %s, chunk %zu values)\n",
+	       gn_codec_isa_name(o->isa), o->chunk);
+	printf("%-34s %10s %10s\n", "", "cache", "dram");
+	printf("%-34s %10zu %10zu\n", "input KiB", cache_n * 4 / 1024,
+	       dram_n * 4 / 1024);
+#define ROW(name, f) printf("%-34s %10.2f %10.2f\n", name, r->f.cache, r->f.dram)
+	ROW("3LC encode (ef+quant+quartic+zre)", encode);
+	ROW("3LC decode-accumulate", decode);
+	ROW("memcpy", memcpy_);
+	ROW("STREAM e[i] += x[i]", stream_enc);
+	ROW("STREAM acc[i] += k", stream_dec);
+	ROW("zstd -1 compress", zstd_c);
+	ROW("zstd -1 decompress", zstd_d);
+	ROW("lz4 compress", lz4_c);
+	ROW("lz4 decompress", lz4_d);
+#undef ROW
+	printf("%-34s %10.2f %10.2f\n", "encode / STREAM e+=x",
+	       r->encode.cache / r->stream_enc.cache,
+	       r->encode.dram / r->stream_enc.dram);
+	printf("%-34s %10.2f %10.2f\n", "decode / STREAM acc+=k",
+	       r->decode.cache / r->stream_dec.cache,
+	       r->decode.dram / r->stream_dec.dram);
+	printf("%-34s %10.2f %10.2f\n", "encode / memcpy",
+	       r->encode.cache / r->memcpy_.cache,
+	       r->encode.dram / r->memcpy_.dram);
+	printf("%-34s %10.2f %10.2f\n", "decode / memcpy",
+	       r->decode.cache / r->memcpy_.cache,
+	       r->decode.dram / r->memcpy_.dram);
+	printf("%-34s %10.2f %10s\n", "ratio 3LC s=1 (tiled input)",
+	       r->tlc_ratio_dram, "");
+	printf("%-34s %10.2f %10s\n", "ratio zstd -1", r->zstd_ratio, "");
+	printf("%-34s %10.2f %10s\n", "ratio lz4", r->lz4_ratio, "");
+
+	printf("\n# All mlp-digits snapshots together\n%5s %8s %9s\n", "s",
+	       "ratio", "H(trit)");
+	for (si = 0; si < 4; si++)
+		printf("%5.2f %8.1f %9.3f\n", s_values[si], r->snap_ratio[si],
+		       r->snap_entropy[si]);
+	printf("\n# Steady state: mlp-small-seq steps 200-247, error buffer carried\n"
+	       "%5s %8s %9s %9s %12s\n", "s", "ratio", "bits/val", "H(trit)",
+	       "H(group)/5");
+	for (si = 0; si < 4; si++)
+		printf("%5.2f %8.2f %9.4f %9.4f %12.4f\n", s_values[si],
+		       r->steady_ratio[si], r->steady_bits[si],
+		       r->steady_entropy[si], r->steady_q_entropy[si]);
+}
+
+static void print_json(const struct codec_opts *o, const struct results *r,
+		       size_t cache_n, size_t dram_n)
+{
+	size_t si;
+
+	printf("{\"isa\": \"%s\", \"chunk\": %zu, \"cache_bytes\": %zu, \"dram_bytes\": %zu",
+	       gn_codec_isa_name(o->isa), o->chunk, cache_n * 4, dram_n * 4);
+#define FIELD(name, f) printf(", \"%s\": {\"cache\": %.4f, \"dram\": %.4f}", name, r->f.cache, r->f.dram)
+	FIELD("encode_gbps", encode);
+	FIELD("decode_gbps", decode);
+	FIELD("memcpy_gbps", memcpy_);
+	FIELD("stream_encode_gbps", stream_enc);
+	FIELD("stream_decode_gbps", stream_dec);
+	FIELD("zstd1_gbps", zstd_c);
+	FIELD("zstd1_decompress_gbps", zstd_d);
+	FIELD("lz4_gbps", lz4_c);
+	FIELD("lz4_decompress_gbps", lz4_d);
+#undef FIELD
+	printf(", \"zstd1_ratio\": %.4f, \"lz4_ratio\": %.4f", r->zstd_ratio,
+	       r->lz4_ratio);
+	printf(", \"ratio\": {");
+	for (si = 0; si < 4; si++)
+		printf("%s\"%.2f\": %.6f", si ? ", " : "", s_values[si],
+		       r->steady_ratio[si]);
+	printf("}, \"bits_per_value\": {");
+	for (si = 0; si < 4; si++)
+		printf("%s\"%.2f\": %.6f", si ? ", " : "", s_values[si],
+		       r->steady_bits[si]);
+	printf("}, \"trit_entropy_bits\": {");
+	for (si = 0; si < 4; si++)
+		printf("%s\"%.2f\": %.6f", si ? ", " : "", s_values[si],
+		       r->steady_entropy[si]);
+	printf("}, \"snapshot_ratio\": {");
+	for (si = 0; si < 4; si++)
+		printf("%s\"%.2f\": %.4f", si ? ", " : "", s_values[si],
+		       r->snap_ratio[si]);
+	printf("}}\n");
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: gradnet-bench codec [--json] [--isa scalar|avx2|avx512]\n"
+		"                           [--dram-mib N] [--chunk N] [--seconds S]\n"
+		"       env GN_DATA_DIR overrides the gradient sample directory\n");
+	exit(2);
+}
+
+int bench_codec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "isa", required_argument, NULL, 'i' },
+		{ "dram-mib", required_argument, NULL, 'd' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct codec_opts o = {
+		.isa = gn_codec_isa_best(),
+		.dram_mib = 512,
+		.chunk = 65536,
+		.min_seconds = 0.3,
+	};
+	struct results r = { 0 };
+	size_t cache_n = 256 * 1024 / sizeof(float), dram_n;
+	double zs[2], lz[2], zr, lr, tr;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o.json = 1;
+			break;
+		case 'i':
+			for (o.isa = 0; o.isa < GN_ISA_COUNT; o.isa++)
+				if (!strcmp(optarg, gn_codec_isa_name(o.isa)))
+					break;
+			if (o.isa == GN_ISA_COUNT || !gn_codec_isa_supported(o.isa))
+				bench_die("instruction set %s not available", optarg);
+			break;
+		case 'd':
+			o.dram_mib = strtoul(optarg, NULL, 0);
+			break;
+		case 'c':
+			o.chunk = strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			o.min_seconds = strtod(optarg, NULL);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!o.chunk || !o.dram_mib)
+		usage();
+	dram_n = o.dram_mib * 1024 * 1024 / sizeof(float);
+	bench_pin_cpu();
+
+	measure(&o, cache_n, &r.encode.cache, &r.decode.cache,
+		&r.memcpy_.cache, &r.stream_enc.cache, &r.stream_dec.cache, zs,
+		lz, &zr, &lr, &tr);
+	r.zstd_c.cache = zs[0];
+	r.zstd_d.cache = zs[1];
+	r.lz4_c.cache = lz[0];
+	r.lz4_d.cache = lz[1];
+	measure(&o, dram_n, &r.encode.dram, &r.decode.dram, &r.memcpy_.dram,
+		&r.stream_enc.dram, &r.stream_dec.dram, zs, lz, &zr, &lr, &tr);
+	r.zstd_c.dram = zs[0];
+	r.zstd_d.dram = zs[1];
+	r.lz4_c.dram = lz[0];
+	r.lz4_d.dram = lz[1];
+	r.zstd_ratio = zr;
+	r.lz4_ratio = lr;
+	r.tlc_ratio_dram = tr;
+	ratios(&o, &r);
+	if (o.json)
+		print_json(&o, &r, cache_n, dram_n);
+	else
+		print_text(&o, &r, cache_n, dram_n);
+	return 0;
+}
