@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gradnet/gradnet.h - the trainer's API: open a context for a job, register
+ * each gradient tensor once, allreduce it every step.
+ *
+ * A job is world_size ranks, one context each. Allreduce sums (or averages)
+ * a tensor over all ranks: a sharded reduce-scatter then allgather in which
+ * every rank's shard contribution is 3LC-compressed with error feedback,
+ * the shard owner sums the contributions and re-compresses the sum with its
+ * own error feedback, and every rank decodes the same bytes, so every rank
+ * ends with bit-identical values. Error-feedback buffers live here, one per
+ * tensor and direction; a step that fails leaves them as they were.
+ *
+ * Every function returns 0 (or a count) on success and a negative errno on
+ * failure; gn_ctx_errmsg() then says what went wrong: which peer, which
+ * tensor, which parameter.
+ */
+#ifndef GRADNET_GRADNET_H
+#define GRADNET_GRADNET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gradnet/codec.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gn_ctx;
+
+/*
+ * Declare and fill an options struct: GN_OPTS(gn_ctx_opts, o, .rank = 1).
+ * The first field of every options struct is its size, so the ABI can grow;
+ * the library refuses nonzero bytes it does not know.
+ */
+#define GN_OPTS(type, name, ...)                                              \
+	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
+
+/* Codecs a tensor can use. */
+enum gn_codec {
+	GN_CODEC_DEFAULT = 0,	/* the job's codec (gn_ctx_opts.codec) */
+	GN_CODEC_NONE = 1,	/* dense float32, the uncompressed baseline */
+	GN_CODEC_3LC = 2,	/* three-value quantization, quartic, zero runs */
+};
+
+/* gn_ctx_opts.flags */
+#define GN_CTX_INSECURE (1u << 0)	/* run without a key: no authentication */
+
+/* gn_tensor_opts.flags */
+#define GN_TENSOR_AVERAGE (1u << 0)	/* result is the mean, not the sum */
+
+/*
+ * struct gn_ctx_opts - how to join a job. Fields left zero (NULL, -1 for
+ * rank) are taken from the environment:
+ *	GN_RANK, GN_WORLD_SIZE, GN_PEERS (host:port,... in rank order),
+ *	GN_KEY (32 hex digits), GN_JOB (job id, decimal or 0x hex),
+ *	GN_MTU, GN_TIMEOUT_MS, GN_CODEC (none or 3lc), GN_S, GN_INSECURE=1.
+ * @sz: sizeof(struct gn_ctx_opts)
+ * @rank: this process, 0..world_size-1; -1 to take GN_RANK
+ * @world_size: ranks in the job
+ * @peers: every rank's UDP address, "host:port,host:port,...", rank order;
+ *	this rank binds its own entry
+ * @key: the job's 16-byte authentication key, the same on every rank
+ * @key_len: 16
+ * @job_id: tells concurrent jobs apart; packets of other jobs are dropped
+ * @mtu: IP MTU of the path, 576..9000 (default 1500); packets fit in it
+ * @timeout_ms: a peer silent for this long fails the call with -ETIMEDOUT
+ *	(default 10000)
+ * @flags: GN_CTX_*
+ * @codec: job default codec for tensors (default GN_CODEC_3LC)
+ * @s: job default 3LC sparsity multiplier, 1 <= s < 2 (default 1.0)
+ * @chunk: values per 3LC chunk, each with its own scale (default 65536)
+ */
+struct gn_ctx_opts {
+	size_t sz;
+	int rank;
+	int world_size;
+	const char *peers;
+	const uint8_t *key;
+	size_t key_len;
+	uint64_t job_id;
+	unsigned int mtu;
+	unsigned int timeout_ms;
+	unsigned int flags;
+	int codec;
+	float s;
+	unsigned int chunk;
+};
+
+/*
+ * struct gn_tensor_opts - a gradient tensor, registered once per context
+ * with the same id, size and codec on every rank.
+ * @sz: sizeof(struct gn_tensor_opts)
+ * @id: the caller's name for it, unique in the context
+ * @elems: float32 values
+ * @codec: enum gn_codec
+ * @s: 3LC sparsity multiplier, 0 for the job default
+ * @flags: GN_TENSOR_*
+ */
+struct gn_tensor_opts {
+	size_t sz;
+	uint32_t id;
+	size_t elems;
+	int codec;
+	float s;
+	unsigned int flags;
+};
+
+/**
+ * gn_ctx_open() - join a job: bind, then handshake with every peer
+ * @opts: options, or NULL to take everything from the environment
+ * @ctx: out, the context
+ *
+ * Every rank must call this; it returns once all peers have answered and
+ * agree on protocol version, job id, world size and codec parameters.
+ * A job without a key is refused unless GN_CTX_INSECURE is set.
+ *
+ * Return: 0; -EINVAL for bad options; -EPROTO if a peer disagrees (the
+ * message names the peer and the difference); -ETIMEDOUT if a peer never
+ * answered; -EKEYREJECTED if a peer's packets fail authentication; other
+ * -errno from the socket layer. *@ctx is NULL on failure, with the reason
+ * in gn_last_errmsg().
+ */
+GN_EXPORT int gn_ctx_open(const struct gn_ctx_opts *opts, struct gn_ctx **ctx);
+
+/**
+ * gn_ctx_close() - leave the job and free everything
+ * @ctx: context, may be NULL
+ *
+ * Waits briefly for peers to acknowledge the last packets this rank owes.
+ */
+GN_EXPORT void gn_ctx_close(struct gn_ctx *ctx);
+
+/**
+ * gn_ctx_errmsg() - what the last failing call on @ctx went wrong with
+ * @ctx: context
+ *
+ * Return: a message, valid until the next call on @ctx; "" if none.
+ */
+GN_EXPORT const char *gn_ctx_errmsg(struct gn_ctx *ctx);
+
+/**
+ * gn_last_errmsg() - why the last gn_ctx_open() of this thread failed
+ *
+ * Return: a message, valid until the next gn_ctx_open() on this thread.
+ */
+GN_EXPORT const char *gn_last_errmsg(void);
+
+/**
+ * gn_strerror() - a short text for a gradnet return value
+ * @err: a negative errno returned by gradnet
+ *
+ * Return: static text.
+ */
+GN_EXPORT const char *gn_strerror(int err);
+
+GN_EXPORT int gn_ctx_rank(const struct gn_ctx *ctx);
+GN_EXPORT int gn_ctx_world_size(const struct gn_ctx *ctx);
+
+/**
+ * gn_tensor_register() - declare a tensor before its first allreduce
+ * @ctx: context
+ * @opts: the tensor
+ *
+ * Sizes and codec parameters are compared with every peer at the first
+ * allreduce; a difference fails it with -EPROTO on every rank.
+ *
+ * Return: 0; -EINVAL for bad options; -EEXIST if the id is taken;
+ * -ENOMEM.
+ */
+GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
+				 const struct gn_tensor_opts *opts);
+
+/**
+ * gn_allreduce_start() - start an allreduce of tensor @id, in place
+ * @ctx: context
+ * @id: a registered tensor with no allreduce in flight
+ * @data: the tensor's values: this rank's gradient now, the result after
+ *	gn_allreduce_wait(); the caller leaves it alone until then
+ *
+ * Compresses this rank's contribution before returning and leaves the
+ * network work to the context's progress thread, so the caller can go on
+ * computing (the next layer's backward pass) while the exchange runs.
+ *
+ * Return: 0; -EINVAL, -ENOENT (unknown id), -EBUSY (already in flight).
+ * A NaN or infinity in @data is reported by gn_allreduce_wait().
+ */
+GN_EXPORT int gn_allreduce_start(struct gn_ctx *ctx, uint32_t id, float *data);
+
+/**
+ * gn_allreduce_wait() - finish the allreduce of tensor @id
+ * @ctx: context
+ * @id: a tensor started with gn_allreduce_start()
+ *
+ * Return: 0 with the sum (or mean) in the data, bit-identical on every
+ * rank; -EDOM if some rank's gradient held a NaN or infinity (every rank
+ * fails the step); -ETIMEDOUT if a peer went silent (the message names
+ * it); -EPROTO if a peer registered the tensor differently. On failure the
+ * data is unspecified and the error-feedback buffers are unchanged, so the
+ * caller can skip the step.
+ */
+GN_EXPORT int gn_allreduce_wait(struct gn_ctx *ctx, uint32_t id);
+
+/**
+ * gn_allreduce() - gn_allreduce_start() then gn_allreduce_wait()
+ * @ctx, @id, @data: as gn_allreduce_start()
+ *
+ * Return: as gn_allreduce_wait().
+ */
+GN_EXPORT int gn_allreduce(struct gn_ctx *ctx, uint32_t id, float *data);
+
+/* Why packets were dropped; indexes gn_stats.drops[]. */
+enum gn_drop {
+	GN_DROP_MALFORMED,	/* truncated, bad magic, bad lengths, bad payload */
+	GN_DROP_VERSION,	/* another protocol version */
+	GN_DROP_JOB,		/* another job id */
+	GN_DROP_SOURCE,		/* not from a peer of this job */
+	GN_DROP_MAC,		/* authentication failed */
+	GN_DROP_REPLAY,		/* a step that is over, or too far ahead */
+	GN_DROP_DUPLICATE,	/* a packet already received */
+	GN_DROP_TENSOR,		/* unknown tensor or mismatched parameters */
+	GN_DROP_COUNT,
+};
+
+/*
+ * struct gn_stats - traffic counters of a peer, a tensor or the context.
+ * @sz: sizeof(struct gn_stats), set by the caller
+ * @tx_packets, @rx_packets: data packets sent and accepted
+ * @raw_bytes: float32 bytes the packets stand for (4 per value)
+ * @wire_bytes: UDP payload bytes sent (headers and MAC included)
+ * @rx_wire_bytes: UDP payload bytes received and accepted
+ * @retransmits: data packets sent again
+ * @drops: received packets dropped, by enum gn_drop
+ * @allreduces: allreduces completed (tensor and context stats)
+ */
+struct gn_stats {
+	size_t sz;
+	uint64_t tx_packets;
+	uint64_t rx_packets;
+	uint64_t raw_bytes;
+	uint64_t wire_bytes;
+	uint64_t rx_wire_bytes;
+	uint64_t retransmits;
+	uint64_t drops[GN_DROP_COUNT];
+	uint64_t allreduces;
+};
+
+/* Return: 0, -EINVAL (bad sz or peer), -ENOENT (unknown tensor). */
+GN_EXPORT int gn_stats_ctx(struct gn_ctx *ctx, struct gn_stats *st);
+GN_EXPORT int gn_stats_peer(struct gn_ctx *ctx, int peer, struct gn_stats *st);
+GN_EXPORT int gn_stats_tensor(struct gn_ctx *ctx, uint32_t id,
+			      struct gn_stats *st);
+GN_EXPORT const char *gn_drop_name(int reason);
+
+GN_EXPORT const char *gn_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRADNET_GRADNET_H */
