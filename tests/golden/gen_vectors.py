@@ -252,4 +252,5 @@ def emit_bad(w):
     w('};\n\n')
 
 
-emit()
+if __name__ == '__main__':
+    emit()
