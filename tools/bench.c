@@ -107,7 +107,7 @@ void bench_pin_cpu(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gradnet-bench codec [options]   (--help for each)\n");
+	fprintf(stderr, "usage: gradnet-bench codec|mac [options]\n");
 	exit(2);
 }
 
@@ -123,6 +123,8 @@ int main(int argc, char **argv)
 	printf("\n");
 	if (!strcmp(argv[1], "codec"))
 		return bench_codec(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "mac"))
+		return bench_mac(argc - 1, argv + 1);
 	usage();
 	return 2;
 }

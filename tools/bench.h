@@ -25,6 +25,7 @@ size_t bench_manifest(const char *rel, struct bench_tensor *t, size_t max);
 void bench_pin_cpu(void);
 
 int bench_codec(int argc, char **argv);
+int bench_mac(int argc, char **argv);
 
 /*
  * Run @stmt at least three times and for at least @secs seconds; @gbps gets

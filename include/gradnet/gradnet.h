@@ -233,6 +233,8 @@ enum gn_drop {
  * @retransmits: data packets sent again
  * @drops: received packets dropped, by enum gn_drop
  * @allreduces: allreduces completed (tensor and context stats)
+ * @ctl_packets, @ctl_bytes: acknowledgements, handshake, probes and control
+ *	messages sent (not in @wire_bytes)
  */
 struct gn_stats {
 	size_t sz;
@@ -244,6 +246,8 @@ struct gn_stats {
 	uint64_t retransmits;
 	uint64_t drops[GN_DROP_COUNT];
 	uint64_t allreduces;
+	uint64_t ctl_packets;
+	uint64_t ctl_bytes;
 };
 
 /* Return: 0, -EINVAL (bad sz or peer), -ENOENT (unknown tensor). */

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gradnet/wire.h - gradnet's packet format, shared by the UDP, DPDK and
+ * kernel data paths. Freestanding, like the codec.
+ *
+ * Every packet is a UDP payload: a 24-byte common header, a type-specific
+ * part, the body, and an 8-byte MAC tag over everything before it. All
+ * integers are little-endian. The first four bytes (magic, version, type)
+ * keep their meaning in every protocol version, so a peer can always tell
+ * which version another speaks.
+ *
+ * common header (struct gn_wire_hdr), 24 bytes:
+ *	 0  u16 magic 0x4e47		 2  u8 version		 3  u8 type
+ *	 4  u16 src rank		 6  u16 dst rank (0xffff: every rank)
+ *	 8  u32 job id			12  u32 tensor id
+ *	16  u32 step			20  u16 body length	22  u8 phase
+ *	23  u8 codec
+ *
+ * DATA (struct gn_wire_data), 36 more bytes: one slice of one chunk of a
+ * tensor, decodable alone, in any order:
+ *	24  u64 chunk_off: the chunk's first element in the tensor
+ *	32  u32 chunk_len: elements in the chunk
+ *	36  u32 first: first group (3LC) or first element (none) in the chunk
+ *	40  u32 count: groups (3LC) or elements (none) in this packet
+ *	44  u32 scale: the chunk's M, float32 bits (3LC), else 0
+ *	48  u32 s: the 3LC sparsity multiplier, float32 bits, else 0
+ *	52  u32 pkt: index of the packet in its message (all packets of one
+ *	    tensor, step and phase from one sender to one receiver)
+ *	56  u32 npkts: packets in the message
+ *	60  body: zero-run encoded groups [first, first + count) (3LC), or
+ *	    count float32 values (none)
+ * So a DATA packet costs 60 header bytes and the 8-byte tag.
+ */
+#ifndef GRADNET_WIRE_H
+#define GRADNET_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef GN_EXPORT
+#define GN_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GN_WIRE_MAGIC 0x4e47
+#define GN_WIRE_VERSION 1
+#define GN_WIRE_TAG 8
+#define GN_RANK_ALL 0xffff
+#define GN_WIRE_MAX_PKT 9000	/* largest UDP payload gradnet sends */
+/* IPv4 + UDP header bytes, for fitting packets into an MTU. */
+#define GN_WIRE_IPUDP 28
+
+enum gn_pkt_type {
+	GN_PKT_HELLO = 1,	/* handshake: who I am, what I run */
+	GN_PKT_DATA = 2,	/* a slice of a tensor shard */
+	GN_PKT_ACK = 3,		/* which packets of a message arrived */
+	GN_PKT_CTRL = 4,	/* reliable control: tensor descriptor, abort */
+	GN_PKT_CTRL_ACK = 5,	/* acknowledges a CTRL packet */
+	GN_PKT_PING = 6,	/* liveness probe */
+	GN_PKT_PONG = 7,	/* answer to a probe */
+};
+
+/* Phases of an allreduce: contributions to a shard's owner, then the
+ * owner's result to every rank. */
+enum gn_phase {
+	GN_PHASE_REDUCE = 0,
+	GN_PHASE_GATHER = 1,
+};
+
+/* Codec byte of the header: enum gn_codec values of gradnet.h. */
+#define GN_WIRE_CODEC_NONE 1
+#define GN_WIRE_CODEC_3LC 2
+
+/* Decoded common header. */
+struct gn_wire_hdr {
+	uint16_t magic;
+	uint8_t version;
+	uint8_t type;
+	uint16_t src;
+	uint16_t dst;
+	uint32_t job;
+	uint32_t tensor;
+	uint32_t step;
+	uint16_t body_len;
+	uint8_t phase;
+	uint8_t codec;
+};
+
+#define GN_WIRE_HDR_LEN 24
+
+/* Decoded DATA part. */
+struct gn_wire_data {
+	uint64_t chunk_off;
+	uint32_t chunk_len;
+	uint32_t first;
+	uint32_t count;
+	uint32_t scale;
+	uint32_t s;
+	uint32_t pkt;
+	uint32_t npkts;
+};
+
+#define GN_WIRE_DATA_LEN 36
+#define GN_WIRE_DATA_HDR (GN_WIRE_HDR_LEN + GN_WIRE_DATA_LEN)
+/* Bytes of a DATA packet that are not body. */
+#define GN_WIRE_DATA_OVERHEAD (GN_WIRE_DATA_HDR + GN_WIRE_TAG)
+
+/*
+ * HELLO body, 24 bytes: what peers must agree on.
+ *	0 u16 world size	2 u8 flags (GN_HELLO_*)	3 u8 codec
+ *	4 u32 s (float bits)	8 u32 chunk		12 u16 mtu
+ *	14 u16 reserved (0)	16 u64 instance: random per context, so a
+ *	restarted peer is told apart from the old one
+ */
+struct gn_wire_hello {
+	uint16_t world;
+	uint8_t flags;
+	uint8_t codec;
+	uint32_t s;
+	uint32_t chunk;
+	uint16_t mtu;
+	uint64_t instance;
+};
+
+#define GN_WIRE_HELLO_LEN 24
+#define GN_HELLO_REPLY (1u << 0)	/* I have your HELLO and it matches */
+#define GN_HELLO_INSECURE (1u << 1)	/* sender runs without a key */
+#define GN_HELLO_ANSWER (1u << 2)	/* answers yours; not to be answered */
+
+/*
+ * ACK fixed part, 16 bytes, then a bitmap body. A message is the packets
+ * of one chunk (tensor, step and phase in the header, chunk_off here) from
+ * one sender to one receiver.
+ *	0 u64 chunk_off		8 u32 npkts of the message
+ *	12 u32 base: bit i of the bitmap is packet base + i; a multiple of 8
+ * An ACK with an empty bitmap and base == npkts means "all of it", sent for
+ * complete messages and for messages of steps that are over.
+ */
+struct gn_wire_ack {
+	uint64_t chunk_off;
+	uint32_t npkts;
+	uint32_t base;
+};
+
+#define GN_WIRE_ACK_LEN 16
+
+/*
+ * CTRL body, 20 bytes, delivered reliably and in any order:
+ *	0 u32 seq (per sender and receiver, from 1)	4 u8 kind
+ *	5 u8 flags	6 u16 reserved (0)	8 u64 value	16 u32 extra
+ * GN_CTRL_TENSOR: the sender registered tensor (header) with value =
+ *	elements, codec (header), extra = s bits, flags = GN_TENSOR_* flags.
+ * GN_CTRL_ABORT: step (header) of tensor (header) failed with errno value;
+ *	extra is the rank it blames.
+ */
+struct gn_wire_ctrl {
+	uint32_t seq;
+	uint8_t kind;
+	uint8_t flags;
+	uint64_t value;
+	uint32_t extra;
+};
+
+#define GN_WIRE_CTRL_LEN 20
+enum gn_ctrl_kind {
+	GN_CTRL_TENSOR = 1,
+	GN_CTRL_ABORT = 2,
+};
+
+/**
+ * gn_wire_hdr_put() - write a common header
+ * @h: fields
+ * @buf: at least GN_WIRE_HDR_LEN bytes
+ */
+GN_EXPORT void gn_wire_hdr_put(const struct gn_wire_hdr *h, uint8_t *buf);
+
+/**
+ * gn_wire_hdr_get() - parse and check a packet's common header
+ * @buf: the packet
+ * @len: its length, tag included
+ * @h: out
+ *
+ * Checks magic, that the packet holds the header, the type's fixed part,
+ * the body and the tag exactly, and that the version is ours.
+ *
+ * Return: 0; -EBADMSG for a malformed packet; -EPROTONOSUPPORT for a
+ * well-formed prefix of another version (@h->version says which).
+ */
+GN_EXPORT int gn_wire_hdr_get(const uint8_t *buf, size_t len,
+			      struct gn_wire_hdr *h);
+
+GN_EXPORT void gn_wire_data_put(const struct gn_wire_data *d, uint8_t *buf);
+/**
+ * gn_wire_data_get() - parse and check the DATA part
+ * @buf: the packet (the part starts at GN_WIRE_HDR_LEN)
+ * @h: its parsed common header
+ * @d: out
+ *
+ * Checks what the packet can say about itself: a known codec, count > 0,
+ * the slice inside its chunk, a body length that fits the codec (exactly
+ * 4*count for none, at most count bytes for 3LC), a finite non-negative
+ * scale and a valid s for 3LC, pkt < npkts.
+ *
+ * Return: 0 or -EBADMSG.
+ */
+GN_EXPORT int gn_wire_data_get(const uint8_t *buf, const struct gn_wire_hdr *h,
+			       struct gn_wire_data *d);
+
+GN_EXPORT void gn_wire_hello_put(const struct gn_wire_hello *o, uint8_t *buf);
+GN_EXPORT int gn_wire_hello_get(const uint8_t *buf, const struct gn_wire_hdr *h,
+				struct gn_wire_hello *o);
+GN_EXPORT void gn_wire_ack_put(const struct gn_wire_ack *a, uint8_t *buf);
+GN_EXPORT int gn_wire_ack_get(const uint8_t *buf, const struct gn_wire_hdr *h,
+			      struct gn_wire_ack *a);
+GN_EXPORT void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, uint8_t *buf);
+GN_EXPORT int gn_wire_ctrl_get(const uint8_t *buf, const struct gn_wire_hdr *h,
+			       struct gn_wire_ctrl *c);
+
+/**
+ * gn_wire_fixed_len() - bytes of a packet type's fixed part after the
+ * common header
+ * @type: enum gn_pkt_type
+ *
+ * Return: the length, or -1 for an unknown type.
+ */
+GN_EXPORT int gn_wire_fixed_len(unsigned int type);
+
+/*
+ * The MAC. A job key of 16 bytes is expanded once into a struct gn_mac;
+ * gn_mac_tag() then authenticates a packet: an NH universal hash (two
+ * passes with offset keys, as in UMAC) compresses the packet to 128 bits,
+ * and SipHash-2-4 keyed separately turns hash and length into the 64-bit
+ * tag. See lib/wire/mac.c for why this and not SipHash over the packet.
+ */
+#define GN_MAC_KEY_LEN 16
+#define GN_MAC_NH_WORDS (GN_WIRE_MAX_PKT / 4 + 8)
+
+struct gn_mac {
+	uint64_t prf[2];			/* SipHash key of the tag */
+	uint32_t nh[GN_MAC_NH_WORDS + 4];	/* NH key, +4 for the offset pass */
+	int isa;
+};
+
+/**
+ * gn_mac_init() - expand a job key
+ * @m: out
+ * @key: GN_MAC_KEY_LEN bytes
+ */
+GN_EXPORT void gn_mac_init(struct gn_mac *m, const uint8_t *key);
+
+/**
+ * gn_mac_tag() - the tag of @len bytes
+ * @m: expanded key
+ * @buf: bytes to authenticate, @len <= GN_WIRE_MAX_PKT
+ * @len: their length
+ *
+ * Return: the 64-bit tag (the packet carries it little-endian).
+ */
+GN_EXPORT uint64_t gn_mac_tag(const struct gn_mac *m, const uint8_t *buf,
+			      size_t len);
+
+/**
+ * gn_mac_seal() - append the tag to a packet
+ * @m: expanded key, or NULL for an insecure job (tag 0)
+ * @pkt: packet, with GN_WIRE_TAG bytes of room after @len
+ * @len: bytes before the tag
+ *
+ * Return: the packet length with the tag.
+ */
+GN_EXPORT size_t gn_mac_seal(const struct gn_mac *m, uint8_t *pkt, size_t len);
+
+/**
+ * gn_mac_check() - verify a received packet's tag in constant time
+ * @m: expanded key, or NULL for an insecure job (tag must be 0)
+ * @pkt: the packet
+ * @len: its length, tag included, >= GN_WIRE_TAG
+ *
+ * Return: 0 or -EBADMSG.
+ */
+GN_EXPORT int gn_mac_check(const struct gn_mac *m, const uint8_t *pkt,
+			   size_t len);
+
+/**
+ * gn_siphash() - SipHash-2-4 with a 128-bit key
+ * @k: key words, little-endian halves
+ * @buf: input
+ * @len: bytes
+ *
+ * Return: the 64-bit hash.
+ */
+GN_EXPORT uint64_t gn_siphash(const uint64_t k[2], const void *buf,
+			      size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRADNET_WIRE_H */

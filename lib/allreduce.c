@@ -1,0 +1,1272 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allreduce.c - tensors and the sharded allreduce.
+ *
+ * Rank j owns shard j of every tensor. Each rank quantizes its gradient
+ * shard by shard (3LC chunks of ctx->chunk values, error feedback per
+ * tensor) and sends shard j to rank j. The owner adds the W contributions
+ * of each chunk in rank order, so the float sums are the same whatever
+ * order packets arrive in, re-quantizes the sum with its own error
+ * feedback, and sends the same bytes to every rank; everyone, the owner
+ * included, decodes those bytes into the caller's tensor. So results are
+ * bit-identical on every rank and under any loss, duplication or
+ * reordering. Contributions that arrive before their turn are kept as
+ * copies of the (small) compressed slices.
+ *
+ * Error feedback is double-buffered: a step reads one buffer and writes
+ * the other, and only a completed step flips them, so a failed step leaves
+ * the error feedback as it was.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "dense payloads are copied as little-endian float32");
+
+/* ---- layout ---------------------------------------------------------------- */
+
+static size_t shard_lo(size_t n, int world, int j)
+{
+	return (size_t)((unsigned __int128)n * (unsigned int)j / (unsigned int)world);
+}
+
+static u32 groups_of(u8 codec, size_t len)
+{
+	return codec == GN_WIRE_CODEC_3LC ? (u32)gn_tlc_groups(len) : (u32)len;
+}
+
+/* Chunk @c of shard @j: first element and length. */
+static size_t chunk_at(const struct gn_ctx *ctx, const struct gn_tensor *t,
+		       int j, u32 c, size_t *len)
+{
+	size_t off = t->lo[j] + (size_t)c * ctx->chunk, end = t->lo[j + 1];
+
+	*len = end - off < ctx->chunk ? end - off : ctx->chunk;
+	return off;
+}
+
+/* Which chunk of shard @j a packet names, or -1 if none. */
+static long chunk_of(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
+		     const struct gn_wire_data *d)
+{
+	size_t len;
+	u64 rel;
+
+	if (d->chunk_off < t->lo[j] || d->chunk_off >= t->lo[j + 1])
+		return -1;
+	rel = d->chunk_off - t->lo[j];
+	if (rel % ctx->chunk)
+		return -1;
+	chunk_at(ctx, t, j, (u32)(rel / ctx->chunk), &len);
+	if (d->chunk_len != len)
+		return -1;
+	return (long)(rel / ctx->chunk);
+}
+
+/* ---- tensors ------------------------------------------------------------------ */
+
+struct gn_tensor *gn_tensor_find(struct gn_ctx *ctx, u32 id)
+{
+	struct gn_tensor *t;
+
+	for (t = ctx->tensors; t; t = t->next)
+		if (t->id == id)
+			return t;
+	return NULL;
+}
+
+static void step_free(struct gn_ctx *ctx, struct gn_step *st);
+
+void gn_tensor_free(struct gn_tensor *t)
+{
+	int i;
+
+	if (!t)
+		return;
+	for (i = 0; i < 2; i++) {
+		free(t->e_rs[i]);
+		free(t->e_ag[i]);
+	}
+	free(t->acc);
+	free(t->own_q);
+	free(t->own_m);
+	free(t->own_v);
+	free(t->q);
+	free(t->m);
+	free(t->gq);
+	free(t->lo);
+	free(t->chunks);
+	free(t->gat_off);
+	free(t->desc);
+	free(t);
+}
+
+void gn_tensor_destroy(struct gn_ctx *ctx, struct gn_tensor *t)
+{
+	step_free(ctx, t->cur);
+	step_free(ctx, t->early);
+	gn_tensor_free(t);
+}
+
+static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
+{
+	size_t own = t->lo[ctx->rank + 1] - t->lo[ctx->rank], max_shard = 0;
+	size_t chunks_max = 0;
+	int j;
+
+	for (j = 0; j < ctx->world; j++) {
+		size_t len = t->lo[j + 1] - t->lo[j];
+
+		max_shard = len > max_shard ? len : max_shard;
+		t->chunks[j] = (u32)((len + ctx->chunk - 1) / ctx->chunk);
+		t->gat_off[j] = t->chunks_total;
+		t->chunks_total += t->chunks[j];
+		chunks_max = t->chunks[j] > chunks_max ? t->chunks[j] : chunks_max;
+	}
+	t->acc = calloc(own + 1, sizeof(float));
+	if (t->codec == GN_WIRE_CODEC_3LC) {
+		t->e_rs[0] = calloc(t->n, sizeof(float));
+		t->e_rs[1] = calloc(t->n, sizeof(float));
+		t->e_ag[0] = calloc(own + 1, sizeof(float));
+		t->e_ag[1] = calloc(own + 1, sizeof(float));
+		t->own_q = malloc(gn_tlc_chunks_groups(own, ctx->chunk) + 1);
+		t->q = malloc(gn_tlc_chunks_groups(max_shard, ctx->chunk) + 1);
+		t->own_m = malloc((chunks_max + 1) * sizeof(float));
+		t->m = malloc((chunks_max + 1) * sizeof(float));
+		t->gq = malloc(gn_tlc_groups(ctx->chunk) + 1);
+		if (!t->e_rs[0] || !t->e_rs[1] || !t->e_ag[0] || !t->e_ag[1] ||
+		    !t->own_q || !t->q || !t->own_m || !t->m || !t->gq)
+			return -ENOMEM;
+	} else {
+		t->own_v = malloc((own + 1) * sizeof(float));
+		if (!t->own_v)
+			return -ENOMEM;
+	}
+	return t->acc ? 0 : -ENOMEM;
+}
+
+static bool tensor_opts_valid(const struct gn_tensor_opts *o)
+{
+	const u8 *p = (const u8 *)o;
+	size_t i;
+
+	if (!o || o->sz < offsetof(struct gn_tensor_opts, elems) + sizeof(o->elems))
+		return false;
+	for (i = sizeof(*o); i < o->sz; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static const char *codec_name(u8 c)
+{
+	return c == GN_WIRE_CODEC_NONE ? "none" : "3lc";
+}
+
+/* Compare a peer's registration of @t with ours; name the difference. */
+static void desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer);
+
+static void send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
+{
+	int i;
+
+	for (i = 0; i < ctx->world; i++)
+		if (i != ctx->rank && !ctx->peers[i].dead)
+			gn_ctrl_send(ctx, i, GN_CTRL_TENSOR, (u8)t->flags, t->id,
+				     0, t->codec, t->n, t->s_bits);
+}
+
+static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
+		      struct gn_tensor **out)
+{
+	struct gn_tensor *t = calloc(1, sizeof(*t));
+	int codec = o->codec, j;
+	float s = o->sz > offsetof(struct gn_tensor_opts, s) ? o->s : 0.0f;
+
+	if (!t)
+		return -ENOMEM;
+	t->id = o->id;
+	t->n = o->elems;
+	if (codec == GN_CODEC_DEFAULT)
+		t->codec = ctx->codec;
+	else
+		t->codec = codec == GN_CODEC_NONE ? GN_WIRE_CODEC_NONE :
+						    GN_WIRE_CODEC_3LC;
+	t->s = s == 0.0f ? ctx->s : s;
+	memcpy(&t->s_bits, &t->s, sizeof(t->s_bits));
+	if (t->codec == GN_WIRE_CODEC_NONE)
+		t->s_bits = 0;
+	t->flags = o->sz > offsetof(struct gn_tensor_opts, flags) ? o->flags : 0;
+	t->lo = calloc((size_t)ctx->world + 1, sizeof(size_t));
+	t->chunks = calloc((size_t)ctx->world, sizeof(u32));
+	t->gat_off = calloc((size_t)ctx->world, sizeof(u32));
+	t->desc = calloc((size_t)ctx->world, sizeof(*t->desc));
+	if (!t->lo || !t->chunks || !t->gat_off || !t->desc)
+		goto out_free;
+	for (j = 0; j <= ctx->world; j++)
+		t->lo[j] = shard_lo(t->n, ctx->world, j);
+	if (tensor_alloc(ctx, t))
+		goto out_free;
+	*out = t;
+	return 0;
+
+out_free:
+	gn_tensor_free(t);
+	return -ENOMEM;
+}
+
+int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o)
+{
+	struct gn_pending_desc **pp;
+	struct gn_tensor *t;
+	int r;
+
+	if (!tensor_opts_valid(o) || !o->elems || o->elems > (1ull << 40) ||
+	    (o->codec != GN_CODEC_DEFAULT && o->codec != GN_CODEC_NONE &&
+	     o->codec != GN_CODEC_3LC) ||
+	    (o->s != 0.0f && !(o->s >= 1.0f && o->s < 2.0f)) ||
+	    (o->flags & ~GN_TENSOR_AVERAGE)) {
+		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
+			 "tensor %u: bad options (sz, elems 1..2^40, codec, s in [1, 2), flags)",
+			 o ? o->id : 0);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	if (gn_tensor_find(ctx, o->id)) {
+		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
+			 "tensor %u is already registered", o->id);
+		r = -EEXIST;
+		goto out;
+	}
+	r = tensor_new(ctx, o, &t);
+	if (r) {
+		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
+			 "tensor %u: out of memory for %zu values", o->id, o->elems);
+		goto out;
+	}
+	t->next = ctx->tensors;
+	ctx->tensors = t;
+	/* Descriptors that peers sent before this rank registered the tensor. */
+	for (pp = &ctx->pending; *pp;) {
+		struct gn_pending_desc *d = *pp;
+
+		if (d->id != t->id) {
+			pp = &d->next;
+			continue;
+		}
+		t->desc[d->peer] = d->desc;
+		desc_check(ctx, t, d->peer);
+		*pp = d->next;
+		free(d);
+	}
+	send_desc(ctx, t);
+	ctx->tp->wake(ctx->tp_state);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return r;
+}
+
+/* ---- steps ------------------------------------------------------------------------ */
+
+static struct gn_step *step_new(struct gn_ctx *ctx, struct gn_tensor *t, u32 no)
+{
+	struct gn_step *st = calloc(1, sizeof(*st));
+	u32 own = t->chunks[ctx->rank];
+
+	if (!st)
+		return NULL;
+	st->no = no;
+	st->t = t;
+	st->red = calloc((size_t)ctx->world * own + 1, sizeof(*st->red));
+	st->turn = calloc(own + 1, sizeof(*st->turn));
+	st->zeroed = calloc(own + 1, 1);
+	st->todo = calloc(own + 1, 1);
+	st->gat = calloc(t->chunks_total + 1, sizeof(*st->gat));
+	st->gat_left = t->chunks_total;
+	if (!st->red || !st->turn || !st->zeroed || !st->todo || !st->gat) {
+		free(st->red);
+		free(st->turn);
+		free(st->zeroed);
+		free(st->todo);
+		free(st->gat);
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void step_release_rx(struct gn_ctx *ctx, struct gn_step *st)
+{
+	struct gn_tensor *t = st->t;
+	u32 i, own = t->chunks[ctx->rank];
+
+	for (i = 0; st->red && i < (u32)ctx->world * own; i++)
+		gn_rxmsg_clear(ctx, &st->red[i]);
+	for (i = 0; st->gat && i < t->chunks_total; i++)
+		gn_rxmsg_clear(ctx, &st->gat[i]);
+	free(st->red);
+	free(st->gat);
+	free(st->turn);
+	free(st->zeroed);
+	free(st->todo);
+	st->red = NULL;
+	st->gat = NULL;
+	st->turn = NULL;
+	st->zeroed = NULL;
+	st->todo = NULL;
+	ctx->work_n -= st->todo_n;
+	st->todo_n = 0;
+}
+
+static void step_free(struct gn_ctx *ctx, struct gn_step *st)
+{
+	if (!st)
+		return;
+	step_release_rx(ctx, st);
+	gn_tx_drop_step(ctx, st);
+	free(st);
+}
+
+/* The step's outcome is known: tell the waiter. */
+static void step_report(struct gn_ctx *ctx, struct gn_step *st)
+{
+	struct gn_tensor *t = st->t;
+
+	if (!st->started)
+		return;
+	t->done_no = st->no;
+	t->done_err = st->err;
+	snprintf(t->done_msg, sizeof(t->done_msg), "%s", st->errmsg);
+	pthread_cond_broadcast(&ctx->cond);
+}
+
+/*
+ * Fail a step: drop what it sent and received. A started step stays as
+ * t->cur (the caller's thread may still be compressing into it) until the
+ * next start frees it; an early one keeps its error for that start.
+ */
+static void step_fail(struct gn_ctx *ctx, struct gn_step *st, int err,
+		      const char *msg)
+{
+	if (st->err || st->done)
+		return;
+	st->err = err;
+	snprintf(st->errmsg, sizeof(st->errmsg), "%s", msg);
+	gn_ack_flush(ctx);
+	step_release_rx(ctx, st);
+	gn_tx_drop_step(ctx, st);
+	step_report(ctx, st);
+}
+
+static void abort_peers(struct gn_ctx *ctx, struct gn_step *st, int err,
+			int culprit)
+{
+	int i;
+
+	for (i = 0; i < ctx->world; i++)
+		if (i != ctx->rank && !ctx->peers[i].dead)
+			gn_ctrl_send(ctx, i, GN_CTRL_ABORT, 0, st->t->id, st->no,
+				     st->t->codec, (u64)-err, (u32)culprit);
+	ctx->tp->wake(ctx->tp_state);
+}
+
+static void step_complete(struct gn_ctx *ctx, struct gn_step *st)
+{
+	struct gn_tensor *t = st->t;
+
+	gn_ack_flush(ctx);
+	st->done = true;
+	t->e_cur ^= 1;
+	t->stats.allreduces++;
+	ctx->stats.allreduces++;
+	step_report(ctx, st);
+	t->cur = t->early;
+	t->early = NULL;
+	step_free(ctx, st);
+}
+
+void gn_fail_all(struct gn_ctx *ctx, int err, const char *msg)
+{
+	struct gn_tensor *t;
+
+	for (t = ctx->tensors; t; t = t->next) {
+		if (t->cur)
+			step_fail(ctx, t->cur, err, msg);
+		if (t->early)
+			step_fail(ctx, t->early, err, msg);
+	}
+}
+
+/* ---- building packets ------------------------------------------------------------ */
+
+struct msg_shape {
+	u8 phase;
+	u16 to;
+	u64 chunk_off;
+	u32 chunk_len;
+	u32 scale;
+};
+
+static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
+		       const struct msg_shape *ms, u8 *pkt, u32 first,
+		       u32 count, u32 body, u32 idx, u32 npkts)
+{
+	struct gn_wire_hdr h;
+	struct gn_wire_data d = {
+		.chunk_off = ms->chunk_off, .chunk_len = ms->chunk_len,
+		.first = first, .count = count, .scale = ms->scale,
+		.s = t->s_bits, .pkt = idx, .npkts = npkts,
+	};
+
+	gn_hdr_init(ctx, &h, GN_PKT_DATA, ms->to);
+	h.tensor = t->id;
+	h.step = stepno;
+	h.phase = ms->phase;
+	h.codec = t->codec;
+	h.body_len = (u16)body;
+	gn_wire_hdr_put(&h, pkt);
+	gn_wire_data_put(&d, pkt);
+	gn_mac_seal(ctx->mac, pkt, GN_WIRE_DATA_HDR + body);
+}
+
+/*
+ * The packets of one 3LC chunk: zero-run encoded slices cut greedily to
+ * the MTU. Slices are laid out first, headers and tags written once the
+ * packet count is known. A slice leaves at most one byte of its budget
+ * unused, which bounds the packet count.
+ */
+static struct gn_txmsg *pack_3lc(struct gn_ctx *ctx, struct gn_tensor *t,
+				 u32 stepno, const struct msg_shape *ms,
+				 const u8 *q, u32 g)
+{
+	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, most = g / (cap - 1) + 2;
+	struct gn_txmsg *m = gn_txmsg_new(ctx, most, (size_t)g + (size_t)most *
+						   GN_WIRE_DATA_OVERHEAD);
+	u32 *first = malloc(most * sizeof(u32)), at = 0, n = 0, i;
+	size_t pos = 0;
+
+	if (!m || !first)
+		goto out_free;
+	while (at < g) {
+		size_t used;
+		long len = gn_zre_encode(q + at, g - at,
+					 m->buf + pos + GN_WIRE_DATA_HDR, cap, &used);
+
+		m->off[n] = (u32)pos;
+		first[n++] = at;
+		at += (u32)used;
+		pos += GN_WIRE_DATA_OVERHEAD + (size_t)len;
+	}
+	m->off[n] = (u32)pos;
+	m->npkts = n;
+	for (i = 0; i < n; i++) {
+		u32 end = i + 1 < n ? first[i + 1] : g;
+
+		put_packet(ctx, t, stepno, ms, m->buf + m->off[i], first[i],
+			   end - first[i],
+			   m->off[i + 1] - m->off[i] - GN_WIRE_DATA_OVERHEAD, i, n);
+	}
+	free(first);
+	return m;
+
+out_free:
+	free(first);
+	gn_txmsg_free(m);
+	return NULL;
+}
+
+static struct gn_txmsg *pack_dense(struct gn_ctx *ctx, struct gn_tensor *t,
+				   u32 stepno, const struct msg_shape *ms,
+				   const float *v)
+{
+	u32 per = (ctx->max_pkt - GN_WIRE_DATA_OVERHEAD) / 4, len = ms->chunk_len;
+	u32 n = (len + per - 1) / per, i;
+	struct gn_txmsg *m = gn_txmsg_new(ctx, n, (size_t)len * 4 +
+						   (size_t)n * GN_WIRE_DATA_OVERHEAD);
+	size_t pos = 0;
+
+	if (!m)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		u32 count = len - i * per < per ? len - i * per : per;
+
+		m->off[i] = (u32)pos;
+		memcpy(m->buf + pos + GN_WIRE_DATA_HDR, v + (size_t)i * per,
+		       (size_t)count * 4);
+		put_packet(ctx, t, stepno, ms, m->buf + pos, i * per, count,
+			   count * 4, i, n);
+		pos += GN_WIRE_DATA_OVERHEAD + (size_t)count * 4;
+	}
+	m->off[n] = (u32)pos;
+	return m;
+}
+
+static void msg_identity(struct gn_txmsg *m, struct gn_step *st,
+			 const struct msg_shape *ms)
+{
+	m->step = st;
+	m->tensor = st->t->id;
+	m->stepno = st->no;
+	m->phase = ms->phase;
+	m->to = ms->to;
+	m->chunk_off = ms->chunk_off;
+	m->raw_bytes = (u64)ms->chunk_len * 4;
+}
+
+/* ---- the owner's side --------------------------------------------------------------- */
+
+static float result_scale(const struct gn_ctx *ctx, const struct gn_tensor *t,
+			  float m)
+{
+	return t->flags & GN_TENSOR_AVERAGE ? m / (float)ctx->world : m;
+}
+
+static void dense_result(const struct gn_ctx *ctx, const struct gn_tensor *t,
+			 float *dst, const float *v, u32 count)
+{
+	u32 i;
+
+	if (t->flags & GN_TENSOR_AVERAGE)
+		for (i = 0; i < count; i++)
+			dst[i] = v[i] / (float)ctx->world;
+	else
+		memcpy(dst, v, (size_t)count * 4);
+}
+
+static void abort_step(struct gn_ctx *ctx, struct gn_step *st, int err,
+		       const char *why)
+{
+	char msg[GN_ERRMSG_LEN];
+
+	snprintf(msg, sizeof(msg), "tensor %u step %u: %s", st->t->id, st->no, why);
+	step_fail(ctx, st, err, msg);
+	abort_peers(ctx, st, err, ctx->rank);
+}
+
+static void gathered_one(struct gn_ctx *ctx, struct gn_step *st)
+{
+	if (!--st->gat_left)
+		step_complete(ctx, st);
+}
+
+/*
+ * Chunk @c of the own shard has every contribution: quantize the sum with
+ * the owner's error feedback, send it to every rank, decode it here.
+ */
+static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
+{
+	struct gn_tensor *t = st->t;
+	size_t len, off = chunk_at(ctx, t, ctx->rank, c, &len);
+	size_t rel = off - t->lo[ctx->rank];
+	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len, 0 };
+	struct gn_txmsg *m;
+	float mm = 0;
+
+	if (t->codec == GN_WIRE_CODEC_3LC) {
+		u32 g = (u32)gn_tlc_groups(len);
+
+		if (gn_tlc_quantize_chunks(t->acc + rel, t->e_ag[t->e_cur] + rel,
+					   t->e_ag[!t->e_cur] + rel, len, len,
+					   t->s, t->gq, &mm)) {
+			abort_step(ctx, st, -EDOM, "the sum overflowed float32 at its owner");
+			return;
+		}
+		memcpy(&ms.scale, &mm, sizeof(mm));
+		m = pack_3lc(ctx, t, st->no, &ms, t->gq, g);
+		gn_tlc_decode_slice(t->gq, g, result_scale(ctx, t, mm),
+				    st->data + off, len, 0, g);
+	} else {
+		m = pack_dense(ctx, t, st->no, &ms, t->acc + rel);
+		dense_result(ctx, t, st->data + off, t->acc + rel, (u32)len);
+	}
+	if (!m) {
+		abort_step(ctx, st, -ENOMEM, "out of memory for packets");
+		return;
+	}
+	msg_identity(m, st, &ms);
+	if (ctx->world > 1)
+		gn_txmsg_queue(ctx, m);
+	else
+		gn_txmsg_free(m);
+	gathered_one(ctx, st);
+}
+
+/* Add one slice of a contribution to the own shard's sum. */
+static void add_slice(struct gn_tensor *t, float *acc, size_t len, u32 first,
+		      u32 count, u32 scale, const u8 *body, u16 blen)
+{
+	u32 i;
+
+	if (t->codec == GN_WIRE_CODEC_3LC) {
+		float m;
+
+		memcpy(&m, &scale, sizeof(m));
+		gn_tlc_decode_slice(body, blen, m, acc, len, first, count);
+		return;
+	}
+	for (i = 0; i < count; i++) {
+		float v;
+
+		memcpy(&v, body + 4 * i, sizeof(v));
+		acc[first + i] += v;
+	}
+}
+
+/* The own shard's sum for chunk @c, cleared on first use in a step. */
+static float *acc_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c,
+			size_t *len)
+{
+	struct gn_tensor *t = st->t;
+	size_t off = chunk_at(ctx, t, ctx->rank, c, len);
+	float *acc = t->acc + (off - t->lo[ctx->rank]);
+
+	if (!st->zeroed[c]) {
+		memset(acc, 0, *len * sizeof(float));
+		st->zeroed[c] = 1;
+	}
+	return acc;
+}
+
+/* Chunk @c may be ready for more: the progress thread will look. */
+static void want_work(struct gn_ctx *ctx, struct gn_step *st, u32 c)
+{
+	if (st->todo && !st->todo[c]) {
+		st->todo[c] = 1;
+		st->todo_n++;
+		ctx->work_n++;
+	}
+}
+
+/* Add contributions of chunk @c in rank order, as far as they are here. */
+static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
+{
+	struct gn_tensor *t = st->t;
+	u32 nc = t->chunks[ctx->rank];
+	size_t len, rel = chunk_at(ctx, t, ctx->rank, c, &len) - t->lo[ctx->rank];
+	float *acc = acc_chunk(ctx, st, c, &len);
+
+	while (!st->err && st->turn[c] < ctx->world) {
+		int k = st->turn[c];
+		struct gn_rxmsg *rx = &st->red[(size_t)k * nc + c];
+
+		if (k == ctx->rank) {
+			u32 g = groups_of(t->codec, len);
+
+			if (!st->own_ready)
+				return;
+			if (t->codec == GN_WIRE_CODEC_3LC)
+				gn_tlc_decode_slice(t->own_q + (size_t)c *
+							       gn_tlc_groups(ctx->chunk),
+						    g, t->own_m[c], acc, len, 0, g);
+			else
+				add_slice(t, acc, len, 0, g, 0,
+					  (const u8 *)(t->own_v + rel), 0);
+			st->turn[c]++;
+			continue;
+		}
+		while (rx->held) {
+			struct gn_held *h = rx->held;
+
+			rx->held = h->next;
+			add_slice(t, acc, len, h->first, h->count, h->scale,
+				  h->body, h->len);
+			free(h);
+		}
+		if (!rx->npkts || rx->got < rx->npkts)
+			return;
+		st->turn[c]++;
+	}
+	if (!st->err && st->turn[c] == ctx->world) {
+		st->turn[c]++;	/* past the last rank: reduced */
+		gather_chunk(ctx, st, c);
+	}
+}
+
+/* ---- the caller's side: start and wait ------------------------------------------------ */
+
+/* Build the reduce messages of shard @j; quantized groups in t->q. */
+static int pack_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
+		      struct gn_txmsg **list)
+{
+	struct gn_tensor *t = st->t;
+	u32 c, stride = (u32)gn_tlc_groups(ctx->chunk);
+
+	for (c = 0; c < t->chunks[j]; c++) {
+		size_t len, off = chunk_at(ctx, t, j, c, &len);
+		struct msg_shape ms = { GN_PHASE_REDUCE, (u16)j, off, (u32)len, 0 };
+		struct gn_txmsg *m;
+
+		if (t->codec == GN_WIRE_CODEC_3LC) {
+			memcpy(&ms.scale, &t->m[c], sizeof(float));
+			m = pack_3lc(ctx, t, st->no, &ms, t->q + (size_t)c * stride,
+				     (u32)gn_tlc_groups(len));
+		} else {
+			m = pack_dense(ctx, t, st->no, &ms, st->data + off);
+		}
+		if (!m)
+			return -ENOMEM;
+		msg_identity(m, st, &ms);
+		m->next = *list;
+		*list = m;
+	}
+	return 0;
+}
+
+/* Quantize and pack shard @j of the caller's gradient (no lock held). */
+static int encode_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
+			struct gn_txmsg **list)
+{
+	struct gn_tensor *t = st->t;
+	size_t lo = t->lo[j], len = t->lo[j + 1] - lo;
+	bool own = j == ctx->rank;
+	int r = 0;
+
+	if (!len)
+		return 0;
+	if (t->codec == GN_WIRE_CODEC_3LC) {
+		r = gn_tlc_quantize_chunks(st->data + lo, t->e_rs[t->e_cur] + lo,
+					   t->e_rs[!t->e_cur] + lo, len,
+					   ctx->chunk, t->s, own ? t->own_q : t->q,
+					   own ? t->own_m : t->m);
+		if (r)
+			return r;
+	} else if (own) {
+		memcpy(t->own_v, st->data + lo, len * 4);
+	}
+	if (!own)
+		r = pack_shard(ctx, st, j, list);
+	/* The shard's result is decoded into zeros. */
+	if (!r)
+		memset(st->data + lo, 0, len * 4);
+	return r;
+}
+
+static void free_list(struct gn_txmsg *m)
+{
+	while (m) {
+		struct gn_txmsg *next = m->next;
+
+		gn_txmsg_free(m);
+		m = next;
+	}
+}
+
+/* Hand shard @j's result of encoding to the progress thread (lock held). */
+static void publish_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
+			  struct gn_txmsg *list, int r)
+{
+	struct gn_tensor *t = st->t;
+	char why[GN_ERRMSG_LEN];
+	u32 c;
+
+	if (st->err) {
+		free_list(list);
+		return;
+	}
+	if (r == -EDOM) {
+		free_list(list);
+		snprintf(why, sizeof(why),
+			 "the gradient of %s holds NaN or infinity; step skipped on every rank",
+			 ctx->peers[ctx->rank].name);
+		abort_step(ctx, st, -EDOM, why);
+		return;
+	}
+	if (r) {
+		free_list(list);
+		abort_step(ctx, st, r, "out of memory while compressing");
+		return;
+	}
+	if (j == ctx->rank) {
+		st->own_ready = true;
+		for (c = 0; c < t->chunks[j]; c++)
+			want_work(ctx, st, c);
+		ctx->tp->wake(ctx->tp_state);
+		return;
+	}
+	while (list) {
+		struct gn_txmsg *m = list;
+
+		list = m->next;
+		gn_txmsg_queue(ctx, m);
+	}
+	ctx->tp->wake(ctx->tp_state);
+}
+
+static void encode_all(struct gn_ctx *ctx, struct gn_step *st)
+{
+	int i;
+
+	for (i = 0; i < ctx->world; i++) {
+		int j = (ctx->rank + i) % ctx->world;
+		struct gn_txmsg *list = NULL;
+		bool failed;
+		int r;
+
+		pthread_mutex_lock(&ctx->lock);
+		failed = st->err != 0;
+		pthread_mutex_unlock(&ctx->lock);
+		if (failed)
+			return;
+		r = encode_shard(ctx, st, j, &list);
+		pthread_mutex_lock(&ctx->lock);
+		publish_shard(ctx, st, j, list, r);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+}
+
+static int api_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int api_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* Take over step @no of @t, or fail it right away (lock held). */
+static struct gn_step *begin_step(struct gn_ctx *ctx, struct gn_tensor *t,
+				  float *data)
+{
+	u32 no = t->stepno + 1;
+	struct gn_step *st;
+
+	if (t->cur && (t->cur->err || t->cur->done) && !t->cur->encoding) {
+		step_free(ctx, t->cur);
+		t->cur = NULL;
+	}
+	st = t->cur && t->cur->no == no ? t->cur : NULL;
+	if (!st && t->early && t->early->no == no) {
+		st = t->early;
+		t->early = NULL;
+	}
+	if (!st)
+		st = step_new(ctx, t, no);
+	if (!st)
+		return NULL;
+	t->stepno = no;
+	t->cur = st;
+	st->started = true;
+	st->data = data;
+	if (t->proto_err && !st->err)
+		step_fail(ctx, st, -EPROTO, t->proto_msg);
+	if (ctx->dead_peer >= 0 && !st->err) {
+		char msg[GN_ERRMSG_LEN];
+
+		snprintf(msg, sizeof(msg), "%s is gone; the job cannot continue",
+			 ctx->peers[ctx->dead_peer].name);
+		step_fail(ctx, st, -ETIMEDOUT, msg);
+	}
+	if (st->err)
+		step_report(ctx, st);
+	return st;
+}
+
+int gn_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
+{
+	struct gn_tensor *t;
+	struct gn_step *st;
+	u32 c;
+
+	if (!ctx || !data)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	t = gn_tensor_find(ctx, id);
+	if (!t) {
+		pthread_mutex_unlock(&ctx->lock);
+		return api_err(ctx, -ENOENT, "tensor %u is not registered", id);
+	}
+	if (t->busy) {
+		pthread_mutex_unlock(&ctx->lock);
+		return api_err(ctx, -EBUSY,
+			       "tensor %u: allreduce already in flight; call gn_allreduce_wait() first",
+			       id);
+	}
+	st = begin_step(ctx, t, data);
+	if (!st) {
+		pthread_mutex_unlock(&ctx->lock);
+		return api_err(ctx, -ENOMEM, "tensor %u: out of memory", id);
+	}
+	t->busy = true;
+	st->encoding = !st->err;
+	if (!st->err) {
+		/* Contributions that came early can be added up to our turn. */
+		for (c = 0; c < t->chunks[ctx->rank]; c++)
+			want_work(ctx, st, c);
+		ctx->tp->wake(ctx->tp_state);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (st->encoding) {
+		encode_all(ctx, st);
+		pthread_mutex_lock(&ctx->lock);
+		st->encoding = false;
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	return 0;
+}
+
+int gn_allreduce_wait(struct gn_ctx *ctx, u32 id)
+{
+	struct gn_tensor *t;
+	int err;
+
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	t = gn_tensor_find(ctx, id);
+	if (!t || !t->busy) {
+		pthread_mutex_unlock(&ctx->lock);
+		return api_err(ctx, t ? -EINVAL : -ENOENT,
+			       "tensor %u: no allreduce in flight", id);
+	}
+	while (t->done_no != t->stepno)
+		pthread_cond_wait(&ctx->cond, &ctx->lock);
+	err = t->done_err;
+	snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg), "%s",
+		 err ? t->done_msg : "");
+	t->busy = false;
+	pthread_mutex_unlock(&ctx->lock);
+	return err;
+}
+
+int gn_allreduce(struct gn_ctx *ctx, u32 id, float *data)
+{
+	int r = gn_allreduce_start(ctx, id, data);
+
+	return r ? r : gn_allreduce_wait(ctx, id);
+}
+
+/* ---- the progress thread's side: packets in ---------------------------------------------- */
+
+/*
+ * The step a packet belongs to: the current one, or the next one if a
+ * faster peer is already there. Older steps are over: the sender gets an
+ * acknowledgement so it stops, the packet is dropped as a replay.
+ */
+static struct gn_step *step_for(struct gn_ctx *ctx, struct gn_tensor *t,
+				u32 no, bool *stale)
+{
+	*stale = false;
+	if (t->cur && t->cur->no == no)
+		return t->cur;
+	if (t->early && t->early->no == no)
+		return t->early;
+	if (no == t->stepno + 1) {
+		struct gn_step *st = step_new(ctx, t, no);
+
+		if (!st)
+			return NULL;
+		if (!t->cur || ((t->cur->done || t->cur->err) &&
+				 !t->cur->encoding)) {
+			step_free(ctx, t->cur);
+			t->cur = st;
+		} else {
+			t->early = st;
+		}
+		return st;
+	}
+	*stale = no <= t->stepno;
+	return NULL;
+}
+
+/* Ranges already covered by earlier slices mean a lying sender. */
+static bool cover(struct gn_rxmsg *m, u32 units, u32 first, u32 count)
+{
+	u32 i;
+
+	if (!m->cover) {
+		m->cover = calloc((units + 63) / 64, sizeof(u64));
+		if (!m->cover)
+			return false;
+	}
+	for (i = first; i < first + count; i++)
+		if (m->cover[i / 64] >> (i % 64) & 1)
+			return false;
+	for (i = first; i < first + count; i++)
+		m->cover[i / 64] |= 1ull << (i % 64);
+	return true;
+}
+
+static bool hold(struct gn_rxmsg *rx, const struct gn_wire_data *d,
+		 const u8 *body, u16 len)
+{
+	struct gn_held *h = malloc(sizeof(*h) + len);
+
+	if (!h)
+		return false;
+	h->first = d->first;
+	h->count = d->count;
+	h->scale = d->scale;
+	h->len = len;
+	memcpy(h->body, body, len);
+	h->next = rx->held;
+	rx->held = h;
+	return true;
+}
+
+static void count_rx(struct gn_ctx *ctx, struct gn_peer *p,
+		     struct gn_tensor *t, u16 len)
+{
+	ctx->stats.rx_packets++;
+	ctx->stats.rx_wire_bytes += len;
+	p->stats.rx_packets++;
+	p->stats.rx_wire_bytes += len;
+	t->stats.rx_packets++;
+	t->stats.rx_wire_bytes += len;
+}
+
+/* Check a slice's body against its chunk before anything is changed. */
+static bool body_ok(const struct gn_tensor *t, const struct gn_wire_data *d,
+		    const u8 *body, u16 len)
+{
+	if (t->codec == GN_WIRE_CODEC_3LC)
+		return !gn_zre_check(body, len, d->chunk_len, d->first, d->count);
+	return true;
+}
+
+static void reduce_in(struct gn_ctx *ctx, struct gn_peer *p,
+		      struct gn_step *st, const struct gn_wire_hdr *h,
+		      const struct gn_wire_data *d, const u8 *body)
+{
+	struct gn_tensor *t = st->t;
+	long c = chunk_of(ctx, t, ctx->rank, d);
+	struct gn_rxmsg *rx;
+	size_t len;
+	int r;
+
+	if (c < 0 || h->dst != ctx->rank) {
+		gn_count_drop(ctx, p, GN_DROP_TENSOR);
+		return;
+	}
+	rx = &st->red[(size_t)p->rank * t->chunks[ctx->rank] + (size_t)c];
+	r = gn_rxmsg_mark(ctx, rx, h, d);
+	if (r) {
+		gn_count_drop(ctx, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
+		return;
+	}
+	if (!body_ok(t, d, body, h->body_len) ||
+	    !cover(rx, groups_of(t->codec, d->chunk_len), d->first, d->count)) {
+		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+		return;
+	}
+	gn_rxmsg_take(rx, d->pkt);
+	count_rx(ctx, p, t, (u16)(h->body_len + GN_WIRE_DATA_OVERHEAD));
+	/* Its turn: straight from the packet into the sum. */
+	if (st->started && st->turn[c] == p->rank) {
+		float *acc = acc_chunk(ctx, st, (u32)c, &len);
+
+		add_slice(t, acc, len, d->first, d->count, d->scale, body,
+			  h->body_len);
+	} else if (!hold(rx, d, body, h->body_len)) {
+		abort_step(ctx, st, -ENOMEM, "out of memory for early packets");
+		return;
+	}
+	if (st->started && rx->got == rx->npkts)
+		want_work(ctx, st, (u32)c);
+}
+
+/*
+ * Reductions and re-compressions, a few chunks at a time, so that the
+ * progress thread gets back to the network (acknowledgements!) often.
+ */
+void gn_run_work(struct gn_ctx *ctx, unsigned int budget)
+{
+	struct gn_tensor *t;
+
+	for (t = ctx->tensors; t && budget && ctx->work_n; t = t->next) {
+		struct gn_step *st = t->cur;
+		u32 c;
+
+		if (!st || !st->started || st->err || !st->todo_n)
+			continue;
+		for (c = 0; c < t->chunks[ctx->rank] && budget; c++) {
+			if (!st->todo[c])
+				continue;
+			st->todo[c] = 0;
+			st->todo_n--;
+			ctx->work_n--;
+			budget--;
+			try_reduce(ctx, st, c);
+			if (st != t->cur || st->err)
+				break;	/* completed or failed: st may be gone */
+		}
+	}
+}
+
+static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
+		      struct gn_step *st, const struct gn_wire_hdr *h,
+		      const struct gn_wire_data *d, const u8 *body)
+{
+	struct gn_tensor *t = st->t;
+	long c = chunk_of(ctx, t, p->rank, d);
+	float *out = st->data + d->chunk_off;
+	struct gn_rxmsg *rx;
+	int r;
+
+	if (c < 0 || h->dst != GN_RANK_ALL) {
+		gn_count_drop(ctx, p, GN_DROP_TENSOR);
+		return;
+	}
+	if (!st->started) {
+		/* No result before this rank sent its part: not plausible. */
+		gn_count_drop(ctx, p, GN_DROP_REPLAY);
+		return;
+	}
+	rx = &st->gat[t->gat_off[p->rank] + (u32)c];
+	r = gn_rxmsg_mark(ctx, rx, h, d);
+	if (r) {
+		gn_count_drop(ctx, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
+		return;
+	}
+	if (!body_ok(t, d, body, h->body_len) ||
+	    !cover(rx, groups_of(t->codec, d->chunk_len), d->first, d->count)) {
+		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+		return;
+	}
+	gn_rxmsg_take(rx, d->pkt);
+	count_rx(ctx, p, t, (u16)(h->body_len + GN_WIRE_DATA_OVERHEAD));
+	if (t->codec == GN_WIRE_CODEC_3LC) {
+		float m;
+
+		memcpy(&m, &d->scale, sizeof(m));
+		gn_tlc_decode_slice(body, h->body_len, result_scale(ctx, t, m),
+				    out, d->chunk_len, d->first, d->count);
+	} else {
+		float v[GN_WIRE_MAX_PKT / 4];
+
+		memcpy(v, body, (size_t)d->count * 4);
+		dense_result(ctx, t, out + d->first, v, d->count);
+	}
+	if (rx->got == rx->npkts)
+		gathered_one(ctx, st);
+}
+
+void gn_data_in(struct gn_ctx *ctx, struct gn_peer *p,
+		const struct gn_wire_hdr *h, const u8 *pkt)
+{
+	struct gn_wire_data d;
+	struct gn_tensor *t;
+	struct gn_step *st;
+	bool stale;
+
+	if (gn_wire_data_get(pkt, h, &d)) {
+		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+		return;
+	}
+	t = gn_tensor_find(ctx, h->tensor);
+	if (!t || !t->desc[p->rank].have || t->proto_err ||
+	    h->codec != t->codec || d.s != t->s_bits ||
+	    d.chunk_off + d.chunk_len > t->n) {
+		gn_count_drop(ctx, p, GN_DROP_TENSOR);
+		return;
+	}
+	st = step_for(ctx, t, h->step, &stale);
+	if (!st || st->err || st->done) {
+		if (stale || (st && (st->err || st->done)))
+			gn_ack_all(ctx, p->rank, h, &d);
+		gn_count_drop(ctx, p, GN_DROP_REPLAY);
+		return;
+	}
+	if (h->phase == GN_PHASE_REDUCE)
+		reduce_in(ctx, p, st, h, &d, pkt + GN_WIRE_DATA_HDR);
+	else
+		gather_in(ctx, p, st, h, &d, pkt + GN_WIRE_DATA_HDR);
+}
+
+/* ---- control messages ---------------------------------------------------------------- */
+
+static void desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
+{
+	const struct gn_peer_desc *d = &t->desc[peer];
+	const char *who = ctx->peers[peer].name;
+	char msg[GN_ERRMSG_LEN];
+	float s;
+
+	if (!d->have || t->proto_err)
+		return;
+	memcpy(&s, &d->s_bits, sizeof(s));
+	if (d->elems != t->n)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u has %llu elements on %s, %zu here", t->id,
+			 (unsigned long long)d->elems, who, t->n);
+	else if (d->codec != t->codec || d->s_bits != t->s_bits)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u uses codec %s s=%g on %s, codec %s s=%g here",
+			 t->id, codec_name(d->codec), (double)s, who,
+			 codec_name(t->codec), (double)t->s);
+	else if (d->flags != (u8)t->flags)
+		snprintf(msg, sizeof(msg), "tensor %u %s on %s, %s here", t->id,
+			 d->flags & GN_TENSOR_AVERAGE ? "averages" : "sums", who,
+			 t->flags & GN_TENSOR_AVERAGE ? "averages" : "sums");
+	else
+		return;
+	t->proto_err = -EPROTO;
+	snprintf(t->proto_msg, sizeof(t->proto_msg), "%s", msg);
+	if (t->cur && t->cur->started)
+		step_fail(ctx, t->cur, -EPROTO, msg);
+}
+
+static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
+			   const struct gn_wire_hdr *h,
+			   const struct gn_wire_ctrl *c)
+{
+	struct gn_peer_desc d = { true, c->value, h->codec, c->flags, c->extra };
+	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
+	struct gn_pending_desc *pd;
+
+	if (t) {
+		t->desc[p->rank] = d;
+		desc_check(ctx, t, p->rank);
+		return;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return;
+	pd->peer = (u16)p->rank;
+	pd->id = h->tensor;
+	pd->desc = d;
+	pd->next = ctx->pending;
+	ctx->pending = pd;
+}
+
+static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,
+		     const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
+{
+	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
+	int err = c->value > 0 && c->value < 4096 ? -(int)c->value : -EPROTO;
+	const char *culprit = c->extra < (u32)ctx->world ?
+				      ctx->peers[c->extra].name : "a peer";
+	char msg[GN_ERRMSG_LEN];
+	struct gn_step *st;
+	bool stale;
+
+	if (!t)
+		return;
+	if (err == -EDOM)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u step %u: the gradient of %s holds NaN or infinity (or a sum overflowed there); step skipped on every rank",
+			 t->id, h->step, culprit);
+	else
+		snprintf(msg, sizeof(msg), "tensor %u step %u failed at %s: %s (%s)",
+			 t->id, h->step, p->name, gn_strerror(err), culprit);
+	st = step_for(ctx, t, h->step, &stale);
+	if (st)
+		step_fail(ctx, st, err, msg);
+}
+
+void gn_ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
+		const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
+{
+	if (c->kind == GN_CTRL_TENSOR)
+		tensor_desc_in(ctx, p, h, c);
+	else
+		abort_in(ctx, p, h, c);
+}

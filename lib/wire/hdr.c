@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hdr.c - build, parse and check gradnet packet headers (gradnet/wire.h).
+ * Integer-only and freestanding: the same file runs in the kernel module.
+ * A parser never reads past the length it is given.
+ */
+#include "gn_deps.h"
+#include <gradnet/wire.h>
+
+GN_STATIC_ASSERT(GN_WIRE_HDR_LEN == 24, "common header is 24 bytes");
+GN_STATIC_ASSERT(GN_WIRE_DATA_HDR == 60, "DATA header is 60 bytes");
+GN_STATIC_ASSERT(GN_WIRE_DATA_OVERHEAD == 68, "DATA overhead is 68 bytes");
+
+/* Fixed part after the common header, by packet type. */
+static const u8 fixed_len[] = {
+	[GN_PKT_HELLO] = GN_WIRE_HELLO_LEN,
+	[GN_PKT_DATA] = GN_WIRE_DATA_LEN,
+	[GN_PKT_ACK] = GN_WIRE_ACK_LEN,
+	[GN_PKT_CTRL] = GN_WIRE_CTRL_LEN,
+	[GN_PKT_CTRL_ACK] = 4,
+	[GN_PKT_PING] = 8,
+	[GN_PKT_PONG] = 8,
+};
+
+int gn_wire_fixed_len(unsigned int type)
+{
+	if (type == 0 || type >= sizeof(fixed_len))
+		return -1;
+	return fixed_len[type];
+}
+
+void gn_wire_hdr_put(const struct gn_wire_hdr *h, u8 *b)
+{
+	gn_put_le16(GN_WIRE_MAGIC, b);
+	b[2] = h->version;
+	b[3] = h->type;
+	gn_put_le16(h->src, b + 4);
+	gn_put_le16(h->dst, b + 6);
+	gn_put_le32(h->job, b + 8);
+	gn_put_le32(h->tensor, b + 12);
+	gn_put_le32(h->step, b + 16);
+	gn_put_le16(h->body_len, b + 20);
+	b[22] = h->phase;
+	b[23] = h->codec;
+}
+
+int gn_wire_hdr_get(const u8 *b, size_t len, struct gn_wire_hdr *h)
+{
+	int fixed;
+
+	if (len < 4 || gn_get_le16(b) != GN_WIRE_MAGIC)
+		return -EBADMSG;
+	memset(h, 0, sizeof(*h));
+	h->magic = GN_WIRE_MAGIC;
+	h->version = b[2];
+	h->type = b[3];
+	if (h->version != GN_WIRE_VERSION)
+		return -EPROTONOSUPPORT;
+	if (len < GN_WIRE_HDR_LEN + GN_WIRE_TAG || len > GN_WIRE_MAX_PKT)
+		return -EBADMSG;
+	h->src = gn_get_le16(b + 4);
+	h->dst = gn_get_le16(b + 6);
+	h->job = gn_get_le32(b + 8);
+	h->tensor = gn_get_le32(b + 12);
+	h->step = gn_get_le32(b + 16);
+	h->body_len = gn_get_le16(b + 20);
+	h->phase = b[22];
+	h->codec = b[23];
+	fixed = gn_wire_fixed_len(h->type);
+	if (fixed < 0 ||
+	    len != (size_t)GN_WIRE_HDR_LEN + fixed + h->body_len + GN_WIRE_TAG)
+		return -EBADMSG;
+	if (h->phase > GN_PHASE_GATHER)
+		return -EBADMSG;
+	return 0;
+}
+
+void gn_wire_data_put(const struct gn_wire_data *d, u8 *b)
+{
+	b += GN_WIRE_HDR_LEN;
+	gn_put_le64(d->chunk_off, b);
+	gn_put_le32(d->chunk_len, b + 8);
+	gn_put_le32(d->first, b + 12);
+	gn_put_le32(d->count, b + 16);
+	gn_put_le32(d->scale, b + 20);
+	gn_put_le32(d->s, b + 24);
+	gn_put_le32(d->pkt, b + 28);
+	gn_put_le32(d->npkts, b + 32);
+}
+
+/* 1 <= s < 2, read from the float's bits so this stays integer-only. */
+static bool s_bits_valid(u32 s)
+{
+	return s >= 0x3f800000u && s < 0x40000000u;
+}
+
+static int data_check(const struct gn_wire_hdr *h, const struct gn_wire_data *d)
+{
+	u64 groups = d->chunk_len / 5 + (d->chunk_len % 5 != 0);
+
+	if (h->type != GN_PKT_DATA || !d->chunk_len || !d->count ||
+	    !d->npkts || d->pkt >= d->npkts ||
+	    d->chunk_off + d->chunk_len < d->chunk_off)
+		return -EBADMSG;
+	switch (h->codec) {
+	case GN_WIRE_CODEC_3LC:
+		/* Every code byte covers at least one group. */
+		if ((u64)d->first + d->count > groups || !h->body_len ||
+		    h->body_len > d->count || d->scale >= 0x7f800000u ||
+		    !s_bits_valid(d->s))
+			return -EBADMSG;
+		return 0;
+	case GN_WIRE_CODEC_NONE:
+		if ((u64)d->first + d->count > d->chunk_len ||
+		    (u64)h->body_len != (u64)d->count * 4 || d->scale || d->s)
+			return -EBADMSG;
+		return 0;
+	default:
+		return -EBADMSG;
+	}
+}
+
+int gn_wire_data_get(const u8 *b, const struct gn_wire_hdr *h,
+		     struct gn_wire_data *d)
+{
+	b += GN_WIRE_HDR_LEN;
+	d->chunk_off = gn_get_le64(b);
+	d->chunk_len = gn_get_le32(b + 8);
+	d->first = gn_get_le32(b + 12);
+	d->count = gn_get_le32(b + 16);
+	d->scale = gn_get_le32(b + 20);
+	d->s = gn_get_le32(b + 24);
+	d->pkt = gn_get_le32(b + 28);
+	d->npkts = gn_get_le32(b + 32);
+	return data_check(h, d);
+}
+
+void gn_wire_hello_put(const struct gn_wire_hello *o, u8 *b)
+{
+	b += GN_WIRE_HDR_LEN;
+	gn_put_le16(o->world, b);
+	b[2] = o->flags;
+	b[3] = o->codec;
+	gn_put_le32(o->s, b + 4);
+	gn_put_le32(o->chunk, b + 8);
+	gn_put_le16(o->mtu, b + 12);
+	gn_put_le16(0, b + 14);
+	gn_put_le64(o->instance, b + 16);
+}
+
+int gn_wire_hello_get(const u8 *b, const struct gn_wire_hdr *h,
+		      struct gn_wire_hello *o)
+{
+	b += GN_WIRE_HDR_LEN;
+	o->world = gn_get_le16(b);
+	o->flags = b[2];
+	o->codec = b[3];
+	o->s = gn_get_le32(b + 4);
+	o->chunk = gn_get_le32(b + 8);
+	o->mtu = gn_get_le16(b + 12);
+	o->instance = gn_get_le64(b + 16);
+	if (h->type != GN_PKT_HELLO || h->body_len || !o->world ||
+	    gn_get_le16(b + 14) || o->flags & ~(GN_HELLO_REPLY | GN_HELLO_INSECURE | GN_HELLO_ANSWER))
+		return -EBADMSG;
+	return 0;
+}
+
+void gn_wire_ack_put(const struct gn_wire_ack *a, u8 *b)
+{
+	b += GN_WIRE_HDR_LEN;
+	gn_put_le64(a->chunk_off, b);
+	gn_put_le32(a->npkts, b + 8);
+	gn_put_le32(a->base, b + 12);
+}
+
+int gn_wire_ack_get(const u8 *b, const struct gn_wire_hdr *h,
+		    struct gn_wire_ack *a)
+{
+	b += GN_WIRE_HDR_LEN;
+	a->chunk_off = gn_get_le64(b);
+	a->npkts = gn_get_le32(b + 8);
+	a->base = gn_get_le32(b + 12);
+	if (h->type != GN_PKT_ACK || !a->npkts)
+		return -EBADMSG;
+	/* "All of it", or a bitmap window that starts inside the message. */
+	if (a->base == a->npkts)
+		return h->body_len ? -EBADMSG : 0;
+	if (a->base % 8 || a->base > a->npkts || !h->body_len ||
+	    (u64)a->base + (u64)h->body_len * 8 > (u64)a->npkts + 7)
+		return -EBADMSG;
+	return 0;
+}
+
+void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, u8 *b)
+{
+	b += GN_WIRE_HDR_LEN;
+	gn_put_le32(c->seq, b);
+	b[4] = c->kind;
+	b[5] = c->flags;
+	gn_put_le16(0, b + 6);
+	gn_put_le64(c->value, b + 8);
+	gn_put_le32(c->extra, b + 16);
+}
+
+int gn_wire_ctrl_get(const u8 *b, const struct gn_wire_hdr *h,
+		     struct gn_wire_ctrl *c)
+{
+	b += GN_WIRE_HDR_LEN;
+	c->seq = gn_get_le32(b);
+	c->kind = b[4];
+	c->flags = b[5];
+	c->value = gn_get_le64(b + 8);
+	c->extra = gn_get_le32(b + 16);
+	if (h->type != GN_PKT_CTRL || h->body_len || !c->seq ||
+	    gn_get_le16(b + 6) ||
+	    (c->kind != GN_CTRL_TENSOR && c->kind != GN_CTRL_ABORT))
+		return -EBADMSG;
+	return 0;
+}
