@@ -387,7 +387,10 @@ static void step_complete(struct gn_ctx *ctx, struct gn_step *st)
 	step_report(ctx, st);
 	t->cur = t->early;
 	t->early = NULL;
-	step_free(ctx, st);
+	/* Still compressing (the last shard just went out): the caller's
+	 * thread frees it when it is done. */
+	if (!st->encoding)
+		step_free(ctx, st);
 }
 
 void gn_fail_all(struct gn_ctx *ctx, int err, const char *msg)
@@ -874,6 +877,7 @@ int gn_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
 {
 	struct gn_tensor *t;
 	struct gn_step *st;
+	bool enc;
 	u32 c;
 
 	if (!ctx || !data)
@@ -896,18 +900,20 @@ int gn_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
 		return api_err(ctx, -ENOMEM, "tensor %u: out of memory", id);
 	}
 	t->busy = true;
-	st->encoding = !st->err;
-	if (!st->err) {
+	st->encoding = enc = !st->err;
+	if (enc) {
 		/* Contributions that came early can be added up to our turn. */
 		for (c = 0; c < t->chunks[ctx->rank]; c++)
 			want_work(ctx, st, c);
 		ctx->tp->wake(ctx->tp_state);
 	}
 	pthread_mutex_unlock(&ctx->lock);
-	if (st->encoding) {
+	if (enc) {
 		encode_all(ctx, st);
 		pthread_mutex_lock(&ctx->lock);
 		st->encoding = false;
+		if (st->done)
+			step_free(ctx, st);
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	return 0;

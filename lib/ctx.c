@@ -473,6 +473,9 @@ static int ctx_setup(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 	ctx->version = wire_version();
 	ctx->dead_peer = -1;
 	ctx->tp = &gn_udp_ops;
+	if (gn_fault_wrap(&ctx->tp))
+		return open_fail(-EINVAL, "GN_TEST_FAULTS=%s: use loss=P,dup=P,reorder=P,seed=N",
+				 getenv("GN_TEST_FAULTS"));
 	r = ctx->tp->open(&ctx->addrs[ctx->rank], ctx->max_pkt, &ctx->tp_state);
 	if (r)
 		return open_fail(r, "cannot bind %s: %s", ctx->peers[ctx->rank].name,
@@ -546,6 +549,19 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	return 0;
 }
 
+/* Data or control messages still owed to a live peer? */
+static bool owes(struct gn_ctx *ctx)
+{
+	int i;
+
+	if (ctx->tx)
+		return true;
+	for (i = 0; i < ctx->world; i++)
+		if (ctx->peers[i].ctrl_q && !ctx->peers[i].dead)
+			return true;
+	return false;
+}
+
 void gn_ctx_close(struct gn_ctx *ctx)
 {
 	u64 until;
@@ -556,7 +572,7 @@ void gn_ctx_close(struct gn_ctx *ctx)
 	until = gn_now_ns() + (ctx->timeout_ns < 2000000000ull ?
 				       ctx->timeout_ns : 2000000000ull);
 	pthread_mutex_lock(&ctx->lock);
-	while (ctx->tx && gn_now_ns() < until) {
+	while (owes(ctx) && gn_now_ns() < until) {
 		struct timespec ts = { 0, 5000000 };
 
 		pthread_mutex_unlock(&ctx->lock);

@@ -64,6 +64,7 @@ struct gn_transport_ops {
 };
 
 extern const struct gn_transport_ops gn_udp_ops GN_HIDDEN;
+int gn_fault_wrap(const struct gn_transport_ops **ops) GN_HIDDEN;
 
 /* ---- messages: the packets of one chunk from one rank to one or all ---- */
 

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fault.c - a transport that wraps another and loses, duplicates and
+ * reorders outgoing packets, for tests of the reliability layer. Enabled
+ * only by the environment variable
+ *	GN_TEST_FAULTS=loss=0.01,dup=0.05,reorder=0.05,seed=7
+ * (probabilities per packet). Reordered packets are held back and go out
+ * after the packets of a later send call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define HELD_MAX 256
+
+struct fault {
+	const struct gn_transport_ops *inner;
+	void *inner_state;
+	const struct gn_addr *peers;
+	double loss, dup, reorder;
+	u64 rng;
+	int held_n;
+	struct {
+		u16 peer, len;
+		u8 data[GN_WIRE_MAX_PKT];
+	} held[HELD_MAX];
+	struct gn_tx_pkt out[HELD_MAX * 2];
+};
+
+static const struct gn_transport_ops *inner_ops;
+
+static double unit(struct fault *f)
+{
+	f->rng ^= f->rng << 13;
+	f->rng ^= f->rng >> 7;
+	f->rng ^= f->rng << 17;
+	return (double)(f->rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Parse "key=value,..." into the probabilities; unknown keys are errors. */
+static int parse(struct fault *f, const char *spec)
+{
+	char buf[256], *tok, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	f->rng = 0x9e3779b97f4a7c15ull;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		double v;
+
+		if (!eq)
+			return -EINVAL;
+		*eq = 0;
+		v = strtod(eq + 1, NULL);
+		if (!strcmp(tok, "loss"))
+			f->loss = v;
+		else if (!strcmp(tok, "dup"))
+			f->dup = v;
+		else if (!strcmp(tok, "reorder"))
+			f->reorder = v;
+		else if (!strcmp(tok, "seed"))
+			f->rng ^= (u64)v * 0xbf58476d1ce4e5b9ull;
+		else
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int fault_open(const struct gn_addr *self, unsigned int max_pkt,
+		      void **state)
+{
+	struct fault *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	if (parse(f, getenv("GN_TEST_FAULTS"))) {
+		free(f);
+		return -EINVAL;
+	}
+	f->inner = inner_ops;
+	r = f->inner->open(self, max_pkt, &f->inner_state);
+	if (r) {
+		free(f);
+		return r;
+	}
+	*state = f;
+	return 0;
+}
+
+static void fault_close(void *state)
+{
+	struct fault *f = state;
+
+	f->inner->close(f->inner_state);
+	free(f);
+}
+
+/* Send the first @n held packets and forget them. */
+static void release_held(struct fault *f, const struct gn_addr *peers, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		f->out[i] = (struct gn_tx_pkt){ f->held[i].data, f->held[i].len,
+						f->held[i].peer };
+	if (n)
+		f->inner->send(f->inner_state, peers, f->out, n);
+	memmove(f->held, f->held + n, (size_t)(f->held_n - n) * sizeof(f->held[0]));
+	f->held_n -= n;
+}
+
+/* Every packet counts as sent: what is lost or held is the network's. */
+static int fault_send(void *state, const struct gn_addr *peers,
+		      const struct gn_tx_pkt *pkts, int n)
+{
+	struct fault *f = state;
+	int i, k = 0, held_before = f->held_n;
+
+	f->peers = peers;
+	for (i = 0; i < n; i++) {
+		if (unit(f) < f->loss)
+			continue;
+		if (f->held_n < HELD_MAX && unit(f) < f->reorder) {
+			f->held[f->held_n].peer = pkts[i].peer;
+			f->held[f->held_n].len = pkts[i].len;
+			memcpy(f->held[f->held_n].data, pkts[i].data, pkts[i].len);
+			f->held_n++;
+			continue;
+		}
+		f->out[k++] = pkts[i];
+		if (unit(f) < f->dup && k < HELD_MAX * 2)
+			f->out[k++] = pkts[i];
+		if (k >= HELD_MAX * 2 - 1) {
+			f->inner->send(f->inner_state, peers, f->out, k);
+			k = 0;
+		}
+	}
+	if (k)
+		f->inner->send(f->inner_state, peers, f->out, k);
+	/* Packets held in an earlier call go out now, after later ones. */
+	release_held(f, peers, held_before);
+	return n;
+}
+
+static int fault_recv(void *state, struct gn_rx_pkt *pkts, int max)
+{
+	struct fault *f = state;
+
+	return f->inner->recv(f->inner_state, pkts, max);
+}
+
+static int fault_wait(void *state, int timeout_ms)
+{
+	struct fault *f = state;
+
+	if (f->held_n && f->peers)
+		release_held(f, f->peers, f->held_n);
+	return f->inner->wait(f->inner_state, timeout_ms);
+}
+
+static void fault_wake(void *state)
+{
+	struct fault *f = state;
+
+	f->inner->wake(f->inner_state);
+}
+
+static const struct gn_transport_ops fault_ops = {
+	.name = "fault",
+	.open = fault_open,
+	.close = fault_close,
+	.send = fault_send,
+	.recv = fault_recv,
+	.wait = fault_wait,
+	.wake = fault_wake,
+};
+
+/* The transport to use: @inner, or @inner behind faults if asked for. */
+int gn_fault_wrap(const struct gn_transport_ops **ops)
+{
+	const char *spec = getenv("GN_TEST_FAULTS");
+	struct fault *probe;
+	int r;
+
+	if (!spec || !*spec)
+		return 0;
+	probe = calloc(1, sizeof(*probe));
+	if (!probe)
+		return -ENOMEM;
+	r = parse(probe, spec);
+	free(probe);
+	if (r)
+		return r;
+	inner_ops = *ops;
+	*ops = &fault_ops;
+	return 0;
+}

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allreduce_test.c - allreduce between real processes on loopback: every
+ * rank's result, every step, equals the single-process reference computed
+ * with the codec directly, bit for bit; and the failure modes (NaN, dead
+ * peers, mismatched peers) end as they should on every rank.
+ */
+#include "kselftest_harness.h"
+#include "job.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Compare every rank and step with the reference. @skip: steps that fail
+ * with -EDOM for tensor @skip_tensor (the others go through).
+ */
+static void check_job(struct __test_metadata *_metadata,
+		      const struct job_spec *s, struct job_out *out,
+		      const bool *skip, int skip_tensor)
+{
+	size_t at = 0;
+	int k, r, step;
+
+	for (r = 0; r < s->world; r++) {
+		ASSERT_EQ(0, out->status[r]) TH_LOG("rank %d exit status %#x", r, out->status[r]);
+		ASSERT_EQ(0, out->open_rc[r]) TH_LOG("rank %d open: %s", r, out->msg[r]);
+	}
+	for (r = 0; r < s->world; r++) {
+		for (step = 0; step < s->steps; step++) {
+			int want = skip && skip[step] ? -EDOM : 0;
+
+			ASSERT_EQ(want, out->rc[r][step]) {
+				TH_LOG("rank %d step %d: %s", r, step, out->msg[r]);
+			}
+		}
+	}
+	for (k = 0; k < s->ntensors; k++) {
+		const bool *sk = k == skip_tensor ? skip : NULL;
+		size_t n = s->elems[k];
+		uint64_t hash[JOB_MAX_STEPS];
+		float *ref = malloc(n * sizeof(float));
+
+		job_reference(s, k, sk, hash, ref);
+		for (r = 0; r < s->world; r++) {
+			const float *got = out->data + (size_t)r * job_total(s) + at;
+
+			for (step = 0; step < s->steps; step++) {
+				if (sk && sk[step])
+					continue;
+				ASSERT_EQ(hash[step], out->hash[r][step][k]) {
+					TH_LOG("tensor %d (%zu values) rank %d step %d",
+					       k, n, r, step);
+				}
+			}
+			ASSERT_EQ(0, memcmp(ref, got, n * sizeof(float))) {
+				TH_LOG("tensor %d rank %d final result", k, r);
+			}
+		}
+		at += n;
+		free(ref);
+	}
+}
+
+FIXTURE(loopback) {
+	struct job_spec s;
+};
+
+FIXTURE_VARIANT(loopback) {
+	int world;
+	int codec;
+	unsigned int flags;
+	float s;
+	const char *faults;
+};
+
+FIXTURE_VARIANT_ADD(loopback, r2_3lc) { .world = 2, .codec = GN_CODEC_3LC };
+FIXTURE_VARIANT_ADD(loopback, r3_3lc) { .world = 3, .codec = GN_CODEC_3LC, .s = 1.5f };
+FIXTURE_VARIANT_ADD(loopback, r4_3lc_avg) { .world = 4, .codec = GN_CODEC_3LC,
+					     .flags = GN_TENSOR_AVERAGE, .s = 1.75f };
+FIXTURE_VARIANT_ADD(loopback, r8_3lc) { .world = 8, .codec = GN_CODEC_3LC };
+FIXTURE_VARIANT_ADD(loopback, r2_dense) { .world = 2, .codec = GN_CODEC_NONE };
+FIXTURE_VARIANT_ADD(loopback, r3_dense_avg) { .world = 3, .codec = GN_CODEC_NONE,
+					       .flags = GN_TENSOR_AVERAGE };
+FIXTURE_VARIANT_ADD(loopback, r4_dense) { .world = 4, .codec = GN_CODEC_NONE };
+FIXTURE_VARIANT_ADD(loopback, r8_dense) { .world = 8, .codec = GN_CODEC_NONE };
+/* Loss, duplicates and reordering in the sender: same bits as clean. */
+FIXTURE_VARIANT_ADD(loopback, r3_3lc_faults) {
+	.world = 3, .codec = GN_CODEC_3LC,
+	.faults = "loss=0.05,dup=0.05,reorder=0.1,seed=11" };
+FIXTURE_VARIANT_ADD(loopback, r4_dense_faults) {
+	.world = 4, .codec = GN_CODEC_NONE,
+	.faults = "loss=0.02,dup=0.05,reorder=0.05,seed=5" };
+
+FIXTURE_SETUP(loopback)
+{
+	static const size_t sizes[] = { 1, 4, 5, 1000003 };
+	size_t k;
+
+	memset(&self->s, 0, sizeof(self->s));
+	self->s.world = variant->world;
+	self->s.steps = 3;
+	self->s.s = variant->s;
+	self->s.nan_rank = self->s.die_rank = -1;
+	self->s.keyed = true;
+	self->s.ntensors = ARRAY_LEN(sizes);
+	for (k = 0; k < ARRAY_LEN(sizes); k++) {
+		self->s.elems[k] = sizes[k];
+		self->s.codec[k] = variant->codec;
+		self->s.flags[k] = variant->flags;
+	}
+	if (variant->faults) {
+		int r;
+
+		for (r = 0; r < variant->world; r++)
+			self->s.env[r] = variant->faults;
+	}
+}
+
+FIXTURE_TEARDOWN(loopback)
+{
+}
+
+/* Sizes 1, 4, 5 and 1000003 at once, three steps, against the reference. */
+TEST_F(loopback, matches_reference)
+{
+	struct job_out *out = job_run(&self->s, 240);
+
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &self->s, out, NULL, -1);
+	job_free(&self->s, out);
+}
+
+/* Twenty tensors of mixed codecs and sizes in flight together. */
+TEST(many_tensors)
+{
+	struct job_spec s = { .world = 3, .steps = 2, .nan_rank = -1,
+			      .die_rank = -1, .chunk = 4096 };
+	struct job_out *out;
+	int k;
+
+	s.ntensors = 20;
+	for (k = 0; k < s.ntensors; k++) {
+		s.elems[k] = (size_t)(k * k * 397 + k + 1);
+		s.codec[k] = k % 3 ? GN_CODEC_3LC : GN_CODEC_NONE;
+		s.flags[k] = k % 4 == 1 ? GN_TENSOR_AVERAGE : 0;
+	}
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, -1);
+	job_free(&s, out);
+}
+
+/*
+ * A NaN in one rank's gradient: that step fails with -EDOM everywhere and
+ * leaves error feedback alone, so later steps still match a reference that
+ * skipped the step.
+ */
+TEST(nan_skips_step_everywhere)
+{
+	struct job_spec s = { .world = 3, .steps = 4, .ntensors = 2,
+			      .elems = { 70001, 9 },
+			      .codec = { GN_CODEC_3LC, GN_CODEC_3LC },
+			      .nan_rank = 2, .nan_step = 1, .nan_tensor = 0,
+			      .die_rank = -1 };
+	bool skip[JOB_MAX_STEPS] = { false, true, false, false };
+	struct job_out *out = job_run(&s, 120);
+
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, skip, 0);
+	ASSERT_NE(NULL, strstr(out->msg[0], "rank 2"));
+	ASSERT_NE(NULL, strstr(out->msg[0], "NaN"));
+	job_free(&s, out);
+}
+
+/* A rank that dies mid-job: the others fail with -ETIMEDOUT, naming it. */
+TEST(dead_peer_times_out)
+{
+	struct job_spec s = { .world = 3, .steps = 3, .ntensors = 1,
+			      .elems = { 300000 }, .codec = { GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = 1, .die_step = 1,
+			      .timeout_ms = 1500 };
+	struct job_out *out = job_run(&s, 60);
+	int r;
+
+	ASSERT_NE(NULL, out);
+	for (r = 0; r < 3; r += 2) {
+		ASSERT_EQ(0, out->rc[r][0]);
+		ASSERT_EQ(-ETIMEDOUT, out->rc[r][1]) TH_LOG("rank %d: %s", r, out->msg[r]);
+		ASSERT_NE(NULL, strstr(out->msg[r], "rank 1"));
+		/* Within the timeout, plus scheduling slack. */
+		ASSERT_GT(1.5 + 1.0, out->seconds[r][1]);
+	}
+	job_free(&s, out);
+}
+
+/* Open with one rank's setting changed: -EPROTO on every rank. */
+static void expect_open_mismatch(struct __test_metadata *_metadata,
+				 const char *env1, const char *word)
+{
+	struct job_spec s = { .world = 2, .steps = 1, .ntensors = 1,
+			      .elems = { 10 }, .codec = { GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = -1, .timeout_ms = 3000 };
+	struct job_out *out;
+	int r;
+
+	s.env[1] = env1;
+	out = job_run(&s, 30);
+	ASSERT_NE(NULL, out);
+	for (r = 0; r < 2; r++) {
+		ASSERT_EQ(-EPROTO, out->open_rc[r]) TH_LOG("rank %d: %s", r, out->msg[r]);
+		ASSERT_NE(NULL, strstr(out->msg[r], word)) TH_LOG("%s", out->msg[r]);
+	}
+	job_free(&s, out);
+}
+
+TEST(version_mismatch)
+{
+	expect_open_mismatch(_metadata, "GN_TEST_WIRE_VERSION=2", "version");
+}
+
+TEST(codec_param_mismatch)
+{
+	expect_open_mismatch(_metadata, "GN_S=1.5", "s=1.5");
+}
+
+TEST(chunk_mismatch)
+{
+	expect_open_mismatch(_metadata, "GN_CHUNK=4096", "chunk 4096");
+}
+
+TEST(world_size_mismatch)
+{
+	struct job_spec s = { .world = 2, .steps = 1, .ntensors = 1,
+			      .elems = { 10 }, .codec = { GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = -1, .timeout_ms = 3000 };
+	struct job_out *out;
+	int r;
+
+	/* Rank 1 believes in a third rank; its list has one more address. */
+	s.env[1] = "GN_WORLD_SIZE=3";
+	out = job_run(&s, 30);
+	ASSERT_NE(NULL, out);
+	for (r = 0; r < 2; r++)
+		ASSERT_NE(0, out->open_rc[r]) TH_LOG("rank %d", r);
+	ASSERT_EQ(-EPROTO, out->open_rc[0]) TH_LOG("%s", out->msg[0]);
+	ASSERT_NE(NULL, strstr(out->msg[0], "world size 3"));
+	job_free(&s, out);
+}
+
+/* Rank 1 registers tensor 0 with one element more: -EPROTO at step 0. */
+TEST(tensor_size_mismatch)
+{
+	struct job_spec s = { .world = 3, .steps = 1, .ntensors = 1,
+			      .elems = { 1000 }, .codec = { GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = -1,
+			      .register_elems_rank1 = 1001 };
+	struct job_out *out = job_run(&s, 30);
+	int r;
+
+	ASSERT_NE(NULL, out);
+	for (r = 0; r < 3; r++) {
+		ASSERT_EQ(0, out->open_rc[r]);
+		ASSERT_EQ(-EPROTO, out->rc[r][0]) TH_LOG("rank %d: %s", r, out->msg[r]);
+		ASSERT_NE(NULL, strstr(out->msg[r], "elements"));
+	}
+	job_free(&s, out);
+}
+
+/* Different keys: nobody authenticates anybody. */
+TEST(key_mismatch)
+{
+	struct job_spec s = { .world = 2, .steps = 1, .ntensors = 1,
+			      .elems = { 10 }, .codec = { GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = -1, .timeout_ms = 1500,
+			      .keyed = true };
+	struct job_out *out;
+	int r;
+
+	s.env[1] = "GN_KEY=00112233445566778899aabbccddeeff";
+	out = job_run(&s, 30);
+	ASSERT_NE(NULL, out);
+	for (r = 0; r < 2; r++) {
+		ASSERT_EQ(-EKEYREJECTED, out->open_rc[r]) TH_LOG("rank %d: %s", r, out->msg[r]);
+		ASSERT_NE(NULL, strstr(out->msg[r], "authentication"));
+	}
+	job_free(&s, out);
+}
+
+/* Without a key the library refuses, unless asked for an insecure job. */
+TEST(no_key_refused)
+{
+	GN_OPTS(gn_ctx_opts, o, .rank = 0, .world_size = 1,
+		.peers = "127.0.0.1:29999");
+	struct gn_ctx *ctx = (void *)1;
+
+	unsetenv("GN_KEY");
+	unsetenv("GN_INSECURE");
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&o, &ctx));
+	ASSERT_EQ(NULL, ctx);
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY"));
+	o.flags = GN_CTX_INSECURE;
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx));
+	gn_ctx_close(ctx);
+}
+
+/* A job of one rank is its own sum; bad arguments get clear errors. */
+TEST(single_rank_and_api_errors)
+{
+	GN_OPTS(gn_ctx_opts, o, .rank = 0, .world_size = 1,
+		.peers = "127.0.0.1:29998", .flags = GN_CTX_INSECURE);
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 1000);
+	struct gn_ctx *ctx;
+	float x[1000];
+	int i;
+
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx));
+	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+	ASSERT_EQ(-EEXIST, gn_tensor_register(ctx, &t));
+	t.id = 2;
+	t.s = 2.5f;
+	ASSERT_EQ(-EINVAL, gn_tensor_register(ctx, &t));
+	ASSERT_EQ(-ENOENT, gn_allreduce(ctx, 9, x));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "9"));
+	for (i = 0; i < 1000; i++)
+		x[i] = (float)i;
+	ASSERT_EQ(0, gn_allreduce_start(ctx, 1, x));
+	ASSERT_EQ(-EBUSY, gn_allreduce_start(ctx, 1, x));
+	ASSERT_EQ(0, gn_allreduce_wait(ctx, 1));
+	ASSERT_EQ(-EINVAL, gn_allreduce_wait(ctx, 1));
+	gn_ctx_close(ctx);
+	/* Unknown trailing option bytes are refused. */
+	{
+		struct {
+			struct gn_ctx_opts o;
+			uint64_t future;
+		} big = { .o = o, .future = 1 };
+
+		big.o.sz = sizeof(big);
+		ASSERT_EQ(-EINVAL, gn_ctx_open(&big.o, &ctx));
+	}
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * job.h - run a gradnet job on loopback from a test: one forked process
+ * per rank, deterministic gradients, results in shared memory, and the
+ * single-process reference computed with the codec directly.
+ */
+#ifndef GN_TEST_JOB_H
+#define GN_TEST_JOB_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gradnet/gradnet.h>
+#include "testutil.h"
+
+#define JOB_MAX_RANKS 8
+#define JOB_MAX_TENSORS 24
+#define JOB_MAX_STEPS 8
+
+struct job_spec {
+	int world;
+	int steps;
+	int ntensors;
+	size_t elems[JOB_MAX_TENSORS];
+	int codec[JOB_MAX_TENSORS];		/* GN_CODEC_* */
+	unsigned int flags[JOB_MAX_TENSORS];	/* GN_TENSOR_* */
+	float s;
+	unsigned int chunk;
+	unsigned int timeout_ms;
+	bool keyed;
+	int nan_rank, nan_step, nan_tensor;	/* -1: no NaN */
+	int die_rank, die_step;			/* -1: nobody dies */
+	const char *env[JOB_MAX_RANKS];		/* "K=V;K=V" per rank */
+	size_t register_elems_rank1;		/* != 0: rank 1 registers tensor 0 so */
+};
+
+/* What each rank saw, in shared memory. */
+struct job_out {
+	int open_rc[JOB_MAX_RANKS];
+	int status[JOB_MAX_RANKS];		/* wait status of each rank */
+	int rc[JOB_MAX_RANKS][JOB_MAX_STEPS];
+	uint64_t hash[JOB_MAX_RANKS][JOB_MAX_STEPS][JOB_MAX_TENSORS];
+	double seconds[JOB_MAX_RANKS][JOB_MAX_STEPS];
+	char msg[JOB_MAX_RANKS][320];
+	struct gn_stats stats[JOB_MAX_RANKS];
+	float data[];				/* final results, rank by rank */
+};
+
+static inline uint64_t job_fnv(const float *v, size_t n)
+{
+	const uint8_t *p = (const uint8_t *)v;
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < n * sizeof(float); i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* This rank's gradient of tensor @t at step @step: Laplace, per-rank scale. */
+static inline void job_grad(float *x, size_t n, int rank, int t, int step)
+{
+	struct gn_rng r = { 0x1234 + (uint64_t)rank * 1000003 + (uint64_t)t * 7919 +
+			    (uint64_t)step * 104729 };
+	float b = 1e-3f * (float)(1 + rank) * (float)(1 + t % 3);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = gn_rng_laplace(&r, b);
+}
+
+static inline size_t job_total(const struct job_spec *s)
+{
+	size_t k, total = 0;
+
+	for (k = 0; k < (size_t)s->ntensors; k++)
+		total += s->elems[k];
+	return total;
+}
+
+static inline void job_env(const char *spec)
+{
+	char buf[512], *tok, *save = NULL;
+
+	if (!spec)
+		return;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (eq) {
+			*eq = 0;
+			setenv(tok, eq + 1, 1);
+		}
+	}
+}
+
+static inline double job_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
+		     const char *peers, uint32_t job)
+{
+	static const uint8_t key[16] = "gradnet test key";
+	GN_OPTS(gn_ctx_opts, o, .rank = rank, .world_size = s->world,
+		.peers = peers, .timeout_ms = s->timeout_ms ? s->timeout_ms : 5000,
+		.flags = s->keyed ? 0 : GN_CTX_INSECURE, .s = s->s,
+		.chunk = s->chunk, .job_id = job);
+	float *x[JOB_MAX_TENSORS], *final = out->data;
+	struct gn_ctx *ctx;
+	int k, step, r;
+
+	char more[1100];
+
+	job_env(s->env[rank]);
+	if (s->keyed && !getenv("GN_KEY")) {
+		o.key = key;
+		o.key_len = sizeof(key);
+	}
+	/* A rank told of a bigger world gets one more (unused) address. */
+	if (getenv("GN_WORLD_SIZE")) {
+		o.world_size = atoi(getenv("GN_WORLD_SIZE"));
+		snprintf(more, sizeof(more), "%s,127.0.0.1:1", peers);
+		o.peers = more;
+	}
+	for (k = 0; k < rank; k++)
+		final += job_total(s);
+	r = gn_ctx_open(&o, &ctx);
+	out->open_rc[rank] = r;
+	if (r) {
+		snprintf(out->msg[rank], sizeof(out->msg[rank]), "%s", gn_last_errmsg());
+		_exit(0);
+	}
+	for (k = 0; k < s->ntensors; k++) {
+		size_t n = s->elems[k];
+		GN_OPTS(gn_tensor_opts, t, .id = 100 + (uint32_t)k, .codec = s->codec[k],
+			.flags = s->flags[k]);
+
+		if (k == 0 && rank == 1 && s->register_elems_rank1)
+			n = s->register_elems_rank1;
+		t.elems = n;
+		x[k] = malloc(n * sizeof(float));
+		if (gn_tensor_register(ctx, &t))
+			_exit(3);
+	}
+	for (step = 0; step < s->steps; step++) {
+		double t0;
+
+		if (rank == s->die_rank && step == s->die_step)
+			_exit(0);	/* dies without a word, mid-job */
+		for (k = 0; k < s->ntensors; k++) {
+			size_t n = k == 0 && rank == 1 && s->register_elems_rank1 ?
+					   s->register_elems_rank1 : s->elems[k];
+
+			job_grad(x[k], n, rank, k, step);
+			if (rank == s->nan_rank && step == s->nan_step &&
+			    k == s->nan_tensor)
+				x[k][n / 2] = NAN;
+		}
+		t0 = job_now();
+		r = 0;
+		/* All tensors in flight at once, then wait for each. */
+		for (k = 0; k < s->ntensors; k++) {
+			int e = gn_allreduce_start(ctx, 100 + (uint32_t)k, x[k]);
+
+			r = r ? r : e;
+		}
+		for (k = 0; k < s->ntensors; k++) {
+			int e = gn_allreduce_wait(ctx, 100 + (uint32_t)k);
+
+			if (e && !r) {
+				r = e;
+				snprintf(out->msg[rank], sizeof(out->msg[rank]), "%s",
+					 gn_ctx_errmsg(ctx));
+			}
+			if (!e)
+				out->hash[rank][step][k] = job_fnv(x[k], s->elems[k]);
+		}
+		out->seconds[rank][step] = job_now() - t0;
+		out->rc[rank][step] = r;
+	}
+	for (k = 0; k < s->ntensors; k++) {
+		memcpy(final, x[k], s->elems[k] * sizeof(float));
+		final += s->elems[k];
+	}
+	out->stats[rank].sz = sizeof(out->stats[rank]);
+	gn_stats_ctx(ctx, &out->stats[rank]);
+	gn_ctx_close(ctx);
+	_exit(0);
+}
+
+/*
+ * Run @s; returns the shared results (munmap with job_free) or NULL.
+ * Ranks that do not finish within @limit seconds are killed.
+ */
+static inline struct job_out *job_run(const struct job_spec *s, int limit)
+{
+	static int calls;
+	size_t bytes = sizeof(struct job_out) +
+		       (size_t)s->world * job_total(s) * sizeof(float);
+	struct job_out *out = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pid[JOB_MAX_RANKS];
+	char peers[1024] = "";
+	int base, i, left;
+	uint32_t job;
+	double until;
+
+	if (out == MAP_FAILED)
+		return NULL;
+	memset(out, 0, sizeof(*out));
+	/* Each job its own ports and job id: stragglers of the last one
+	 * must not be taken for peers of this one. */
+	base = 20000 + (int)((getpid() * 131 + calls * 16) % 40000);
+	job = (uint32_t)getpid() * 1000 + (uint32_t)calls++;
+	for (i = 0; i < s->world; i++) {
+		char one[48];
+
+		snprintf(one, sizeof(one), "%s127.0.0.1:%d", i ? "," : "", base + i);
+		strcat(peers, one);
+	}
+	for (i = 0; i < s->world; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0)
+			job_rank(s, out, i, peers, job);
+	}
+	until = job_now() + limit;
+	for (left = s->world; left > 0;) {
+		int status;
+		pid_t p = waitpid(-1, &status, WNOHANG);
+
+		if (p > 0) {
+			for (i = 0; i < s->world; i++)
+				if (pid[i] == p)
+					out->status[i] = status;
+			left--;
+			continue;
+		}
+		if (job_now() > until) {
+			for (i = 0; i < s->world; i++)
+				kill(pid[i], SIGKILL);
+			while (wait(NULL) > 0)
+				;
+			out->open_rc[0] = -ETIME;	/* marks a hang */
+			break;
+		}
+		usleep(2000);
+	}
+	return out;
+}
+
+static inline void job_free(const struct job_spec *s, struct job_out *out)
+{
+	munmap(out, sizeof(struct job_out) +
+			    (size_t)s->world * job_total(s) * sizeof(float));
+}
+
+/*
+ * The single-process reference of one tensor: every rank's shard chunks
+ * quantized with its own error feedback, decoded into the owner's sum in
+ * rank order, the sum quantized with the owner's error feedback, decoded
+ * into zeros. @skip[step] marks steps that failed (error feedback kept).
+ * Returns the per-step hashes in @hash and the last result in @res.
+ */
+static inline void job_reference(const struct job_spec *s, int k,
+				 const bool *skip, uint64_t *hash, float *res)
+{
+	size_t n = s->elems[k], j_lo, j_hi, off, i;
+	unsigned int chunk = s->chunk ? s->chunk : 65536;
+	float sv = s->s != 0.0f ? s->s : 1.0f;
+	bool avg = s->flags[k] & GN_TENSOR_AVERAGE;
+	int W = s->world, step, j, r;
+	float **g = calloc((size_t)W, sizeof(float *));
+	float **e = calloc((size_t)W, sizeof(float *));
+	float *eag = calloc(n, sizeof(float)), *acc = calloc(n, sizeof(float));
+	float **e_try = calloc((size_t)W, sizeof(float *));
+	float *eag_try = malloc(n * sizeof(float));
+	uint8_t *q = malloc(gn_tlc_groups(chunk) + 1);
+
+	for (r = 0; r < W; r++) {
+		g[r] = malloc(n * sizeof(float));
+		e[r] = calloc(n, sizeof(float));
+		e_try[r] = malloc(n * sizeof(float));
+	}
+	for (step = 0; step < s->steps; step++) {
+		for (r = 0; r < W; r++) {
+			job_grad(g[r], n, r, k, step);
+			memcpy(e_try[r], e[r], n * sizeof(float));
+		}
+		memcpy(eag_try, eag, n * sizeof(float));
+		memset(res, 0, n * sizeof(float));
+		memset(acc, 0, n * sizeof(float));
+		for (j = 0; j < W; j++) {
+			j_lo = (size_t)((unsigned __int128)n * (unsigned)j / (unsigned)W);
+			j_hi = (size_t)((unsigned __int128)n * (unsigned)(j + 1) / (unsigned)W);
+			for (off = j_lo; off < j_hi; off += chunk) {
+				size_t len = j_hi - off < chunk ? j_hi - off : chunk;
+				size_t gc = gn_tlc_groups(len);
+				float m;
+
+				for (r = 0; r < W; r++) {
+					if (s->codec[k] == GN_CODEC_NONE) {
+						for (i = 0; i < len; i++)
+							acc[off + i] += g[r][off + i];
+						continue;
+					}
+					gn_tlc_quantize_chunks(g[r] + off, e_try[r] + off,
+							       e_try[r] + off, len, len,
+							       sv, q, &m);
+					gn_tlc_decode_slice(q, gc, m, acc + off, len, 0, gc);
+				}
+				if (s->codec[k] == GN_CODEC_NONE) {
+					for (i = 0; i < len; i++)
+						res[off + i] = avg ? acc[off + i] / (float)W :
+								     acc[off + i];
+					continue;
+				}
+				gn_tlc_quantize_chunks(acc + off, eag_try + off,
+						       eag_try + off, len, len, sv, q, &m);
+				gn_tlc_decode_slice(q, gc, avg ? m / (float)W : m,
+						    res + off, len, 0, gc);
+			}
+		}
+		hash[step] = job_fnv(res, n);
+		if (skip && skip[step])
+			continue;
+		for (r = 0; r < W; r++)
+			memcpy(e[r], e_try[r], n * sizeof(float));
+		memcpy(eag, eag_try, n * sizeof(float));
+	}
+	for (r = 0; r < W; r++) {
+		free(g[r]);
+		free(e[r]);
+		free(e_try[r]);
+	}
+	free(g);
+	free(e);
+	free(e_try);
+	free(eag);
+	free(eag_try);
+	free(acc);
+	free(q);
+}
+
+#endif /* GN_TEST_JOB_H */
