@@ -983,22 +983,37 @@ static struct gn_step *step_for(struct gn_ctx *ctx, struct gn_tensor *t,
 	return NULL;
 }
 
+/* Bits [first, first + count) of @bits: all clear? Then set them. */
+static bool claim_range(u64 *bits, u32 first, u32 count)
+{
+	u32 end = first + count, w;
+
+	for (w = first / 64; w <= (end - 1) / 64; w++) {
+		u32 lo = w == first / 64 ? first % 64 : 0;
+		u32 hi = w == (end - 1) / 64 ? (end - 1) % 64 : 63;
+		u64 mask = (~0ull >> (63 - hi)) & (~0ull << lo);
+
+		if (bits[w] & mask)
+			return false;
+	}
+	for (w = first / 64; w <= (end - 1) / 64; w++) {
+		u32 lo = w == first / 64 ? first % 64 : 0;
+		u32 hi = w == (end - 1) / 64 ? (end - 1) % 64 : 63;
+
+		bits[w] |= (~0ull >> (63 - hi)) & (~0ull << lo);
+	}
+	return true;
+}
+
 /* Ranges already covered by earlier slices mean a lying sender. */
 static bool cover(struct gn_rxmsg *m, u32 units, u32 first, u32 count)
 {
-	u32 i;
-
 	if (!m->cover) {
 		m->cover = calloc((units + 63) / 64, sizeof(u64));
 		if (!m->cover)
 			return false;
 	}
-	for (i = first; i < first + count; i++)
-		if (m->cover[i / 64] >> (i % 64) & 1)
-			return false;
-	for (i = first; i < first + count; i++)
-		m->cover[i / 64] |= 1ull << (i % 64);
-	return true;
+	return claim_range(m->cover, first, count);
 }
 
 static bool hold(struct gn_rxmsg *rx, const struct gn_wire_data *d,

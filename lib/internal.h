@@ -278,6 +278,13 @@ void gn_set_err(struct gn_ctx *ctx, char *buf, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4))) GN_HIDDEN;
 void gn_count_drop(struct gn_ctx *ctx, struct gn_peer *p, int reason) GN_HIDDEN;
 
+/* For the receive-path fuzzer (tests/fuzz/fuzz_rx.c). */
+int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
+		    struct gn_ctx **out) GN_HIDDEN;
+void gn_test_ctx_free(struct gn_ctx *ctx) GN_HIDDEN;
+void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt,
+		       size_t len) GN_HIDDEN;
+
 /* progress.c */
 void *gn_progress_main(void *arg) GN_HIDDEN;
 int gn_send_now(struct gn_ctx *ctx, int peer, const u8 *pkt, u16 len) GN_HIDDEN;

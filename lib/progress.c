@@ -530,6 +530,28 @@ static void packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
 	}
 }
 
+/* Feed one packet from rank @from (or from nobody, -1) to @ctx. */
+void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt, size_t len)
+{
+	struct gn_rx_pkt rx = { .data = (u8 *)pkt, .len = (u16)len };
+
+	if (len > GN_WIRE_MAX_PKT)
+		return;
+	if (from >= 0 && from < ctx->world) {
+		rx.from = ctx->addrs[from];
+	} else {
+		rx.from = ctx->addrs[0];
+		((struct sockaddr_in *)&rx.from.sa)->sin_port = htons(1);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	ctx->now_ns = gn_now_ns();
+	packet_in(ctx, &rx);
+	gn_ack_flush(ctx);
+	if (ctx->work_n)
+		gn_run_work(ctx, ~0u);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static void receive(struct gn_ctx *ctx)
 {
 	struct gn_rx_pkt pkts[RX_BATCH];

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gradnet-rank.c - one rank of a gradnet job, for benchmarks and network
+ * tests: joins the job from the environment (GN_RANK, GN_WORLD_SIZE,
+ * GN_PEERS, GN_KEY, ...), allreduces a tensor of real gradient values step
+ * after step, and prints what it measured as one JSON object.
+ *
+ * Between steps a rank only refills its tensor (a copy), so on a shared
+ * host one rank's bookkeeping does not slow the other ranks' allreduce.
+ * The gradient of step k on rank r is the mlp-small-seq samples of step
+ * 200 + (k + 7r) mod 48, all six tensors back to back, tiled to the tensor
+ * size: consecutive steps look like training, ranks differ.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gradnet/gradnet.h>
+
+#define SEQ_STEPS 48
+#define SEQ_FIRST 200
+
+static const char *const seq_tensors[] = {
+	"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
+	"fc3.bias",
+};
+
+struct opts {
+	size_t elems;
+	int steps, warmup;
+	int codec;
+	float s;
+	const char *out;
+	const char *data;
+	unsigned int flags;
+};
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "gradnet-rank: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One step of the sample sequence, all tensors concatenated. */
+static float *load_step(const char *dir, int step, size_t *n)
+{
+	float *all = NULL;
+	size_t k, have = 0;
+
+	for (k = 0; k < sizeof(seq_tensors) / sizeof(seq_tensors[0]); k++) {
+		char path[4096];
+		FILE *f;
+		long size;
+
+		snprintf(path, sizeof(path), "%s/mlp-small-seq/mlp-small-s%05d-%s.f32",
+			 dir, step, seq_tensors[k]);
+		f = fopen(path, "rb");
+		if (!f)
+			die("cannot read %s", path);
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		fseek(f, 0, SEEK_SET);
+		all = realloc(all, have * 4 + (size_t)size);
+		if (!all || fread(all + have, 1, (size_t)size, f) != (size_t)size)
+			die("cannot read %s", path);
+		have += (size_t)size / 4;
+		fclose(f);
+	}
+	*n = have;
+	return all;
+}
+
+static void fill(float *x, size_t n, float *const *seq, size_t seq_n, int rank,
+		 int step)
+{
+	const float *src = seq[(step + 7 * rank) % SEQ_STEPS];
+	size_t at;
+
+	for (at = 0; at < n; at += seq_n)
+		memcpy(x + at, src, (n - at < seq_n ? n - at : seq_n) * 4);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* FNV-1a over 32-bit words: fast enough to run once on a big result. */
+static uint64_t fnv(const float *v, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t w;
+
+		memcpy(&w, &v[i], sizeof(w));
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: gradnet-rank [--elems N] [--steps K] [--warmup W]\n"
+		"                    [--codec none|3lc] [--s S] [--average]\n"
+		"                    [--out FILE] [--data DIR]\n"
+		"  joins the job described by GN_RANK, GN_WORLD_SIZE, GN_PEERS, GN_KEY\n");
+	exit(2);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "elems", required_argument, NULL, 'n' },
+		{ "steps", required_argument, NULL, 'k' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "codec", required_argument, NULL, 'c' },
+		{ "s", required_argument, NULL, 's' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "data", required_argument, NULL, 'd' },
+		{ "average", no_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			o->elems = strtoull(optarg, NULL, 0);
+			break;
+		case 'k':
+			o->steps = atoi(optarg);
+			break;
+		case 'w':
+			o->warmup = atoi(optarg);
+			break;
+		case 'c':
+			if (!strcmp(optarg, "none"))
+				o->codec = GN_CODEC_NONE;
+			else if (!strcmp(optarg, "3lc"))
+				o->codec = GN_CODEC_3LC;
+			else
+				usage();
+			break;
+		case 's':
+			o->s = strtof(optarg, NULL);
+			break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'd':
+			o->data = optarg;
+			break;
+		case 'a':
+			o->flags |= GN_TENSOR_AVERAGE;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!o->elems || o->steps < 1 || o->warmup < 0)
+		usage();
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .elems = 1 << 20, .steps = 5, .warmup = 1,
+			  .codec = GN_CODEC_3LC, .data = GN_DATA_DIR };
+	GN_OPTS(gn_stats, st);
+	float *seq[SEQ_STEPS], *x;
+	double *sec;
+	size_t seq_n = 0;
+	struct gn_ctx *ctx;
+	int k, r, rank, total;
+	uint64_t hash = 0;
+
+	parse(argc, argv, &o);
+	for (k = 0; k < SEQ_STEPS; k++)
+		seq[k] = load_step(o.data, SEQ_FIRST + k, &seq_n);
+	r = gn_ctx_open(NULL, &ctx);
+	if (r) {
+		fprintf(stderr, "gradnet-rank: open: %s: %s\n", gn_strerror(r),
+			gn_last_errmsg());
+		return 1;
+	}
+	rank = gn_ctx_rank(ctx);
+	{
+		GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = o.elems,
+			.codec = o.codec, .s = o.s, .flags = o.flags);
+
+		r = gn_tensor_register(ctx, &t);
+		if (r) {
+			fprintf(stderr, "gradnet-rank: register: %s\n", gn_ctx_errmsg(ctx));
+			return 1;
+		}
+	}
+	x = malloc(o.elems * sizeof(float));
+	total = o.warmup + o.steps;
+	sec = calloc((size_t)total, sizeof(double));
+	if (!x || !sec)
+		die("out of %s", "memory");
+	for (k = 0; k < total; k++) {
+		double t0;
+
+		fill(x, o.elems, seq, seq_n, rank, k);
+		t0 = now();
+		r = gn_allreduce(ctx, 1, x);
+		sec[k] = now() - t0;
+		if (r) {
+			printf("{\"rank\": %d, \"step\": %d, \"error\": \"%s\", \"message\": \"%s\"}\n",
+			       rank, k, gn_strerror(r), gn_ctx_errmsg(ctx));
+			fflush(stdout);
+			gn_ctx_close(ctx);
+			return r == -ETIMEDOUT ? 3 : 1;
+		}
+	}
+	hash = fnv(x, o.elems);
+	if (o.out) {
+		FILE *f = fopen(o.out, "wb");
+
+		if (!f || fwrite(x, 4, o.elems, f) != o.elems || fclose(f))
+			die("cannot write %s", o.out);
+	}
+	gn_stats_ctx(ctx, &st);
+	qsort(sec + o.warmup, (size_t)o.steps, sizeof(double), cmp_double);
+	printf("{\"rank\": %d, \"world\": %d, \"elems\": %zu, \"steps\": %d, "
+	       "\"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f, "
+	       "\"wire_bytes\": %llu, \"ctl_bytes\": %llu, \"raw_bytes\": %llu, "
+	       "\"tx_packets\": %llu, \"retransmits\": %llu, \"hash\": \"%016llx\"}\n",
+	       rank, gn_ctx_world_size(ctx), o.elems, o.steps,
+	       sec[o.warmup + o.steps / 2], sec[o.warmup],
+	       sec[o.warmup + o.steps - 1],
+	       (unsigned long long)st.wire_bytes, (unsigned long long)st.ctl_bytes,
+	       (unsigned long long)st.raw_bytes,
+	       (unsigned long long)st.tx_packets,
+	       (unsigned long long)st.retransmits, (unsigned long long)hash);
+	gn_ctx_close(ctx);
+	for (k = 0; k < SEQ_STEPS; k++)
+		free(seq[k]);
+	free(x);
+	free(sec);
+	return 0;
+}
