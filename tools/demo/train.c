@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+/*
+ * train.c - gradnet-demo: data-parallel training of a small MLP on the
+ * digits data set. This version runs the ranks as threads of one process
+ * with an exact in-process average (and, with --simulate-3lc, a simulation
+ * of gradnet's 3LC allreduce built from the codec); the distributed version
+ * runs demo_rank_train() in one process per rank with a gradnet reducer.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "digits.h"
+#include "rank.h"
+#include "reducer.h"
+
+#define DEMO_TEST_IMAGES 360
+#define DEMO_LOG_TIMES 5
+
+struct demo_opts {
+	struct demo_cfg cfg;
+	unsigned int ranks;
+	const char *data;
+	int simulate_3lc;
+	float s;
+	int quiet;
+};
+
+struct demo_data {
+	struct digits train;
+	struct digits test;
+};
+
+/* What one rank thread is given and gives back. */
+struct rank_thread {
+	pthread_t tid;
+	const struct demo_opts *o;
+	const struct demo_data *d;
+	unsigned int rank;
+	struct demo_reducer *red;
+	struct demo_result res;
+	int ret;
+};
+
+/* A phase's outcome, as rank 0 saw it. */
+struct phase_result {
+	struct demo_result res;
+	struct local_traffic traffic;
+	double seconds;
+	int replicas_agree;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *rank_main(void *arg)
+{
+	struct rank_thread *rt = arg;
+
+	rt->ret = demo_rank_train(&rt->o->cfg, &rt->d->train, &rt->d->test,
+				  rt->rank, rt->o->ranks, rt->red, &rt->res);
+	return NULL;
+}
+
+static int run_threads(const struct demo_opts *o, const struct demo_data *d,
+		       struct local_group *g, struct rank_thread *rt,
+		       struct phase_result *pr)
+{
+	unsigned int r, started;
+	int ret = 0;
+
+	for (started = 0; started < o->ranks; started++) {
+		rt[started] = (struct rank_thread){
+			.o = o, .d = d, .rank = started,
+			.red = local_group_reducer(g, started),
+		};
+		ret = -pthread_create(&rt[started].tid, NULL, rank_main,
+				      &rt[started]);
+		if (ret)
+			break;
+	}
+	/* A group missing a thread would wait at its barrier forever. */
+	if (ret) {
+		fprintf(stderr, "gradnet-demo: cannot start rank %u: %s\n",
+			started, strerror(-ret));
+		exit(1);
+	}
+	for (r = 0; r < o->ranks; r++)
+		pthread_join(rt[r].tid, NULL);
+	pr->res = rt[0].res;
+	pr->replicas_agree = 1;
+	for (r = 0; r < o->ranks; r++) {
+		if (rt[r].ret)
+			return rt[r].ret;
+		pr->replicas_agree &= rt[r].res.hash == rt[0].res.hash;
+	}
+	return 0;
+}
+
+static int run_phase(const struct demo_opts *o, const struct demo_data *d,
+		     enum local_codec codec, const char *tag,
+		     struct phase_result *pr)
+{
+	struct demo_opts po = *o;
+	size_t elems[MLP_MAX_TENSORS];
+	struct local_group *g;
+	struct rank_thread *rt;
+	unsigned int tensors;
+	double t0;
+	int ret;
+
+	po.cfg.tag = tag;
+	po.cfg.log_every = o->quiet ? 0 : (o->cfg.steps + DEMO_LOG_TIMES - 1) /
+					  DEMO_LOG_TIMES;
+	tensors = demo_shape(&po.cfg, NULL, elems);
+	/* The steady state: traffic of the second half of the steps. */
+	ret = local_group_create(&g, o->ranks, elems, tensors, codec, o->s,
+				 o->cfg.steps / 2);
+	if (ret)
+		return ret;
+	rt = calloc(o->ranks, sizeof(*rt));
+	if (!rt) {
+		local_group_destroy(g);
+		return -ENOMEM;
+	}
+	t0 = now();
+	ret = run_threads(&po, d, g, rt, pr);
+	pr->seconds = now() - t0;
+	local_group_traffic(g, &pr->traffic);
+	free(rt);
+	local_group_destroy(g);
+	return ret;
+}
+
+static double percent(const struct demo_result *r)
+{
+	return 100.0 * r->correct / r->total;
+}
+
+static void print_phase(const struct demo_opts *o, const char *tag,
+			const struct phase_result *pr)
+{
+	printf("[%s] test accuracy %.2f%% (%u/%u) after %u steps, %.2f s, %s\n",
+	       tag, percent(&pr->res), pr->res.correct, pr->res.total,
+	       o->cfg.steps, pr->seconds,
+	       pr->replicas_agree ? "all replicas bit-identical" :
+				    "REPLICAS DIFFER");
+	if (!pr->traffic.wire_bytes)
+		return;
+	printf("[%s] steps %u..%u sent %.3f MB for %.3f MB of float32: %.1fx%s\n",
+	       tag, o->cfg.steps / 2, o->cfg.steps - 1,
+	       pr->traffic.wire_bytes / 1e6, pr->traffic.raw_bytes / 1e6,
+	       (double)pr->traffic.raw_bytes / pr->traffic.wire_bytes,
+	       strcmp(tag, "dense") ? " (codec payload only, no packet headers)" :
+				      "");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gradnet-demo [--ranks N] [--steps K] [--batch B] [--lr X] [--seed S]\n"
+		"                    [--hidden H] [--momentum M] [--weight-decay W]\n"
+		"                    [--simulate-3lc [--s S]] [--data digits.csv.gz] [--quiet]\n");
+}
+
+static int parse_opts(int argc, char **argv, struct demo_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "ranks", required_argument, NULL, 'n' },
+		{ "steps", required_argument, NULL, 'k' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "lr", required_argument, NULL, 'l' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "hidden", required_argument, NULL, 'H' },
+		{ "momentum", required_argument, NULL, 'm' },
+		{ "weight-decay", required_argument, NULL, 'w' },
+		{ "simulate-3lc", no_argument, NULL, '3' },
+		{ "s", required_argument, NULL, 's' },
+		{ "data", required_argument, NULL, 'd' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n': o->ranks = strtoul(optarg, NULL, 0); break;
+		case 'k': o->cfg.steps = strtoul(optarg, NULL, 0); break;
+		case 'b': o->cfg.batch = strtoul(optarg, NULL, 0); break;
+		case 'l': o->cfg.lr = strtof(optarg, NULL); break;
+		case 'S': o->cfg.seed = strtoull(optarg, NULL, 0); break;
+		case 'H': o->cfg.hidden = strtoul(optarg, NULL, 0); break;
+		case 'm': o->cfg.momentum = strtof(optarg, NULL); break;
+		case 'w': o->cfg.weight_decay = strtof(optarg, NULL); break;
+		case '3': o->simulate_3lc = 1; break;
+		case 's': o->s = strtof(optarg, NULL); break;
+		case 'd': o->data = optarg; break;
+		case 'q': o->quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	if (optind != argc || !o->ranks || o->ranks > 64 || !o->cfg.steps ||
+	    !o->cfg.batch || o->cfg.batch % o->ranks || !o->cfg.hidden ||
+	    o->cfg.hidden > MLP_MAX_WIDTH || !(o->cfg.lr > 0) ||
+	    !(o->cfg.momentum >= 0 && o->cfg.momentum < 1) ||
+	    !(o->cfg.weight_decay >= 0 && o->cfg.weight_decay < 1) ||
+	    !(o->s >= 1 && o->s < 2)) {
+		fprintf(stderr, "gradnet-demo: bad arguments (the batch must be a multiple of the ranks, 1 <= s < 2)\n");
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int load_data(const struct demo_opts *o, struct demo_data *d)
+{
+	struct digits all;
+	char err[512];
+	int ret;
+
+	ret = digits_load(o->data, &all, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "gradnet-demo: %s\n", err);
+		return ret;
+	}
+	/* The split is fixed, whatever --seed says, so runs compare. */
+	ret = digits_split(&all, DEMO_TEST_IMAGES, 0, &d->train, &d->test);
+	digits_free(&all);
+	if (ret)
+		fprintf(stderr, "gradnet-demo: cannot split the data: %s\n",
+			strerror(-ret));
+	return ret;
+}
+
+static void print_setup(const struct demo_opts *o, const struct demo_data *d)
+{
+	unsigned int width[DEMO_HIDDEN_LAYERS + 2], l;
+	size_t elems[MLP_MAX_TENSORS], params = 0;
+	unsigned int tensors = demo_shape(&o->cfg, width, elems);
+
+	for (l = 0; l < tensors; l++)
+		params += elems[l];
+	printf("gradnet-demo: digits %u train / %u test images, MLP %u",
+	       d->train.n, d->test.n, width[0]);
+	for (l = 1; l < DEMO_HIDDEN_LAYERS + 2; l++)
+		printf("-%u", width[l]);
+	printf(" (%zu parameters in %u tensors)\n", params, tensors);
+	printf("gradnet-demo: %u ranks, %u steps, batch %u (%u per rank), lr %g cosine to 0, momentum %g, weight decay %g, seed %llu\n",
+	       o->ranks, o->cfg.steps, o->cfg.batch, o->cfg.batch / o->ranks,
+	       o->cfg.lr, o->cfg.momentum, o->cfg.weight_decay,
+	       (unsigned long long)o->cfg.seed);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct demo_opts o = {
+		.cfg = {
+			.steps = 1000, .batch = 64, .hidden = 128,
+			.lr = 0.05f, .momentum = 0.9f, .weight_decay = 3e-3f,
+			.seed = 1,
+		},
+		.ranks = 4,
+		.data = DIGITS_PATH,
+		.s = 1.0f,
+	};
+	struct phase_result dense, tlc;
+	struct demo_data d;
+	char tag[32];
+	int ret;
+
+	if (parse_opts(argc, argv, &o) || load_data(&o, &d))
+		return 1;
+	print_setup(&o, &d);
+	ret = run_phase(&o, &d, LOCAL_DENSE, "dense", &dense);
+	if (ret)
+		goto out_fail;
+	print_phase(&o, "dense", &dense);
+	if (o.simulate_3lc) {
+		snprintf(tag, sizeof(tag), "3lc-sim s=%.2f", o.s);
+		ret = run_phase(&o, &d, LOCAL_TLC, tag, &tlc);
+		if (ret)
+			goto out_fail;
+		print_phase(&o, tag, &tlc);
+		printf("3LC minus dense: %+.2f percentage points\n",
+		       percent(&tlc.res) - percent(&dense.res));
+	}
+	digits_free(&d.train);
+	digits_free(&d.test);
+	return 0;
+
+out_fail:
+	fprintf(stderr, "gradnet-demo: training failed: %s\n", strerror(-ret));
+	digits_free(&d.train);
+	digits_free(&d.test);
+	return 1;
+}
