@@ -115,6 +115,18 @@ static uint64_t fnv(const float *v, size_t n)
 	return h;
 }
 
+/* The last field of the JSON line: receive drops by reason, "drops": {...}. */
+static void print_drops(const struct gn_stats *st)
+{
+	int i;
+
+	printf("\"drops\": {");
+	for (i = 0; i < GN_DROP_COUNT; i++)
+		printf("%s\"%s\": %llu", i ? ", " : "", gn_drop_name(i),
+		       (unsigned long long)st->drops[i]);
+	printf("}}\n");
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -243,7 +255,7 @@ int main(int argc, char **argv)
 	printf("{\"rank\": %d, \"world\": %d, \"elems\": %zu, \"steps\": %d, "
 	       "\"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f, "
 	       "\"wire_bytes\": %llu, \"ctl_bytes\": %llu, \"raw_bytes\": %llu, "
-	       "\"tx_packets\": %llu, \"retransmits\": %llu, \"hash\": \"%016llx\"}\n",
+	       "\"tx_packets\": %llu, \"retransmits\": %llu, \"hash\": \"%016llx\", ",
 	       rank, gn_ctx_world_size(ctx), o.elems, o.steps,
 	       sec[o.warmup + o.steps / 2], sec[o.warmup],
 	       sec[o.warmup + o.steps - 1],
@@ -251,6 +263,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.raw_bytes,
 	       (unsigned long long)st.tx_packets,
 	       (unsigned long long)st.retransmits, (unsigned long long)hash);
+	print_drops(&st);
 	gn_ctx_close(ctx);
 	for (k = 0; k < SEQ_STEPS; k++)
 		free(seq[k]);
