@@ -3,11 +3,13 @@
  * bench.c - gradnet-bench: the benchmark driver. Benchmarks print numbers
  * and the command that produced them; they assert nothing.
  */
+#include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -105,9 +107,37 @@ void bench_pin_cpu(void)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
+/*
+ * `gradnet-bench allreduce` is orchestration: namespaces, tc, several
+ * processes per run, Open MPI. That is a shell script's job; hand over to
+ * tools/bench-allreduce.sh with this build's directory.
+ */
+static int bench_allreduce(int argc, char **argv)
+{
+	char exe[4096], build[4096], *slash;
+	char **args = calloc((size_t)argc + 4, sizeof(char *));
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int i, k = 0;
+
+	if (n <= 0 || !args)
+		bench_die("cannot find my own build directory");
+	exe[n] = 0;
+	snprintf(build, sizeof(build), "%s", exe);
+	for (i = 0; i < 2 && (slash = strrchr(build, '/')); i++)
+		*slash = 0;
+	args[k++] = GN_BENCH_ALLREDUCE;
+	args[k++] = "--build";
+	args[k++] = build;
+	for (i = 1; i < argc; i++)
+		args[k++] = argv[i];
+	fflush(stdout);
+	execv(GN_BENCH_ALLREDUCE, args);
+	bench_die("cannot run %s: %s", GN_BENCH_ALLREDUCE, strerror(errno));
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: gradnet-bench codec|mac [options]\n");
+	fprintf(stderr, "usage: gradnet-bench codec|mac|allreduce [options]\n");
 	exit(2);
 }
 
@@ -125,6 +155,8 @@ int main(int argc, char **argv)
 		return bench_codec(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mac"))
 		return bench_mac(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "allreduce"))
+		return bench_allreduce(argc - 1, argv + 1);
 	usage();
 	return 2;
 }

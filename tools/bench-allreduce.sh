@@ -1,0 +1,187 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# bench-allreduce.sh - `gradnet-bench allreduce`: gradnet (3LC), gradnet with
+# codec none, and Open MPI's MPI_Allreduce on the same topology in the same
+# run: one rank per network namespace on a bridge (tests/net/lib.sh), links
+# unshaped or limited by tc tbf, optional packet loss on gradnet's UDP ports
+# (tc BPF, tests/net/gn-loss). Tensors hold real gradient values (the
+# mlp-small-seq samples step after step, tiled), error feedback carried.
+#
+# usage: bench-allreduce.sh [--ranks 2,4] [--link none,1gbit,10gbit]
+#                           [--elems 1048576,26214400] [--loss 0,0.01]
+#                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
+#                           [--json] [--build DIR]
+# Each value list is swept; every configuration gets a fresh topology.
+# Times are the slowest rank's median seconds per allreduce; bytes are UDP
+# payload bytes per rank per allreduce (gradnet's own counters).
+
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/net/lib.sh
+. "$here/../tests/net/lib.sh"
+
+build=$here/../build
+ranks_list=2,4
+link_list=none,1gbit,10gbit
+elems_list=1048576,26214400
+loss_list=0
+steps=
+mtu=1500
+json=
+mpi=1
+dense=1
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--ranks)	ranks_list=$2; shift 2 ;;
+	--link)		link_list=$2; shift 2 ;;
+	--elems)	elems_list=$2; shift 2 ;;
+	--loss)		loss_list=$2; shift 2 ;;
+	--steps)	steps=$2; shift 2 ;;
+	--mtu)		mtu=$2; shift 2 ;;
+	--build)	build=$2; shift 2 ;;
+	--json)		json=1; shift ;;
+	--no-mpi)	mpi=; shift ;;
+	--no-dense)	dense=; shift ;;
+	*)		echo "bench-allreduce.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+
+rank_bin=$build/tools/gradnet-rank
+mpi_bin=$build/tools/mpi-allreduce
+loss_bin=$build/tests/net/gn-loss
+[ -x "$rank_bin" ] || { echo "no $rank_bin: build first" >&2; exit 1; }
+if [ -n "$mpi" ] && { [ ! -x "$mpi_bin" ] || ! command -v mpirun >/dev/null; }; then
+	echo "# no Open MPI (mpirun, $mpi_bin): MPI columns left empty" >&2
+	mpi=
+fi
+
+gn_require_net
+port=7100
+job=$$
+key=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+# The median of several JSON lines' "median_s", taking the slowest rank.
+slowest() {
+	grep -o '"median_s": [0-9.]*' | awk '{ if ($2 > m) m = $2 } END { print m + 0 }'
+}
+
+# Mean over ranks of a numeric JSON field, divided by the step count.
+per_step() {
+	local field=$1 n=$2
+
+	grep -o "\"$field\": [0-9]*" |
+		awk -v n="$n" '{ s += $2; k++ } END { printf "%.0f\n", s / k / n }'
+}
+
+# run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB: one job, JSON lines out.
+run_gradnet() {
+	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 peers= k pids=()
+	local out
+
+	out=$(mktemp -d)
+	for ((k = 0; k < ranks; k++)); do
+		peers+="${peers:+,}$(gn_host_addr "$k"):$port"
+	done
+	for ((k = 0; k < ranks; k++)); do
+		GN_RANK=$k GN_WORLD_SIZE=$ranks GN_PEERS=$peers GN_KEY=$key \
+		GN_JOB=$job GN_MTU=$mtu GN_TIMEOUT_MS=30000 \
+			gn_host_exec "$k" "$rank_bin" --elems "$elems" \
+			--codec "$codec" --steps "$st" --warmup "$wu" \
+			>"$out/$k.json" &
+		pids+=($!)
+	done
+	for k in "${pids[@]}"; do
+		wait "$k" || true
+	done
+	cat "$out"/*.json
+	rm -rf "$out"
+}
+
+# run_mpi RANKS ELEMS ITERS WARMUP: MPI_Allreduce, slowest rank's median.
+run_mpi() {
+	local ranks=$1 elems=$2 it=$3 wu=$4 sub app=() k
+
+	sub=$(gn_net_subnet)
+	for ((k = 0; k < ranks; k++)); do
+		[ "$k" -eq 0 ] || app+=(:)
+		app+=(-np 1 ip netns exec "$(gn_host_ns "$k")" "$mpi_bin"
+		      --elems "$elems" --iters "$it" --warmup "$wu" --iface eth0)
+	done
+	PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$sub \
+	timeout 1800 ip netns exec "$(gn_bridge_ns)" mpirun --allow-run-as-root \
+		--oversubscribe --bind-to none --mca pml ob1 --mca btl tcp,self \
+		--mca btl_tcp_if_include "$sub" --mca oob_tcp_if_include "$sub" \
+		"${app[@]}" 2>/dev/null | grep '^{' |
+		grep -o '"mpi_s": *[0-9.]*' | awk -F: '{ print $2 + 0 }'
+}
+
+# attach_loss RANKS PPM: drop PPM per million of gradnet's packets on egress.
+attach_loss() {
+	local ranks=$1 ppm=$2 k
+
+	[ "$ppm" -gt 0 ] || return 0
+	[ -x "$loss_bin" ] || { echo "no $loss_bin for --loss" >&2; exit 1; }
+	for ((k = 0; k < ranks; k++)); do
+		gn_host_exec "$k" "$loss_bin" attach --dev eth0 --egress \
+			--ppm "$ppm" --ports 7100-7999 >/dev/null
+	done
+}
+
+rows=()
+IFS=, read -r -a R <<<"$ranks_list"
+IFS=, read -r -a L <<<"$link_list"
+IFS=, read -r -a E <<<"$elems_list"
+IFS=, read -r -a P <<<"$loss_list"
+for ranks in "${R[@]}"; do
+for link in "${L[@]}"; do
+for elems in "${E[@]}"; do
+for loss in "${P[@]}"; do
+	ppm=$(awk -v l="$loss" 'BEGIN { printf "%d", l * 1000000 + 0.5 }')
+	if [ "$elems" -ge 8388608 ]; then
+		st=${steps:-6} wu=2 it=${steps:-6}
+	else
+		st=${steps:-20} wu=3 it=${steps:-20}
+	fi
+	gn_net_setup "$ranks" --rate "$link" --mtu "$mtu"
+	attach_loss "$ranks" "$ppm"
+	job=$((job + 2))
+	g=$(run_gradnet "$ranks" "$elems" 3lc "$st" "$wu" "$job")
+	if echo "$g" | grep -q '"error"'; then
+		echo "gradnet failed: $g" >&2
+		exit 1
+	fi
+	gs=$(echo "$g" | slowest)
+	wire=$(echo "$g" | per_step wire_bytes $((st + wu)))
+	ctl=$(echo "$g" | per_step ctl_bytes $((st + wu)))
+	rtx=$(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
+	ds=null dbytes=null ms=null
+	if [ -n "$dense" ]; then
+		d=$(run_gradnet "$ranks" "$elems" none "$st" "$wu" $((job + 1)))
+		ds=$(echo "$d" | slowest)
+		dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
+	fi
+	if [ -n "$mpi" ] && [ "$ppm" -eq 0 ]; then
+		ms=$(run_mpi "$ranks" "$elems" "$it" "$wu")
+		[ -n "$ms" ] || ms=null
+	fi
+	cleanup
+	trap - EXIT
+	rows+=("{\"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx}")
+	if [ -z "$json" ]; then
+		echo "${rows[-1]}"
+	fi
+done
+done
+done
+done
+
+if [ -n "$json" ]; then
+	printf '[\n'
+	for ((k = 0; k < ${#rows[@]}; k++)); do
+		printf '  %s%s\n' "${rows[k]}" "$([ $k -lt $((${#rows[@]} - 1)) ] && echo ,)"
+	done
+	printf ']\n'
+fi
