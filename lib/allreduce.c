@@ -581,6 +581,7 @@ static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 		}
 		memcpy(&ms.scale, &mm, sizeof(mm));
 		m = pack_3lc(ctx, t, st->no, &ms, t->gq, g);
+		memset(st->data + off, 0, len * sizeof(float));
 		gn_tlc_decode_slice(t->gq, g, result_scale(ctx, t, mm),
 				    st->data + off, len, 0, g);
 	} else {
@@ -743,9 +744,6 @@ static int encode_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
 	}
 	if (!own)
 		r = pack_shard(ctx, st, j, list);
-	/* The shard's result is decoded into zeros. */
-	if (!r)
-		memset(st->data + lo, 0, len * 4);
 	return r;
 }
 
@@ -1122,6 +1120,24 @@ void gn_run_work(struct gn_ctx *ctx, unsigned int budget)
 	}
 }
 
+/*
+ * Zero the elements of groups [first, first + count) of a chunk: a slice
+ * of the result is decoded into zeros, and the caller's tensor still holds
+ * its gradient. One range per partition.
+ */
+static void clear_slice(float *out, size_t len, u32 first, u32 count)
+{
+	size_t g = gn_tlc_groups(len), k;
+
+	for (k = 0; k < GN_TLC_GROUP; k++) {
+		size_t lo = k * g + first, hi = lo + count;
+
+		if (lo >= len)
+			break;
+		memset(out + lo, 0, ((hi < len ? hi : len) - lo) * sizeof(float));
+	}
+}
+
 static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
 		      struct gn_step *st, const struct gn_wire_hdr *h,
 		      const struct gn_wire_data *d, const u8 *body)
@@ -1158,6 +1174,7 @@ static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
 		float m;
 
 		memcpy(&m, &d->scale, sizeof(m));
+		clear_slice(out, d->chunk_len, d->first, d->count);
 		gn_tlc_decode_slice(body, h->body_len, result_scale(ctx, t, m),
 				    out, d->chunk_len, d->first, d->count);
 	} else {
