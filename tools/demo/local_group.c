@@ -11,7 +11,9 @@
  * rank 3LC-encodes each segment of its gradient with its own error
  * feedback; the shard's owner decodes all ranks' streams into a sum and
  * encodes that sum with the owner's error feedback; every rank decodes the
- * owner's streams and divides by the number of ranks.
+ * owner's streams with their scale divided by the number of ranks. That is
+ * the arithmetic of lib/allreduce.c (same shards, chunks and summation
+ * order), without packets.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -21,6 +23,9 @@
 
 #include <gradnet/codec.h>
 #include "reducer.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "a chunk stream's scale is read as a little-endian float");
 
 #define LOCAL_MAX_RANKS 64
 /* gradnet's default values per 3LC chunk (gn_ctx_opts.chunk). */
@@ -181,12 +186,27 @@ static void tlc_reduce(struct local_rank *lr, struct local_tensor *t,
 	}
 }
 
+/*
+ * Decode the owner's stream as the mean: with its scale divided by the
+ * number of ranks, the way gradnet does for GN_TENSOR_AVERAGE tensors.
+ */
+static void decode_mean(struct local_group *g, const uint8_t *src, long len,
+			float *acc, size_t n)
+{
+	size_t groups = gn_tlc_groups(n);
+	float m;
+
+	memcpy(&m, src, sizeof(m));
+	set_err(g, gn_tlc_decode_slice(src + GN_TLC_SCALE_BYTES,
+				       len - GN_TLC_SCALE_BYTES,
+				       m / (float)g->world, acc, n, 0, groups));
+}
+
 static int tlc_allreduce(struct local_rank *lr, struct local_tensor *t,
 			 float *grad, int count)
 {
 	struct local_group *g = lr->g;
 	unsigned int k;
-	size_t i;
 	int err;
 
 	tlc_contribute(lr, t, grad);
@@ -199,10 +219,8 @@ static int tlc_allreduce(struct local_rank *lr, struct local_tensor *t,
 		return err;
 	memset(grad, 0, t->elems * sizeof(*grad));
 	for (k = 0; k < t->nseg; k++)
-		set_err(g, gn_tlc_decode(t->down + k * t->cap, t->down_len[k],
-					 grad + t->seg[k].off, t->seg[k].n));
-	for (i = 0; i < t->elems; i++)
-		grad[i] /= (float)g->world;
+		decode_mean(g, t->down + k * t->cap, t->down_len[k],
+			    grad + t->seg[k].off, t->seg[k].n);
 	return 0;
 }
 
