@@ -1,0 +1,522 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# allreduce_net.sh - gradnet jobs on a real network: three gradnet-rank
+# processes, one per network namespace on a bridge (lib.sh), and a fourth
+# host for an attacker.
+#
+#  loss   a clean run gives bit-identical results on every rank; runs with
+#         1% and 10% loss (gn-loss on every host's egress, gradnet's port
+#         only) and with duplication, reordering and loss in the sender
+#         (GN_TEST_FAULTS) give the clean run's results bit for bit; so
+#         does a dense (--codec none) run with 1% loss. Loss is proved by
+#         gn-loss's own drop count (the ranks retransmit in clean runs too).
+#  kill   SIGKILL rank 1 in the middle of a long run: ranks 0 and 2 fail
+#         with -ETIMEDOUT naming rank 1, no sooner than half the timeout
+#         and no later than the timeout plus a second; nothing hangs.
+#  forge  gn-forge on the fourth host sends forged packets to rank 0 of a
+#         live job, posing as rank 1: the results equal a clean run's, and
+#         rank 0's drop counters rise by exactly the packets forged of each
+#         kind. The job's own drops are 'tensor', 'duplicate' and 'replay'
+#         only (the clean run shows the forged kinds at 0), so 'replay' is
+#         bounded, not exact: see check_forge_replay.
+#
+# usage: allreduce_net.sh GRADNET_RANK GN_FORGE [GN_LOSS]
+# Without GN_LOSS (no clang, bpftool or libbpf) the gn-loss cases skip.
+# Env: GN_NET_TESTS, a subset of "loss kill forge" (default all).
+# Exit: 0 pass, 1 fail, 4 skip (not root, no netns, tools not built);
+# GN_SKIP_RC overrides the skip code (meson wants 77).
+
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/net/lib.sh
+. "$here/lib.sh"
+
+GN_RANK_BIN=${1:-}
+GN_FORGE=${2:-}
+GN_LOSS=${3:-}
+TESTS=${GN_NET_TESTS:-loss kill forge}
+WORLD=3
+PORT=7000
+ELEMS=1048576		# floats per tensor: 4 MiB, a mid-sized layer
+LOSS_STEPS=8		# enough packets that 1% loss drops some
+KILL_TIMEOUT_MS=2000
+FORGE_STEPS=200
+FORGE_COUNT=60		# forged packets of each kind
+RUN_LIMIT=120		# seconds before a job counts as hung
+tmp=
+failed=0
+testno=0
+have_loss=0
+pids=()
+
+if [ -z "$GN_RANK_BIN" ] || [ ! -x "$GN_RANK_BIN" ]; then
+	gn_skip "gradnet-rank not built"
+fi
+if [ -z "$GN_FORGE" ] || [ ! -x "$GN_FORGE" ]; then
+	gn_skip "gn-forge not built"
+fi
+gn_require_net
+
+tmp=$(mktemp -d)
+gn_on_cleanup 'stop_ranks'
+gn_on_cleanup "rm -rf '$tmp'"
+gn_net_setup $((WORLD + 1))
+
+KEY=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+JOB=$((RANDOM * 32768 + RANDOM + 1))
+PEERS=
+for ((k = 0; k < WORLD; k++)); do
+	PEERS="$PEERS${PEERS:+,}$(gn_host_addr "$k"):$PORT"
+done
+
+# Loading a BPF program is the last capability to probe.
+if [ -n "$GN_LOSS" ] && [ -x "$GN_LOSS" ]; then
+	if gn_host_exec 0 "$GN_LOSS" attach --dev eth0 --ppm 0 \
+			--ports "$PORT" >/dev/null 2>"$tmp/err"; then
+		gn_host_exec 0 "$GN_LOSS" detach --dev eth0 >/dev/null
+		have_loss=1
+	else
+		cat "$tmp/err" >&2
+	fi
+fi
+
+selected() {
+	case " $TESTS " in
+	*" $1 "*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+plan=0
+selected loss && plan=$((plan + 7))
+selected kill && plan=$((plan + 3))
+selected forge && plan=$((plan + 8))
+echo "TAP version 13"
+echo "1..$plan"
+
+# result OK NAME: print one TAP line.
+result() {
+	testno=$((testno + 1))
+	if [ "$1" -eq 1 ]; then
+		echo "ok $testno - $2"
+	else
+		echo "not ok $testno - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+# skip NAME REASON: a TAP line for a case that cannot run here.
+skip() {
+	testno=$((testno + 1))
+	echo "ok $testno - $1 # SKIP $2"
+}
+
+diag() {
+	echo "# $*"
+}
+
+now() {
+	date +%s.%N
+}
+
+# elapsed T0 [T1]: seconds from T0 to T1 (or now), three decimals.
+elapsed() {
+	awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.3f", b - a }'
+}
+
+# alive PID: the process runs (a zombie no longer does).
+alive() {
+	local st
+
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) ||
+		return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# stop_ranks: SIGKILL the ranks this script started and still runs.
+stop_ranks() {
+	local pid
+
+	for pid in "${pids[@]}"; do
+		if alive "$pid"; then
+			kill -9 "$pid" 2>/dev/null || true
+		fi
+		{ wait "$pid"; } 2>/dev/null || true
+	done
+	pids=()
+}
+
+# start_rank NAME K TIMEOUT_MS FAULTS ARGS...: rank K in host K, in the
+# background, pid in pids[K]; JSON to $tmp/NAME.K.json. `ip netns exec`
+# and env exec, so the pid is gradnet-rank's own.
+start_rank() {
+	local name=$1 k=$2 to=$3 faults=$4
+
+	shift 4
+	ip netns exec "$(gn_host_ns "$k")" env GN_RANK="$k" \
+		GN_WORLD_SIZE="$WORLD" GN_PEERS="$PEERS" GN_KEY="$KEY" \
+		GN_JOB="$JOB" GN_TIMEOUT_MS="$to" ${faults:+GN_TEST_FAULTS=$faults} \
+		"$GN_RANK_BIN" --warmup 0 --out "$tmp/$name.$k.out" "$@" \
+		>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
+	pids[k]=$!
+}
+
+# wait_ranks NAME: wait (at most RUN_LIMIT s) for every rank; exit codes in
+# rcs[]. False if any rank hung (it is killed) or failed.
+wait_ranks() {
+	local name=$1 t0 k ok=1
+
+	t0=$(now)
+	for ((k = 0; k < WORLD; k++)); do
+		while alive "${pids[k]}"; do
+			if [ "$(elapsed "$t0" | cut -d. -f1)" -ge "$RUN_LIMIT" ]; then
+				diag "$name: rank $k still running after ${RUN_LIMIT}s, killed"
+				kill -9 "${pids[k]}" 2>/dev/null || true
+				ok=0
+			fi
+			sleep 0.05
+		done
+		rcs[k]=0
+		wait "${pids[k]}" || rcs[k]=$?
+		if [ "${rcs[k]}" -ne 0 ]; then
+			diag "$name: rank $k exited ${rcs[k]}: $(cat "$tmp/$name.$k.json" \
+				"$tmp/$name.$k.err")"
+			ok=0
+		fi
+	done
+	pids=()
+	[ "$ok" -eq 1 ]
+}
+
+# run_job NAME TIMEOUT_MS FAULTS ARGS...: the whole job, start to end.
+run_job() {
+	local name=$1 to=$2 faults=$3 k f
+
+	shift 3
+	for ((k = 0; k < WORLD; k++)); do
+		f=
+		[ -z "$faults" ] || f="$faults,seed=$((k + 1))"
+		start_rank "$name" "$k" "$to" "$f" "$@"
+	done
+	wait_ranks "$name"
+}
+
+# field NAME FILE: the numeric field NAME of a JSON line.
+field() {
+	sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2"
+}
+
+# fieldf NAME FILE: the decimal field NAME of a JSON line.
+fieldf() {
+	sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p" "$2"
+}
+
+# drops REASON FILE: a rank's receive drops for REASON.
+drops() {
+	sed -n "s/.*\"drops\": {[^}]*\"$1\": \([0-9]*\).*/\1/p" "$2"
+}
+
+# sum_field NAME RUN: NAME summed over the ranks of RUN.
+sum_field() {
+	local k s=0 v
+
+	for ((k = 0; k < WORLD; k++)); do
+		v=$(field "$1" "$tmp/$2.$k.json")
+		s=$((s + ${v:-0}))
+	done
+	echo "$s"
+}
+
+# sum_drops REASON RUN: drops for REASON summed over the ranks of RUN.
+sum_drops() {
+	local k s=0 v
+
+	for ((k = 0; k < WORLD; k++)); do
+		v=$(drops "$1" "$tmp/$2.$k.json")
+		s=$((s + ${v:-0}))
+	done
+	echo "$s"
+}
+
+# same_out RUN REF: every rank of RUN wrote exactly REF's rank-0 result.
+same_out() {
+	local k ok=0
+
+	for ((k = 0; k < WORLD; k++)); do
+		cmp -s "$tmp/$2.0.out" "$tmp/$1.$k.out" || return 1
+		ok=1
+	done
+	[ "$ok" -eq 1 ]
+}
+
+# loss_attach PPM / loss_detach: gn-loss on every rank's egress, gradnet's
+# port only.
+loss_attach() {
+	local k
+
+	for ((k = 0; k < WORLD; k++)); do
+		gn_host_exec "$k" "$GN_LOSS" attach --dev eth0 --egress \
+			--ppm "$1" --ports "$PORT" >/dev/null
+	done
+}
+
+# loss_detach: print the datagrams dropped on all hosts, then detach.
+loss_detach() {
+	local k s=0 v
+
+	for ((k = 0; k < WORLD; k++)); do
+		v=$(gn_host_exec "$k" "$GN_LOSS" stats --dev eth0 --egress |
+			sed -n 's/.*"dropped":\([0-9]*\).*/\1/p')
+		s=$((s + ${v:-0}))
+		gn_host_exec "$k" "$GN_LOSS" detach --dev eth0 >/dev/null
+	done
+	echo "$s"
+}
+
+# ---- loss -----------------------------------------------------------------
+
+# lossy_case NAME REF PPM CODEC: a run under gn-loss, checked against REF.
+lossy_case() {
+	local name=$1 ref=$2 ppm=$3 codec=$4 ok=1 dropped rtx
+
+	if [ "$have_loss" -ne 1 ]; then
+		skip "$name" "gn-loss not built or no tc BPF"
+		return
+	fi
+	loss_attach "$ppm"
+	run_job "$name" 10000 "" --elems "$ELEMS" --steps "$LOSS_STEPS" \
+		--codec "$codec" || ok=0
+	dropped=$(loss_detach)
+	rtx=$(sum_field retransmits "$name")
+	diag "$name: gn-loss dropped $dropped datagrams, ranks retransmitted $rtx" \
+		"packets, median step $(fieldf median_s "$tmp/$name.0.json")s"
+	[ "$ok" -eq 1 ] && same_out "$name" "$ref" || ok=0
+	[ "$dropped" -gt 0 ] && [ "$rtx" -gt 0 ] || ok=0
+	result "$ok" "$name: results bit-identical to the clean run, loss seen and repaired"
+}
+
+# clean_case NAME CODEC: the reference run of CODEC.
+clean_case() {
+	local name=$1 codec=$2 ok=1
+
+	run_job "$name" 10000 "" --elems "$ELEMS" --steps "$LOSS_STEPS" \
+		--codec "$codec" || ok=0
+	diag "$name: retransmits $(sum_field retransmits "$name")," \
+		"drops tensor $(sum_drops tensor "$name") duplicate" \
+		"$(sum_drops duplicate "$name") replay $(sum_drops replay "$name")"
+	[ "$ok" -eq 1 ] && same_out "$name" "$name" || ok=0
+	result "$ok" "$name: $WORLD ranks, $ELEMS floats, $LOSS_STEPS steps: results bit-identical on every rank"
+}
+
+test_loss() {
+	local ok=1 dups rtx name=3lc-faults
+
+	clean_case 3lc-clean 3lc
+	lossy_case 3lc-loss1 3lc-clean 10000 3lc
+	lossy_case 3lc-loss10 3lc-clean 100000 3lc
+
+	# Duplication and reordering (and some loss) in the senders.
+	run_job "$name" 10000 "loss=0.02,dup=0.05,reorder=0.1" \
+		--elems "$ELEMS" --steps "$LOSS_STEPS" || ok=0
+	dups=$(( $(sum_drops duplicate "$name") + $(sum_drops replay "$name") ))
+	rtx=$(sum_field retransmits "$name")
+	diag "$name: duplicate+replay drops $dups, retransmits $rtx"
+	[ "$ok" -eq 1 ] && same_out "$name" 3lc-clean || ok=0
+	[ "$dups" -gt 0 ] && [ "$rtx" -gt 0 ] || ok=0
+	result "$ok" "$name: duplicated, reordered, lost packets: results bit-identical to the clean run"
+
+	clean_case none-clean none
+	lossy_case none-loss1 none-clean 10000 none
+	# Dense and 3LC results differ: the codecs really ran.
+	ok=0
+	cmp -s "$tmp/3lc-clean.0.out" "$tmp/none-clean.0.out" || ok=1
+	result "$ok" "3LC and dense results differ (both codecs ran)"
+}
+
+# ---- kill -----------------------------------------------------------------
+
+# kill_and_watch NAME TIMEOUT_MS: SIGKILL rank 1, then note when the
+# survivors print their error (t_line[]) and exit (t_exit[]), in seconds
+# after the kill; give up 20 s after the timeout.
+kill_and_watch() {
+	local name=$1 to=$2 tk k st
+
+	kill -9 "${pids[1]}" 2>/dev/null || true
+	tk=$(now)
+	# Poll the survivors: when their error line appears, when they exit.
+	while :; do
+		st=0
+		for k in 0 2; do
+			if [ -z "${t_line[k]:-}" ] &&
+			   grep -q '"error"' "$tmp/$name.$k.json"; then
+				t_line[k]=$(elapsed "$tk")
+			fi
+			if [ -z "${t_exit[k]:-}" ] && ! alive "${pids[k]}"; then
+				t_exit[k]=$(elapsed "$tk")
+			fi
+			[ -n "${t_exit[k]:-}" ] || st=1
+		done
+		[ "$st" -eq 1 ] || break
+		if [ "$(elapsed "$tk" | cut -d. -f1)" -ge $((to / 1000 + 20)) ]; then
+			diag "$name: survivors still running $((to / 1000 + 20))s after the kill"
+			break
+		fi
+		sleep 0.02
+	done
+	wait "${pids[1]}" || true
+}
+
+test_kill() {
+	local name=kill to=$KILL_TIMEOUT_MS t0 k ok bytes0 bytes
+	local -a t_line t_exit
+
+	for ((k = 0; k < WORLD; k++)); do
+		start_rank "$name" "$k" "$to" "" --elems "$ELEMS" --steps 100000
+	done
+	# Rank 1 is in the job's steady state once it has sent ~1 MB.
+	bytes0=$(gn_link_bytes 1 | cut -d' ' -f2)
+	t0=$(now)
+	while :; do
+		bytes=$(gn_link_bytes 1 | cut -d' ' -f2)
+		[ $((bytes - bytes0)) -lt 1000000 ] || break
+		if ! alive "${pids[1]}" ||
+		   [ "$(elapsed "$t0" | cut -d. -f1)" -ge 60 ]; then
+			diag "$name: rank 1 never got going: $(cat "$tmp/$name.1.err")"
+			break
+		fi
+		sleep 0.05
+	done
+	diag "$name: SIGKILL to rank 1 after it sent $((bytes - bytes0)) bytes"
+	# The shell's "Killed" notice for rank 1 is no news.
+	kill_and_watch "$name" "$to" 2>/dev/null
+	ok=1
+	for k in 0 2; do
+		rcs[k]=0
+		if alive "${pids[k]}"; then
+			kill -9 "${pids[k]}"
+			ok=0
+		fi
+		wait "${pids[k]}" || rcs[k]=$?
+		diag "$name: rank $k: exit ${rcs[k]}, error line after" \
+			"${t_line[k]:-never}s, exit after ${t_exit[k]:-never}s:" \
+			"$(cat "$tmp/$name.$k.json")"
+		[ "${rcs[k]}" -eq 3 ] || ok=0
+		grep -q '"error": "a peer went silent".*rank 1 (' \
+			"$tmp/$name.$k.json" || ok=0
+	done
+	pids=()
+	result "$ok" "$name: ranks 0 and 2 fail with -ETIMEDOUT naming rank 1"
+
+	# Detection is the liveness timeout: rank 1 spoke within the last
+	# quarter timeout (probes), and the progress thread looks every 20 ms.
+	ok=1
+	for k in 0 2; do
+		awk -v t="${t_line[k]:-999}" -v to="$to" \
+			'BEGIN { exit !(t >= to / 2000 && t <= to / 1000 + 1) }' || ok=0
+	done
+	result "$ok" "$name: detected in [$((to / 2)), $((to + 1000))] ms of GN_TIMEOUT_MS=$to" \
+		"(${t_line[0]:-never}s, ${t_line[2]:-never}s)"
+
+	# Closing waits at most 2 s for peers to collect what they are owed.
+	ok=1
+	for k in 0 2; do
+		awk -v t="${t_exit[k]:-999}" -v to="$to" \
+			'BEGIN { exit !(t <= to / 1000 + 3.5) }' || ok=0
+	done
+	for ((k = 0; k < WORLD; k++)); do
+		[ -z "$(ip netns pids "$(gn_host_ns "$k")")" ] || ok=0
+	done
+	result "$ok" "$name: survivors exit within the timeout + 3.5 s, nothing left running"
+}
+
+# ---- forge ----------------------------------------------------------------
+
+# check_forge_replay SENT GOT RTX: forged replays are each counted; the
+# job's own replay drops can only come from packets its ranks sent more
+# than once (a first copy of a packet of a step that is over cannot exist:
+# a step ends only when every packet of it has arrived), so at most RTX.
+check_forge_replay() {
+	[ "$2" -ge "$1" ] && [ "$2" -le $(($1 + $3)) ]
+}
+
+test_forge() {
+	local ok k r sent got base bytes0 bytes total t0 rtx r1 r2
+	local -a reasons=(source mac job malformed version)
+
+	bytes0=$(gn_link_bytes 0 | cut -d' ' -f2)
+	t0=$(now)
+	run_job forge-clean 10000 "" --elems "$ELEMS" --steps "$FORGE_STEPS" ||
+		diag "forge-clean failed"
+	bytes=$(gn_link_bytes 0 | cut -d' ' -f2)
+	total=$((bytes - bytes0))
+	diag "forge-clean: $(elapsed "$t0")s, rank 0 sent $total bytes, its" \
+		"$(sed 's/.*"drops": \(.*\)}$/drops \1/' "$tmp/forge-clean.0.json")"
+
+	bytes0=$bytes
+	for ((k = 0; k < WORLD; k++)); do
+		start_rank forge "$k" 10000 "" --elems "$ELEMS" --steps "$FORGE_STEPS"
+	done
+	# Step 1 is long over once rank 0 has sent a quarter of a whole run.
+	t0=$(now)
+	while :; do
+		bytes=$(gn_link_bytes 0 | cut -d' ' -f2)
+		[ $((bytes - bytes0)) -lt $((${total:-0} / 4)) ] || break
+		if ! alive "${pids[0]}" ||
+		   [ "$(elapsed "$t0" | cut -d. -f1)" -ge 60 ]; then
+			break
+		fi
+		sleep 0.01
+	done
+	gn_host_exec "$WORLD" "$GN_FORGE" --to "$(gn_host_addr 0):$PORT" \
+		--to-rank 0 --as "$(gn_host_addr 1):$PORT" --as-rank 1 \
+		--world "$WORLD" --job "$JOB" --key "$KEY" --elems "$ELEMS" \
+		--step 1 --count "$FORGE_COUNT" --seed "$RANDOM" \
+		>"$tmp/forge.sent" 2>"$tmp/forge.err" || cat "$tmp/forge.err" >&2
+	ok=1
+	for ((k = 0; k < WORLD; k++)); do
+		alive "${pids[k]}" || ok=0
+	done
+	diag "forge: gn-forge sent $(cat "$tmp/forge.sent") after rank 0 sent" \
+		"$((bytes - bytes0)) of ~$total bytes"
+	[ "$ok" -eq 1 ] || diag "forge: the job ended before the forger did"
+	wait_ranks forge || ok=0
+	result "$ok" "forge: every forged packet reached a live job"
+
+	ok=1
+	same_out forge forge-clean && same_out forge-clean forge-clean || ok=0
+	result "$ok" "forge: results bit-identical to the clean run on every rank"
+
+	for r in "${reasons[@]}"; do
+		sent=$(field "$r" "$tmp/forge.sent")
+		got=$(drops "$r" "$tmp/forge.0.json")
+		base=$(drops "$r" "$tmp/forge-clean.0.json")
+		diag "forge: $r: forged ${sent:-?}, rank 0 counted ${got:-?}" \
+			"(clean run: ${base:-?})"
+		ok=0
+		[ "${sent:-0}" -eq "$FORGE_COUNT" ] && [ "${base:-1}" -eq 0 ] &&
+			[ "${got:--1}" -eq "$sent" ] && ok=1
+		result "$ok" "forge: '$r' drops rise by exactly the $FORGE_COUNT forged"
+	done
+
+	sent=$(field replay "$tmp/forge.sent")
+	got=$(drops replay "$tmp/forge.0.json")
+	base=$(drops replay "$tmp/forge-clean.0.json")
+	r1=$(field retransmits "$tmp/forge.1.json")
+	r2=$(field retransmits "$tmp/forge.2.json")
+	rtx=$((${r1:-0} + ${r2:-0}))
+	diag "forge: replay: forged ${sent:-?}, rank 0 counted ${got:-?}" \
+		"(clean run: ${base:-?}; ranks 1 and 2 retransmitted $rtx)"
+	ok=0
+	[ "${sent:-0}" -eq "$FORGE_COUNT" ] &&
+		check_forge_replay "$sent" "${got:--1}" "$rtx" && ok=1
+	result "$ok" "forge: 'replay' drops rise by the $FORGE_COUNT forged, plus at most the job's retransmits"
+}
+
+selected loss && test_loss
+selected kill && test_kill
+selected forge && test_forge
+
+echo "# $((testno - failed)) passed, $failed failed"
+[ "$failed" -eq 0 ]
