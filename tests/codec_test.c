@@ -668,4 +668,22 @@ TEST(argument_errors)
 	ASSERT_STREQ("?", gn_codec_isa_name(9));
 }
 
+/* Found by fuzz_roundtrip: nothing is written on an error. */
+TEST(errors_write_nothing)
+{
+	float big[2] = { 3e38f, -1.0f }, e[2] = { 0, 0 }, m = 42.0f;
+	uint8_t q[8];
+	int r;
+
+	r = gn_tlc_quantize(big, e, 2, 1.5f, q, &m);
+	ASSERT_EQ(-EDOM, r);
+	ASSERT_EQ(42.0f, m);
+	r = gn_tlc_quantize_chunks(big, e, e, 2, 1, 1.5f, q, &m);
+	ASSERT_EQ(-EDOM, r);
+	ASSERT_EQ(42.0f, m);
+	r = gn_tlc_quantize_chunks(big, e, e, 0, 8, 2.5f, q, &m);
+	ASSERT_EQ(-EINVAL, r);
+}
+
+
 TEST_HARNESS_MAIN

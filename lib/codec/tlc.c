@@ -64,13 +64,21 @@ static bool valid_s(float s)
 	return s >= 1.0f && s < 2.0f;
 }
 
-/* M of a chunk from its maxabs bits, or -EDOM if t or M is not finite. */
+/*
+ * M of a chunk from its maxabs bits, or -EDOM if t or M is not finite;
+ * *@m is written only on success.
+ */
 static int scale_of(u32 bits, float s, float *m)
 {
+	float v;
+
 	if (bits >= GN_F32_INF_BITS)
 		return -EDOM;
-	*m = s * gn_u2f(bits);
-	return gn_f2u(*m) >= GN_F32_INF_BITS ? -EDOM : 0;
+	v = s * gn_u2f(bits);
+	if (gn_f2u(v) >= GN_F32_INF_BITS)
+		return -EDOM;
+	*m = v;
+	return 0;
 }
 
 /*
@@ -118,7 +126,7 @@ int gn_tlc_quantize_chunks_isa(int isa, const float *x, const float *e_in,
 
 	if (!k)
 		return -EOPNOTSUPP;
-	if (!chunk)
+	if (!chunk || !valid_s(s))
 		return -EINVAL;
 	if (!n)
 		return 0;
