@@ -1,0 +1,84 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# run.sh - set up a fresh Debian 12 machine for gradnet and run it.
+#
+#   tools/run.sh demo   install what is missing, build, run the main job:
+#                       data-parallel training, dense and 3LC, then the
+#                       codec benchmark on the real gradient samples
+#   tools/run.sh test   install what is missing, build (plain and with
+#                       ASan+UBSan) and run every test: unit, golden,
+#                       SIMD-vs-scalar, loopback and network-namespace
+#                       allreduce, fuzz smoke, kernel self-test in QEMU
+#
+# Needs root for apt-get, network namespaces, tc and BPF. Exits non-zero
+# on any failure.
+
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+	meson ninja-build pkg-config gcc clang llvm lld libclang-rt-14-dev
+	libzstd-dev liblz4-dev zlib1g-dev python3-sklearn python3-numpy
+	linux-headers-amd64 linux-image-amd64 linux-source-6.1
+	qemu-system-x86 busybox-static cpio xz-utils kmod
+	iproute2 libbpf-dev bpftool openmpi-bin libopenmpi-dev
+)
+
+install_missing() {
+	local missing=() p
+
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q "install ok installed" || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "== installing: ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "run.sh: need root to install packages" >&2
+		exit 1
+	fi
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+}
+
+build() {
+	local dir=$1
+
+	shift
+	[ -f "$dir/build.ninja" ] || meson setup "$dir" "$@"
+	ninja -C "$dir"
+}
+
+mount_bpffs() {
+	mountpoint -q /sys/fs/bpf 2>/dev/null ||
+		mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
+}
+
+cmd_demo() {
+	install_missing
+	build build
+	echo "== training demo: 4 ranks on loopback, dense then 3LC"
+	build/tools/gradnet-demo --ranks 4
+	echo "== codec benchmark on real gradients"
+	build/tools/gradnet-bench codec
+}
+
+cmd_test() {
+	install_missing
+	mount_bpffs
+	build build
+	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
+	echo "== every test"
+	meson test -C build --print-errorlogs --num-processes 1
+	echo "== the same tests under ASan+UBSan (kernel and fuzz suites excepted)"
+	meson test -C build-asan --print-errorlogs --num-processes 1 \
+		--no-suite kernel --no-suite fuzz
+}
+
+case ${1:-} in
+demo)	cmd_demo ;;
+test)	cmd_test ;;
+*)	echo "usage: tools/run.sh demo|test" >&2; exit 2 ;;
+esac
