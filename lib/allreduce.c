@@ -1144,8 +1144,8 @@ static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
 {
 	struct gn_tensor *t = st->t;
 	long c = chunk_of(ctx, t, p->rank, d);
-	float *out = st->data + d->chunk_off;
 	struct gn_rxmsg *rx;
+	float *out;
 	int r;
 
 	if (c < 0 || h->dst != GN_RANK_ALL) {
@@ -1157,6 +1157,8 @@ static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_count_drop(ctx, p, GN_DROP_REPLAY);
 		return;
 	}
+	/* Not before: a step that is not started has no data (NULL). */
+	out = st->data + d->chunk_off;
 	rx = &st->gat[t->gat_off[p->rank] + (u32)c];
 	r = gn_rxmsg_mark(ctx, rx, h, d);
 	if (r) {
