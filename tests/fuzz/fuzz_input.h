@@ -6,6 +6,7 @@
  *
  * fuzz_decode:     n:16 flags:8 j0:16 count:16 m:32 | stream bytes
  * fuzz_roundtrip:  flags:8 s:32 chunk:16 budget:16 n:16 exp:8 | data bytes
+ * fuzz_rx:         records ctl:8 len:16 | len packet bytes, to the end
  */
 #ifndef GN_FUZZ_INPUT_H
 #define GN_FUZZ_INPUT_H
@@ -56,6 +57,73 @@
 /* call the codec with flush-to-zero and denormals-are-zero set */
 #define GN_FZR_FTZ 0x08
 #define GN_FZR_N_MAX 0x3fff
+
+/*
+ * fuzz_rx: a job of GN_FZX_WORLD ranks seen from rank 0, keyed with
+ * gn_fzx_key, the tensors below registered on every rank and step 1 of
+ * each started. Each record is one packet, delivered as ctl says; the last
+ * record is cut short where the input ends.
+ */
+#define GN_FZX_WORLD 3
+#define GN_FZX_JOB 0x6a6f62u
+#define GN_FZX_CHUNK 4096	/* gn_test_ctx_new()'s chunk */
+#define GN_FZX_STEPS 3		/* a tensor whose step completes starts the next */
+#define GN_FZX_REC_HDR 3
+#define GN_FZX_MAX_PKT 9000
+/* ctl bits 0-1: the sender, rank 0..2 (0 is the receiver itself), or 3:
+ * an address outside the job */
+#define GN_FZX_FROM_MASK 0x03
+#define GN_FZX_FROM_NONE 3
+/*
+ * Make the common header consistent: magic, version, job, src (the sender),
+ * dst (0, or every rank for GATHER data), phase (low bit), body_len (from
+ * the packet length), codec (the tensor's); the tensor field is an index
+ * into gn_fzx_tensors[] (mod its length).
+ */
+#define GN_FZX_FIX_HDR 0x04
+/*
+ * DATA part: the low 32 bits of chunk_off index a chunk of the shard the
+ * packet is for (the receiver's for REDUCE, the sender's for GATHER);
+ * chunk_off and chunk_len become that chunk's; s becomes the tensor's;
+ * first, count, pkt and npkts are folded into their valid ranges, so valid
+ * values stay as they are.
+ */
+#define GN_FZX_FIX_DATA 0x08
+/* the tag becomes the job key's MAC of the bytes before it */
+#define GN_FZX_SEAL 0x10
+/* delivered twice */
+#define GN_FZX_TWICE 0x20
+
+struct gn_fzx_tensor {
+	uint32_t id;
+	size_t elems;
+	uint8_t codec;		/* enum gn_codec, which is the wire codec byte */
+	float s;		/* 0: the job's 1.0 */
+	unsigned int flags;	/* GN_TENSOR_* */
+};
+
+/* Shard sizes cover one value, one chunk, several chunks, empty shards. */
+static const struct gn_fzx_tensor gn_fzx_tensors[] = {
+	{ 1, 1000, 2, 0.0f, 0 },
+	{ 2, 20000, 2, 0.0f, 0 },
+	{ 3, 700, 1, 0.0f, 0 },
+	{ 4, 9001, 1, 0.0f, 1 },
+	{ 5, 37, 2, 1.5f, 1 },
+	{ 6, 2, 2, 0.0f, 0 },
+};
+
+#define GN_FZX_NTENSORS (sizeof(gn_fzx_tensors) / sizeof(gn_fzx_tensors[0]))
+
+static const uint8_t gn_fzx_key[16] = {
+	0x67, 0x72, 0x61, 0x64, 0x6e, 0x65, 0x74, 0x2d,
+	0x66, 0x75, 0x7a, 0x7a, 0x2d, 0x72, 0x78, 0x31,
+};
+
+/* First element of shard @j of @n elements, as lib/allreduce.c splits. */
+static inline size_t gn_fzx_shard_lo(size_t n, unsigned int j)
+{
+	return (size_t)((unsigned __int128)n * j / GN_FZX_WORLD);
+}
 
 static inline uint32_t gn_fz_le(const uint8_t *p, unsigned int bytes)
 {

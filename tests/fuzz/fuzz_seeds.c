@@ -5,7 +5,8 @@
  * streams) and real gradients from data/gradients, encoded with the
  * specification model, in the input layouts of fuzz_input.h.
  *
- * usage: fuzz_seeds OUTDIR    (writes OUTDIR/decode and OUTDIR/roundtrip)
+ * usage: fuzz_seeds OUTDIR    (writes OUTDIR/decode, OUTDIR/roundtrip and
+ *                             OUTDIR/rx)
  */
 #include <errno.h>
 #include <float.h>
@@ -238,9 +239,189 @@ static void edge_seeds(void)
 		    FLT_TRUE_MIN, ramp, 8);
 }
 
+/* ---- fuzz_rx: packet sequences that drive steps to completion ---------- */
+
+#define RX_SEED_MAX (1 << 18)
+#define RX_FIX (GN_FZX_FIX_HDR | GN_FZX_FIX_DATA | GN_FZX_SEAL)
+
+struct rx_seed {
+	size_t len;
+	uint8_t buf[RX_SEED_MAX];
+};
+
+/* Append a record: a packet of @len bytes (tag room included) from @p. */
+static void rx_rec(struct rx_seed *sd, unsigned int ctl, const uint8_t *p,
+		   size_t len)
+{
+	if (sd->len + GN_FZX_REC_HDR + len > RX_SEED_MAX)
+		die("rx seed too long");
+	sd->buf[sd->len] = (uint8_t)ctl;
+	gn_fz_put_le(sd->buf + sd->len + 1, (uint32_t)len, 2);
+	memcpy(sd->buf + sd->len + GN_FZX_REC_HDR, p, len);
+	sd->len += GN_FZX_REC_HDR + len;
+}
+
+/* Common header fields the harness does not fix (fuzz_input.h). */
+static void rx_hdr(uint8_t *p, unsigned int type, unsigned int tensor_idx,
+		   unsigned int step, unsigned int phase)
+{
+	memset(p, 0, 24);
+	p[3] = (uint8_t)type;
+	gn_fz_put_le(p + 12, tensor_idx, 4);
+	gn_fz_put_le(p + 16, step, 4);
+	p[22] = (uint8_t)phase;
+}
+
+/*
+ * Shard @shard's chunk @c of tensor @k, from rank @from, as DATA packets:
+ * 3LC by the model (one packet), or the values themselves, cut to fit
+ * gn_test_ctx_new()'s MTU of 9000.
+ */
+static void rx_data(struct rx_seed *sd, unsigned int ctl, unsigned int k,
+		    unsigned int step, unsigned int phase, unsigned int from,
+		    unsigned int shard, unsigned int c)
+{
+	const struct gn_fzx_tensor *t = &gn_fzx_tensors[k];
+	size_t lo = gn_fzx_shard_lo(t->elems, shard) + (size_t)c * GN_FZX_CHUNK;
+	size_t hi = gn_fzx_shard_lo(t->elems, shard + 1), n, i, body;
+	static uint8_t p[GN_FZX_MAX_PKT], stream[GN_FZX_MAX_PKT];
+	float x[GN_FZX_CHUNK], m = 0.0f;
+	uint8_t quartic[GN_FZX_CHUNK];
+	uint32_t count;
+
+	n = hi - lo < GN_FZX_CHUNK ? hi - lo : GN_FZX_CHUNK;
+	for (i = 0; i < n; i++)
+		x[i] = sinf((float)(i * 3 + from * 17 + step * 5)) *
+		       (i % 13 ? 1e-3f : 3e-2f);
+	rx_hdr(p, 2, k, step, phase);
+	gn_fz_put_le(p + 24, c, 4);
+	if (t->codec == 2) {
+		body = model_stream(x, n, t->s == 0.0f ? 1.0f : t->s, stream,
+				    quartic, &m);
+		if (!body)
+			die("rx seed: cannot quantize");
+		body -= 4;
+		memcpy(p + 60, stream + 4, body);
+		count = (uint32_t)gn_tlc_groups(n);
+	} else {
+		size_t per = (9000 - 28 - 68) / 4, npkts = (n + per - 1) / per;
+
+		gn_fz_put_le(p + 56, (uint32_t)npkts, 4);
+		for (i = 0; i < npkts; i++) {
+			count = (uint32_t)(n - i * per < per ? n - i * per : per);
+			gn_fz_put_le(p + 36, (uint32_t)(i * per), 4);
+			gn_fz_put_le(p + 40, count, 4);
+			gn_fz_put_le(p + 52, (uint32_t)i, 4);
+			memcpy(p + 60, x + i * per, (size_t)count * 4);
+			rx_rec(sd, ctl | from, p, 60 + (size_t)count * 4 + 8);
+		}
+		return;
+	}
+	gn_fz_put_le(p + 40, count, 4);
+	gn_fz_put_le(p + 44, model_bits(m), 4);
+	gn_fz_put_le(p + 56, 1, 4);
+	rx_rec(sd, ctl | from, p, 60 + body + 8);
+}
+
+/* Every packet rank 0 needs for step @step of tensor @k. */
+static void rx_step(struct rx_seed *sd, unsigned int ctl, unsigned int k,
+		    unsigned int step)
+{
+	const struct gn_fzx_tensor *t = &gn_fzx_tensors[k];
+	unsigned int from, j, c;
+
+	for (j = 0; j < GN_FZX_WORLD; j++) {
+		size_t len = gn_fzx_shard_lo(t->elems, j + 1) -
+			     gn_fzx_shard_lo(t->elems, j);
+
+		for (c = 0; c * GN_FZX_CHUNK < len; c++) {
+			if (j == 0) {
+				for (from = 1; from < GN_FZX_WORLD; from++)
+					rx_data(sd, ctl, k, step, 0, from, 0, c);
+			} else {
+				rx_data(sd, ctl, k, step, 1, j, j, c);
+			}
+		}
+	}
+}
+
+static void rx_write(const char *name, const struct rx_seed *sd)
+{
+	seed("rx", name, sd->buf, sd->len, NULL, 0);
+}
+
+/* Control packets: ACKs of rank 0's packets, probes, an abort. */
+static void rx_control(struct rx_seed *sd)
+{
+	uint8_t p[64];
+
+	/* Rank 1 has all of rank 0's contribution to shard 1 of tensor 1. */
+	rx_hdr(p, 3, 0, 1, 0);
+	gn_fz_put_le(p + 24, (uint32_t)gn_fzx_shard_lo(1000, 1), 4);
+	gn_fz_put_le(p + 32, 1, 4);
+	gn_fz_put_le(p + 36, 1, 4);
+	rx_rec(sd, RX_FIX | 1, p, 24 + 16 + 8);
+	/* ... and as a bitmap, from rank 2 for shard 2. */
+	rx_hdr(p, 3, 0, 1, 0);
+	gn_fz_put_le(p + 24, (uint32_t)gn_fzx_shard_lo(1000, 2), 4);
+	gn_fz_put_le(p + 32, 1, 4);
+	p[40] = 1;
+	rx_rec(sd, RX_FIX | 2, p, 24 + 16 + 1 + 8);
+	rx_hdr(p, 6, 0, 0, 0);
+	rx_rec(sd, RX_FIX | 1, p, 24 + 8 + 8);
+	rx_hdr(p, 7, 0, 0, 0);
+	rx_rec(sd, RX_FIX | 2, p, 24 + 8 + 8);
+	/* Rank 2 reports a NaN in tensor 3's step 1 (after 6 descriptors). */
+	rx_hdr(p, 4, 2, 1, 0);
+	gn_fz_put_le(p + 24, GN_FZX_NTENSORS + 1, 4);
+	p[28] = 2;
+	gn_fz_put_le(p + 32, EDOM, 4);
+	gn_fz_put_le(p + 40, 2, 4);
+	rx_rec(sd, RX_FIX | 2, p, 24 + 20 + 8);
+	/* Rank 1 registered tensor 4 with another size. */
+	rx_hdr(p, 4, 3, 0, 0);
+	gn_fz_put_le(p + 24, GN_FZX_NTENSORS + 1, 4);
+	p[28] = 1;
+	gn_fz_put_le(p + 32, 9002, 4);
+	rx_rec(sd, RX_FIX | 1, p, 24 + 20 + 8);
+}
+
+static void rx_seeds(void)
+{
+	static struct rx_seed sd;
+	unsigned int k, step;
+
+	/* As many steps as fit in run.sh's max_len, at least one. */
+	for (k = 0; k < GN_FZX_NTENSORS; k++) {
+		char name[64];
+		size_t len = 0;
+
+		sd.len = 0;
+		for (step = 1; step <= GN_FZX_STEPS; step++) {
+			rx_step(&sd, RX_FIX, k, step);
+			if (sd.len > 65536 / 2)
+				break;
+			len = sd.len;
+		}
+		sd.len = len ? len : sd.len;
+		snprintf(name, sizeof(name), "rx-tensor%u-steps", k);
+		rx_write(name, &sd);
+	}
+	/* Early, duplicated and unauthenticated packets, out of order. */
+	sd.len = 0;
+	rx_step(&sd, RX_FIX | GN_FZX_TWICE, 0, 2);
+	rx_step(&sd, GN_FZX_FIX_HDR | GN_FZX_FIX_DATA, 0, 1);
+	rx_step(&sd, RX_FIX | GN_FZX_TWICE, 0, 1);
+	rx_step(&sd, RX_FIX, 0, 1);
+	rx_write("rx-early-dup-replay", &sd);
+	sd.len = 0;
+	rx_control(&sd);
+	rx_write("rx-control", &sd);
+}
+
 int main(int argc, char **argv)
 {
-	static const char *const dirs[] = { "", "/decode", "/roundtrip" };
+	static const char *const dirs[] = { "", "/decode", "/roundtrip", "/rx" };
 	char path[4096];
 	size_t i;
 
@@ -261,6 +442,7 @@ int main(int argc, char **argv)
 	real_seeds("mlp-small-s00247-fc3.weight.f32", 2560);
 	real_seeds("mlp-small-s00230-fc3.bias.f32", 10);
 	edge_seeds();
+	rx_seeds();
 	printf("fuzz_seeds: %u seeds in %s\n", written, out_dir);
 	return 0;
 }

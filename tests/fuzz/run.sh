@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# run.sh - build the codec's libFuzzer targets with clang (libFuzzer, ASan
-# and UBSan, no recovery from any finding), write their seed corpora, and
-# run each target in turn for SECONDS. Any crash, sanitizer report, leak,
+# run.sh - build the libFuzzer targets (the codec's and libgradnet's receive
+# path's) with clang (libFuzzer, ASan and UBSan, no recovery from any
+# finding), write their seed corpora, and run each target in turn for
+# SECONDS. Any crash, sanitizer report, leak,
 # failed check or timeout fails the run; the input is kept as
 # BUILD_DIR/artifacts/TARGET-crash-* (or -leak-, -timeout-).
 #
@@ -11,7 +12,7 @@
 # BUILD_DIR defaults to build-fuzz/ under the source root (ignored by git).
 # The corpus a run finds is kept in BUILD_DIR/corpus/TARGET and reused.
 # Env: CLANG (default clang-14, else clang); GN_FUZZ_TARGETS (default
-# "fuzz_decode fuzz_roundtrip"); GN_FUZZ_ARGS, extra libFuzzer options;
+# "fuzz_decode fuzz_roundtrip fuzz_rx"); GN_FUZZ_ARGS, extra libFuzzer options;
 # GN_FUZZ_ALLOW_KNOWN=1 relaxes the checks of codec bugs that are reported
 # but not fixed yet (listed in fuzz_check.h), to fuzz on past them.
 # Exit: 0 pass, 1 fail, 77 (GN_SKIP_RC) if clang cannot build a fuzzer.
@@ -32,7 +33,7 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${2:-$root/build-fuzz}
-targets=${GN_FUZZ_TARGETS:-fuzz_decode fuzz_roundtrip}
+targets=${GN_FUZZ_TARGETS:-fuzz_decode fuzz_roundtrip fuzz_rx}
 
 if [ -z "${CLANG:-}" ]; then
 	CLANG=clang-14
@@ -81,9 +82,27 @@ for unit in zre quantize accumulate tlc avx2 avx512; do
 		-o "$build/obj/codec_$unit.o"
 	objs="$objs $build/obj/codec_$unit.o"
 done
-for t in $targets; do
+# The rest of libgradnet, for fuzz_rx: the receive path as a whole.
+libobjs=
+for src in wire/hdr.c wire/siphash.c wire/mac.c wire/nh_avx2.c version.c \
+	ctx.c udp.c progress.c reliable.c allreduce.c fault.c; do
+	isa=
+	case $src in
+	wire/nh_avx2.c) isa=-mavx2 ;;
+	esac
+	obj=$build/obj/lib_$(basename "$src" .c).o
 	# shellcheck disable=SC2086
-	"$CLANG" $cflags $san "$here/$t.c" $objs -lm -o "$build/$t"
+	"$CLANG" $cflags $san $isa -DGRADNET_VERSION='"fuzz"' \
+		-c "$root/lib/$src" -o "$obj"
+	libobjs="$libobjs $obj"
+done
+for t in $targets; do
+	extra=
+	case $t in
+	fuzz_rx) extra="$libobjs -lpthread" ;;
+	esac
+	# shellcheck disable=SC2086
+	"$CLANG" $cflags $san "$here/$t.c" $objs $extra -lm -o "$build/$t"
 done
 # shellcheck disable=SC2086
 "$CLANG" $cflags "$here/fuzz_seeds.c" -lm -o "$build/fuzz_seeds"
@@ -95,6 +114,7 @@ failed=0
 for t in $targets; do
 	case $t in
 	fuzz_decode) max_len=16384 ;;
+	fuzz_rx) max_len=65536 ;;
 	*) max_len=8192 ;;
 	esac
 	corpus=$build/corpus/$t

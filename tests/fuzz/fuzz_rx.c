@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fuzz_rx.c - libFuzzer target for libgradnet's whole receive path: header
+ * parse, source, job and MAC checks, DATA parse, duplicate and replay
+ * tracking, decode-accumulate of contributions, the owner's reduction and
+ * re-compression, decode of results, ACKs and control messages.
+ *
+ * Each input runs on a fresh context of rank 0 in a world of 3 without a
+ * network or progress thread (gn_test_ctx_new()), with the tensors of
+ * fuzz_input.h registered, the peers' descriptors received and step 1 of
+ * every tensor started from fixed gradients. The input is a sequence of
+ * packets (fuzz_input.h); a record can ask for a consistent header, a
+ * DATA part snapped to a real chunk, and a correct MAC, so the fuzzer gets
+ * past authentication to the decoders. A tensor whose step completes is
+ * collected (gn_allreduce_wait() returns at once then) and its next step
+ * started. Every packet sits in an exact-size heap buffer, so ASan reports
+ * any read past it; UBSan aborts on any undefined behaviour, and the
+ * context is freed after each input, so leaks are reported too.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gradnet/codec.h>
+#include <gradnet/gradnet.h>
+#include <gradnet/wire.h>
+#include "internal.h"
+#include "fuzz_check.h"
+#include "fuzz_input.h"
+
+struct rx_state {
+	struct gn_ctx *ctx;
+	float *data[GN_FZX_NTENSORS];
+	u32 ctrl_seq[GN_FZX_WORLD];
+};
+
+static struct gn_mac fzx_mac;
+
+static u32 s_bits_of(const struct gn_fzx_tensor *t)
+{
+	float s = t->s == 0.0f ? 1.0f : t->s;
+	u32 b;
+
+	memcpy(&b, &s, sizeof(b));
+	return t->codec == GN_WIRE_CODEC_3LC ? b : 0;
+}
+
+/* Gradient-like values that differ by tensor, step and element. */
+static void fill(float *x, size_t n, unsigned int k, unsigned int step)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = sinf((float)(i * 7 + k * 13 + step * 29)) *
+		       (i % 11 ? 1e-3f : 2e-2f);
+}
+
+static void deliver(struct gn_ctx *ctx, int from, const u8 *pkt, size_t len)
+{
+	u8 *buf = malloc(len ? len : 1);
+
+	GN_FZ_CHECK(buf, "out of memory");
+	memcpy(buf, pkt, len);
+	gn_test_packet_in(ctx, from, buf, len);
+	free(buf);
+}
+
+/* Peer @peer registered tensor @k: its reliable TENSOR control message. */
+static void send_desc(struct rx_state *rs, int peer, unsigned int k)
+{
+	const struct gn_fzx_tensor *t = &gn_fzx_tensors[k];
+	u8 pkt[GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN + GN_WIRE_TAG];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_CTRL, .src = (u16)peer, .dst = 0,
+		.job = GN_FZX_JOB, .tensor = t->id, .codec = t->codec,
+	};
+	struct gn_wire_ctrl c = {
+		.seq = ++rs->ctrl_seq[peer], .kind = GN_CTRL_TENSOR,
+		.flags = (u8)t->flags, .value = t->elems, .extra = s_bits_of(t),
+	};
+
+	gn_wire_hdr_put(&h, pkt);
+	gn_wire_ctrl_put(&c, pkt);
+	gn_mac_seal(&fzx_mac, pkt, sizeof(pkt) - GN_WIRE_TAG);
+	deliver(rs->ctx, peer, pkt, sizeof(pkt));
+}
+
+static void start(struct rx_state *rs, unsigned int k, unsigned int step)
+{
+	const struct gn_fzx_tensor *t = &gn_fzx_tensors[k];
+	int r;
+
+	fill(rs->data[k], t->elems, k, step);
+	r = gn_allreduce_start(rs->ctx, t->id, rs->data[k]);
+	GN_FZ_CHECK(r == 0, "tensor %u step %u: start: %d %s", t->id, step, r,
+		    gn_ctx_errmsg(rs->ctx));
+}
+
+/* Half the descriptors come before the tensor is registered, half after. */
+static void setup(struct rx_state *rs)
+{
+	unsigned int k;
+	int r, p;
+
+	memset(rs, 0, sizeof(*rs));
+	r = gn_test_ctx_new(GN_FZX_WORLD, 0, gn_fzx_key, GN_FZX_JOB, &rs->ctx);
+	GN_FZ_CHECK(r == 0, "gn_test_ctx_new: %d", r);
+	GN_FZ_CHECK(rs->ctx->chunk == GN_FZX_CHUNK, "chunk %u",
+		    rs->ctx->chunk);
+	for (k = 0; k < GN_FZX_NTENSORS; k++) {
+		const struct gn_fzx_tensor *t = &gn_fzx_tensors[k];
+		GN_OPTS(gn_tensor_opts, o, .id = t->id, .elems = t->elems,
+			.codec = t->codec, .s = t->s, .flags = t->flags);
+
+		for (p = 1; k % 2 && p < GN_FZX_WORLD; p++)
+			send_desc(rs, p, k);
+		r = gn_tensor_register(rs->ctx, &o);
+		GN_FZ_CHECK(r == 0, "register %u: %d", t->id, r);
+		for (p = 1; !(k % 2) && p < GN_FZX_WORLD; p++)
+			send_desc(rs, p, k);
+		rs->data[k] = malloc(t->elems * sizeof(float));
+		GN_FZ_CHECK(rs->data[k], "out of memory");
+		start(rs, k, 1);
+	}
+}
+
+static void teardown(struct rx_state *rs)
+{
+	unsigned int k;
+
+	gn_test_ctx_free(rs->ctx);
+	for (k = 0; k < GN_FZX_NTENSORS; k++)
+		free(rs->data[k]);
+}
+
+/* Collect steps that ended and start the next ones, up to GN_FZX_STEPS. */
+static void advance(struct rx_state *rs)
+{
+	unsigned int k;
+
+	for (k = 0; k < GN_FZX_NTENSORS; k++) {
+		struct gn_tensor *t = gn_tensor_find(rs->ctx, gn_fzx_tensors[k].id);
+		int r;
+
+		GN_FZ_CHECK(t, "tensor %u is gone", gn_fzx_tensors[k].id);
+		if (!t->busy || t->done_no != t->stepno)
+			continue;
+		r = gn_allreduce_wait(rs->ctx, t->id);
+		/* A peer's ABORT may carry any errno. */
+		GN_FZ_CHECK(r <= 0 && r > -4096,
+			    "tensor %u step %u: wait returned %d", t->id,
+			    t->stepno, r);
+		if (t->stepno < GN_FZX_STEPS)
+			start(rs, k, t->stepno + 1);
+	}
+}
+
+/* The shard a DATA packet is for: the receiver's, or its sender's result. */
+static int shard_of(u8 phase, int from)
+{
+	if (phase == GN_PHASE_REDUCE)
+		return 0;
+	return from >= 0 && from < GN_FZX_WORLD ? from : 0;
+}
+
+/* GN_FZX_FIX_DATA: see fuzz_input.h. */
+static void fix_data(u8 *b, size_t len, int from)
+{
+	const struct gn_fzx_tensor *t = NULL;
+	u32 first, count, npkts, body, c, nch;
+	size_t lo, hi, off, clen;
+	u8 *d = b + GN_WIRE_HDR_LEN;
+	unsigned int k;
+	int j;
+
+	if (len < GN_WIRE_DATA_OVERHEAD || b[3] != GN_PKT_DATA)
+		return;
+	for (k = 0; k < GN_FZX_NTENSORS; k++)
+		if (gn_fzx_tensors[k].id == gn_fz_le(b + 12, 4))
+			t = &gn_fzx_tensors[k];
+	if (!t)
+		return;
+	j = shard_of(b[22] & 1, from);
+	lo = gn_fzx_shard_lo(t->elems, (unsigned int)j);
+	hi = gn_fzx_shard_lo(t->elems, (unsigned int)j + 1);
+	nch = (u32)((hi - lo + GN_FZX_CHUNK - 1) / GN_FZX_CHUNK);
+	if (!nch)
+		return;
+	c = gn_fz_le(d, 4) % nch;
+	off = lo + (size_t)c * GN_FZX_CHUNK;
+	clen = hi - off < GN_FZX_CHUNK ? hi - off : GN_FZX_CHUNK;
+	gn_fz_put_le(d, (u32)off, 4);
+	gn_fz_put_le(d + 4, (u32)((u64)off >> 32), 4);
+	gn_fz_put_le(d + 8, (u32)clen, 4);
+	body = (u32)(len - GN_WIRE_DATA_OVERHEAD);
+	first = gn_fz_le(d + 12, 4);
+	count = gn_fz_le(d + 16, 4);
+	if (t->codec == GN_WIRE_CODEC_3LC) {
+		u32 g = (u32)gn_tlc_groups(clen);
+
+		first %= g;
+		if (body <= g - first)
+			count = body + count % (g - first - body + 1);
+		gn_fz_put_le(d + 24, s_bits_of(t), 4);
+	} else {
+		first %= (u32)clen;
+		count = body / 4;
+		gn_fz_put_le(d + 20, 0, 4);
+		gn_fz_put_le(d + 24, 0, 4);
+	}
+	gn_fz_put_le(d + 12, first, 4);
+	gn_fz_put_le(d + 16, count, 4);
+	npkts = 1 + gn_fz_le(d + 32, 4) % 64;
+	gn_fz_put_le(d + 28, gn_fz_le(d + 28, 4) % npkts, 4);
+	gn_fz_put_le(d + 32, npkts, 4);
+}
+
+/* GN_FZX_FIX_HDR: see fuzz_input.h. */
+static void fix_hdr(u8 *b, size_t len, int from)
+{
+	const struct gn_fzx_tensor *t;
+	int fixed;
+
+	if (len < 4)
+		return;
+	gn_fz_put_le(b, GN_WIRE_MAGIC, 2);
+	b[2] = GN_WIRE_VERSION;
+	if (len < GN_WIRE_HDR_LEN)
+		return;
+	t = &gn_fzx_tensors[gn_fz_le(b + 12, 4) % GN_FZX_NTENSORS];
+	if (from >= 0 && from < GN_FZX_WORLD)
+		gn_fz_put_le(b + 4, (u32)from, 2);
+	b[22] &= 1;
+	gn_fz_put_le(b + 6, b[3] == GN_PKT_DATA && b[22] == GN_PHASE_GATHER ?
+				    GN_RANK_ALL : 0, 2);
+	gn_fz_put_le(b + 8, GN_FZX_JOB, 4);
+	gn_fz_put_le(b + 12, t->id, 4);
+	b[23] = t->codec;
+	fixed = gn_wire_fixed_len(b[3]);
+	if (fixed >= 0 && len >= (size_t)GN_WIRE_HDR_LEN + (size_t)fixed + GN_WIRE_TAG)
+		gn_fz_put_le(b + 20, (u32)(len - GN_WIRE_HDR_LEN - (size_t)fixed -
+					   GN_WIRE_TAG), 2);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool mac_ready;
+	struct rx_state rs;
+	size_t at = 0;
+
+	if (!mac_ready) {
+		gn_mac_init(&fzx_mac, gn_fzx_key);
+		mac_ready = true;
+	}
+	setup(&rs);
+	while (at + GN_FZX_REC_HDR <= size) {
+		u8 ctl = data[at];
+		size_t len = gn_fz_le(data + at + 1, 2);
+		int from = (ctl & GN_FZX_FROM_MASK) == GN_FZX_FROM_NONE ? -1 :
+			   ctl & GN_FZX_FROM_MASK;
+		u8 *pkt;
+
+		at += GN_FZX_REC_HDR;
+		if (len > size - at)
+			len = size - at;
+		if (len > GN_FZX_MAX_PKT)
+			len = GN_FZX_MAX_PKT;
+		/* Exactly the packet's bytes: ASan catches any read beyond. */
+		pkt = malloc(len ? len : 1);
+		GN_FZ_CHECK(pkt, "out of memory");
+		memcpy(pkt, data + at, len);
+		at += len;
+		if (ctl & GN_FZX_FIX_HDR)
+			fix_hdr(pkt, len, from);
+		if (ctl & GN_FZX_FIX_DATA)
+			fix_data(pkt, len, from);
+		if ((ctl & GN_FZX_SEAL) && len >= GN_WIRE_TAG)
+			gn_mac_seal(&fzx_mac, pkt, len - GN_WIRE_TAG);
+		gn_test_packet_in(rs.ctx, from, pkt, len);
+		if (ctl & GN_FZX_TWICE)
+			gn_test_packet_in(rs.ctx, from, pkt, len);
+		free(pkt);
+		advance(&rs);
+	}
+	teardown(&rs);
+	return 0;
+}
