@@ -369,7 +369,7 @@ kill_and_watch() {
 }
 
 test_kill() {
-	local name=kill to=$KILL_TIMEOUT_MS t0 k ok bytes0 bytes
+	local name=kill to=$KILL_TIMEOUT_MS t0 k ok bytes0 bytes going=1
 	local -a t_line t_exit
 
 	for ((k = 0; k < WORLD; k++)); do
@@ -384,6 +384,7 @@ test_kill() {
 		if ! alive "${pids[1]}" ||
 		   [ "$(elapsed "$t0" | cut -d. -f1)" -ge 60 ]; then
 			diag "$name: rank 1 never got going: $(cat "$tmp/$name.1.err")"
+			going=0
 			break
 		fi
 		sleep 0.05
@@ -407,6 +408,7 @@ test_kill() {
 			"$tmp/$name.$k.json" || ok=0
 	done
 	pids=()
+	[ "$going" -eq 1 ] || ok=0
 	result "$ok" "$name: ranks 0 and 2 fail with -ETIMEDOUT naming rank 1"
 
 	# Detection is the liveness timeout: rank 1 spoke within the last
