@@ -444,7 +444,7 @@ check_forge_replay() {
 }
 
 test_forge() {
-	local ok k r sent got base bytes0 bytes total t0 rtx r1 r2
+	local ok k r sent got base bytes0 bytes total t0 rtx r1 r2 seed
 	local -a reasons=(source mac job malformed version)
 
 	bytes0=$(gn_link_bytes 0 | cut -d' ' -f2)
@@ -471,16 +471,17 @@ test_forge() {
 		fi
 		sleep 0.01
 	done
+	seed=$RANDOM
 	gn_host_exec "$WORLD" "$GN_FORGE" --to "$(gn_host_addr 0):$PORT" \
 		--to-rank 0 --as "$(gn_host_addr 1):$PORT" --as-rank 1 \
 		--world "$WORLD" --job "$JOB" --key "$KEY" --elems "$ELEMS" \
-		--step 1 --count "$FORGE_COUNT" --seed "$RANDOM" \
+		--step 1 --count "$FORGE_COUNT" --seed "$seed" \
 		>"$tmp/forge.sent" 2>"$tmp/forge.err" || cat "$tmp/forge.err" >&2
 	ok=1
 	for ((k = 0; k < WORLD; k++)); do
 		alive "${pids[k]}" || ok=0
 	done
-	diag "forge: gn-forge sent $(cat "$tmp/forge.sent") after rank 0 sent" \
+	diag "forge: gn-forge --seed $seed sent $(cat "$tmp/forge.sent") after rank 0 sent" \
 		"$((bytes - bytes0)) of ~$total bytes"
 	[ "$ok" -eq 1 ] || diag "forge: the job ended before the forger did"
 	wait_ranks forge || ok=0
