@@ -357,7 +357,6 @@ static void step_fail(struct gn_ctx *ctx, struct gn_step *st, int err,
 		return;
 	st->err = err;
 	snprintf(st->errmsg, sizeof(st->errmsg), "%s", msg);
-	gn_ack_flush(ctx);
 	step_release_rx(ctx, st);
 	gn_tx_drop_step(ctx, st);
 	step_report(ctx, st);
@@ -379,7 +378,6 @@ static void step_complete(struct gn_ctx *ctx, struct gn_step *st)
 {
 	struct gn_tensor *t = st->t;
 
-	gn_ack_flush(ctx);
 	st->done = true;
 	t->e_cur ^= 1;
 	t->stats.allreduces++;
@@ -840,7 +838,10 @@ static struct gn_step *begin_step(struct gn_ctx *ctx, struct gn_tensor *t,
 	u32 no = t->stepno + 1;
 	struct gn_step *st;
 
-	if (t->cur && (t->cur->err || t->cur->done) && !t->cur->encoding) {
+	/* An older step that failed or ended; not this one, which may have
+	 * failed early on an abort from a peer. */
+	if (t->cur && t->cur->no != no && (t->cur->err || t->cur->done) &&
+	    !t->cur->encoding) {
 		step_free(ctx, t->cur);
 		t->cur = NULL;
 	}

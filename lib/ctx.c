@@ -439,6 +439,7 @@ static void ctx_free(struct gn_ctx *ctx)
 			free(c);
 		}
 	}
+	free(ctx->ackq);
 	free(ctx->peers);
 	free(ctx->addrs);
 	free(ctx->mac);

@@ -110,14 +110,29 @@ struct gn_rxmsg {
 	u32 got;
 	u8 *seen;			/* bitmap of npkts */
 	u64 *cover;			/* groups or values received, a bit each */
-	bool ack_due;
-	struct gn_rxmsg *ack_next;	/* ctx->ack_list */
+	bool ack_due;			/* has an entry in ctx->ackq */
+	u32 ackq_idx;
 	struct gn_held *held;
 	/* for ACKs: identity */
 	u16 from;
 	u8 phase;
 	u32 tensor, stepno;
 	u64 chunk_off;
+};
+
+/*
+ * An acknowledgement waiting to go out. It points at its message while that
+ * exists; a message freed with its step leaves an "all of it" entry if it
+ * was complete (else the entry is dropped: the step failed).
+ */
+struct gn_ackq {
+	u16 peer;
+	u8 phase;
+	bool all;
+	bool dead;
+	u32 tensor, step, npkts;
+	u64 chunk_off;
+	struct gn_rxmsg *m;
 };
 
 /* ---- tensors and steps ------------------------------------------------ */
@@ -266,7 +281,10 @@ struct gn_ctx {
 	struct gn_tensor *tensors;
 	struct gn_pending_desc *pending;
 	struct gn_txmsg *tx;		/* messages with packets owed */
-	struct gn_rxmsg *ack_list;	/* messages to acknowledge */
+	struct gn_ackq *ackq;		/* acknowledgements not yet sent */
+	u32 ackq_n, ackq_cap;
+	u32 ack_pkts;			/* packets they cover */
+	u64 ack_due_ns;			/* when the oldest must go */
 	struct gn_stats stats;
 	u64 now_ns;			/* progress thread's clock */
 	u32 work_n;			/* chunks waiting in some step's todo */
@@ -311,6 +329,7 @@ int gn_rxmsg_mark(struct gn_ctx *ctx, struct gn_rxmsg *m,
 		  const struct gn_wire_hdr *h, const struct gn_wire_data *d)
 	GN_HIDDEN;
 void gn_ack_flush(struct gn_ctx *ctx) GN_HIDDEN;
+void gn_ack_maybe(struct gn_ctx *ctx) GN_HIDDEN;
 void gn_ack_all(struct gn_ctx *ctx, int peer, const struct gn_wire_hdr *h,
 		const struct gn_wire_data *d) GN_HIDDEN;
 void gn_rxmsg_take(struct gn_rxmsg *m, u32 pkt) GN_HIDDEN;

@@ -570,7 +570,7 @@ static void receive(struct gn_ctx *ctx)
 			}
 			packet_in(ctx, &pkts[i]);
 		}
-		gn_ack_flush(ctx);
+		gn_ack_maybe(ctx);
 		if (n < RX_BATCH)
 			break;
 	}
@@ -585,6 +585,8 @@ static int sleep_ms(struct gn_ctx *ctx, u64 hello_next)
 		until = t;
 	if (ctx->work_n)
 		return 0;
+	if (ctx->ackq_n && ctx->ack_due_ns < until)
+		until = ctx->ack_due_ns;
 	if (!ctx->ready && hello_next < until)
 		until = hello_next;
 	if (until <= ctx->now_ns)
@@ -615,10 +617,9 @@ void *gn_progress_main(void *arg)
 		pthread_mutex_lock(&ctx->lock);
 		ctx->now_ns = gn_now_ns();
 		receive(ctx);
-		if (ctx->work_n) {
+		if (ctx->work_n)
 			gn_run_work(ctx, 4);
-			gn_ack_flush(ctx);
-		}
+		gn_ack_maybe(ctx);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return NULL;

@@ -297,6 +297,32 @@ u64 gn_tx_deadline(struct gn_ctx *ctx)
 	return t;
 }
 
+static void row_done(struct gn_ctx *ctx, struct gn_txmsg *m, u32 r)
+{
+	struct gn_peer *p = &ctx->peers[row_peer(m, r)];
+	u8 *acked = m->acked + (size_t)r * ((m->npkts + 7) / 8);
+	u32 i;
+
+	for (i = 0; i < m->next_new[r]; i++)
+		if (!bit_get(acked, i) && p->inflight)
+			p->inflight--;
+	m->unacked[r] = 0;
+	m->next_new[r] = m->npkts;
+	if (m->left)
+		m->left--;
+}
+
+/* A message is dropped unacknowledged: its packets no longer fly. */
+static void drop_msg(struct gn_ctx *ctx, struct gn_txmsg *m)
+{
+	u32 r;
+
+	for (r = 0; m->unacked && r < rows_of(ctx, m->to); r++)
+		if (m->unacked[r])
+			row_done(ctx, m, r);
+	gn_txmsg_free(m);
+}
+
 /* A step is over: its reduce messages are delivered or moot. */
 void gn_tx_drop_step(struct gn_ctx *ctx, struct gn_step *st)
 {
@@ -316,23 +342,8 @@ void gn_tx_drop_step(struct gn_ctx *ctx, struct gn_step *st)
 			continue;
 		}
 		*pp = m->next;
-		gn_txmsg_free(m);
+		drop_msg(ctx, m);
 	}
-}
-
-static void row_done(struct gn_ctx *ctx, struct gn_txmsg *m, u32 r)
-{
-	struct gn_peer *p = &ctx->peers[row_peer(m, r)];
-	u8 *acked = m->acked + (size_t)r * ((m->npkts + 7) / 8);
-	u32 i;
-
-	for (i = 0; i < m->next_new[r]; i++)
-		if (!bit_get(acked, i) && p->inflight)
-			p->inflight--;
-	m->unacked[r] = 0;
-	m->next_new[r] = m->npkts;
-	if (m->left)
-		m->left--;
 }
 
 void gn_tx_drop_peer(struct gn_ctx *ctx, int peer)
@@ -356,13 +367,13 @@ void gn_tx_drop_peer(struct gn_ctx *ctx, int peer)
 }
 
 static struct gn_txmsg *find_tx(struct gn_ctx *ctx, int peer,
-				const struct gn_wire_hdr *h, u64 chunk_off)
+				const struct gn_wire_ack *a)
 {
 	struct gn_txmsg *m;
 
 	for (m = ctx->tx; m; m = m->next)
-		if (m->tensor == h->tensor && m->stepno == h->step &&
-		    m->phase == h->phase && m->chunk_off == chunk_off &&
+		if (m->tensor == a->tensor && m->stepno == a->step &&
+		    m->phase == a->phase && m->chunk_off == a->chunk_off &&
 		    (m->to == peer || m->to == GN_RANK_ALL))
 			return m;
 	return NULL;
@@ -392,30 +403,23 @@ static void acked_one(struct gn_ctx *ctx, struct gn_peer *p,
 		p->cwnd = CWND_MAX;
 }
 
-void gn_ack_in(struct gn_ctx *ctx, struct gn_peer *p,
-	       const struct gn_wire_hdr *h, const u8 *pkt)
+static void ack_entry_in(struct gn_ctx *ctx, struct gn_peer *p,
+			 const struct gn_wire_ack *a, const u8 *bits)
 {
-	const u8 *bits = pkt + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN;
-	struct gn_wire_ack a;
-	struct gn_txmsg *m;
+	struct gn_txmsg *m = find_tx(ctx, p->rank, a);
 	u32 r, i;
 
-	if (gn_wire_ack_get(pkt, h, &a)) {
-		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
-		return;
-	}
-	m = find_tx(ctx, p->rank, h, a.chunk_off);
-	if (!m || m->npkts != a.npkts || !m->unacked)
+	if (!m || m->npkts != a->npkts || !m->unacked)
 		return;	/* old news */
 	r = m->to == GN_RANK_ALL ? (u32)p->rank : 0;
 	if (!m->unacked[r])
 		return;
-	if (a.base == a.npkts && !h->body_len) {
+	if (a->base == a->npkts) {
 		row_done(ctx, m, r);
 	} else {
-		for (i = 0; i < (u32)h->body_len * 8 && a.base + i < a.npkts; i++)
+		for (i = 0; i < (u32)a->bytes * 8 && a->base + i < a->npkts; i++)
 			if (bits[i / 8] >> (i % 8) & 1)
-				acked_one(ctx, p, m, r, a.base + i);
+				acked_one(ctx, p, m, r, a->base + i);
 		if (!m->unacked[r])
 			row_done(ctx, m, r);
 	}
@@ -425,7 +429,70 @@ void gn_ack_in(struct gn_ctx *ctx, struct gn_peer *p,
 	}
 }
 
+/* Every entry is checked before any is applied. */
+void gn_ack_in(struct gn_ctx *ctx, struct gn_peer *p,
+	       const struct gn_wire_hdr *h, const u8 *pkt)
+{
+	const u8 *body = pkt + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN, *at;
+	unsigned int entries, k;
+	struct gn_wire_ack a;
+	size_t left;
+	int len;
+
+	if (gn_wire_ack_get(pkt, h, &entries))
+		goto bad;
+	for (k = 0, at = body, left = h->body_len; k < entries; k++) {
+		len = gn_wire_ack_entry_get(at, left, &a);
+		if (len < 0)
+			goto bad;
+		at += len;
+		left -= (size_t)len;
+	}
+	if (left)
+		goto bad;
+	for (k = 0, at = body, left = h->body_len; k < entries; k++) {
+		len = gn_wire_ack_entry_get(at, left, &a);
+		ack_entry_in(ctx, p, &a, at + GN_WIRE_ACK_ENTRY);
+		at += len;
+		left -= (size_t)len;
+	}
+	return;
+bad:
+	gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+}
+
 /* ---- receive side ---------------------------------------------------------- */
+
+/*
+ * Acknowledgements wait up to ACK_DELAY_NS, so that one packet to a peer
+ * carries those of many small messages; a burst of ACK_BURST packets is
+ * acknowledged at once, which keeps a bulk sender's window moving.
+ */
+#define ACK_DELAY_NS 2000000ull
+#define ACK_BURST 32
+
+static int ack_queue(struct gn_ctx *ctx, struct gn_rxmsg *m)
+{
+	if (ctx->ackq_n == ctx->ackq_cap) {
+		u32 cap = ctx->ackq_cap ? 2 * ctx->ackq_cap : 64;
+		struct gn_ackq *q = realloc(ctx->ackq, cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		ctx->ackq = q;
+		ctx->ackq_cap = cap;
+	}
+	if (!ctx->ackq_n)
+		ctx->ack_due_ns = ctx->now_ns + ACK_DELAY_NS;
+	ctx->ackq[ctx->ackq_n] = (struct gn_ackq){
+		.peer = m->from, .phase = m->phase, .tensor = m->tensor,
+		.step = m->stepno, .npkts = m->npkts, .chunk_off = m->chunk_off,
+		.m = m,
+	};
+	m->ack_due = true;
+	m->ackq_idx = ctx->ackq_n++;
+	return 0;
+}
 
 /*
  * Note a packet of a message. Return: 0 if new, 1 if a duplicate,
@@ -447,16 +514,9 @@ int gn_rxmsg_mark(struct gn_ctx *ctx, struct gn_rxmsg *m,
 	} else if (m->npkts != d->npkts) {
 		return -EBADMSG;
 	}
-	if (!m->ack_due) {
-		struct gn_rxmsg **tail = &ctx->ack_list;
-
-		/* In arrival order, so a sender sees earlier packets acked first. */
-		while (*tail)
-			tail = &(*tail)->ack_next;
-		m->ack_due = true;
-		m->ack_next = NULL;
-		*tail = m;
-	}
+	if (!m->ack_due && ack_queue(ctx, m))
+		return -ENOMEM;
+	ctx->ack_pkts++;
 	if (bit_get(m->seen, d->pkt))
 		return 1;
 	return 0;
@@ -470,14 +530,13 @@ void gn_rxmsg_take(struct gn_rxmsg *m, u32 pkt)
 
 void gn_rxmsg_clear(struct gn_ctx *ctx, struct gn_rxmsg *m)
 {
-	struct gn_rxmsg **pp;
+	if (m->ack_due) {
+		struct gn_ackq *q = &ctx->ackq[m->ackq_idx];
 
-	if (m->ack_due)
-		for (pp = &ctx->ack_list; *pp; pp = &(*pp)->ack_next)
-			if (*pp == m) {
-				*pp = m->ack_next;
-				break;
-			}
+		q->all = m->got == m->npkts;
+		q->dead = !q->all;
+		q->m = NULL;
+	}
 	while (m->held) {
 		struct gn_held *h = m->held;
 
@@ -489,56 +548,121 @@ void gn_rxmsg_clear(struct gn_ctx *ctx, struct gn_rxmsg *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static void send_ack(struct gn_ctx *ctx, int peer, u8 phase, u32 tensor,
-		     u32 stepno, u64 chunk_off, u32 npkts, const u8 *seen)
-{
+/* An ACK packet being filled for one peer. */
+struct ack_out {
 	u8 pkt[GN_WIRE_MAX_PKT];
-	struct gn_wire_ack a = { chunk_off, npkts, npkts };
-	size_t room = ctx->max_pkt - GN_WIRE_HDR_LEN - GN_WIRE_ACK_LEN -
-		      GN_WIRE_TAG;
+	size_t len;
+	unsigned int entries;
+	int peer;
+};
+
+static void ack_send(struct gn_ctx *ctx, struct ack_out *o)
+{
 	struct gn_wire_hdr h;
-	u32 base = 0;
 
-	gn_hdr_init(ctx, &h, GN_PKT_ACK, peer);
-	h.phase = phase;
-	h.tensor = tensor;
-	h.step = stepno;
-	do {
-		size_t bytes = 0;
-
-		if (seen) {
-			a.base = base;
-			bytes = (npkts - base + 7) / 8;
-			bytes = bytes < room ? bytes : room;
-			memcpy(pkt + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN,
-			       seen + base / 8, bytes);
-		}
-		h.body_len = (u16)bytes;
-		gn_wire_hdr_put(&h, pkt);
-		gn_wire_ack_put(&a, pkt);
-		gn_send_now(ctx, peer, pkt,
-			    (u16)gn_mac_seal(ctx->mac, pkt, GN_WIRE_HDR_LEN +
-							       GN_WIRE_ACK_LEN + bytes));
-		base += (u32)bytes * 8;
-	} while (seen && base < npkts);
+	if (!o->entries)
+		return;
+	gn_hdr_init(ctx, &h, GN_PKT_ACK, o->peer);
+	h.body_len = (u16)(o->len - GN_WIRE_HDR_LEN - GN_WIRE_ACK_LEN);
+	gn_wire_hdr_put(&h, o->pkt);
+	gn_wire_ack_put(o->entries, o->pkt);
+	gn_send_now(ctx, o->peer, o->pkt,
+		    (u16)gn_mac_seal(ctx->mac, o->pkt, o->len));
+	o->len = GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN;
+	o->entries = 0;
 }
 
+/*
+ * Add an entry for @a with the bitmap @seen (NULL: all of it), cut into
+ * windows that fit, sending full packets as it goes.
+ */
+static void ack_add(struct gn_ctx *ctx, struct ack_out *o,
+		    struct gn_wire_ack *a, const u8 *seen)
+{
+	size_t cap = ctx->max_pkt - GN_WIRE_TAG;
+	u32 base = 0;
+
+	do {
+		size_t room, bytes = 0;
+
+		if (o->len + GN_WIRE_ACK_ENTRY + (seen ? 1 : 0) > cap ||
+		    o->entries == 0xffff)
+			ack_send(ctx, o);
+		room = cap - o->len - GN_WIRE_ACK_ENTRY;
+		a->base = a->npkts;
+		if (seen) {
+			a->base = base;
+			bytes = (a->npkts - base + 7) / 8;
+			bytes = bytes < room ? bytes : room;
+			memcpy(o->pkt + o->len + GN_WIRE_ACK_ENTRY, seen + base / 8,
+			       bytes);
+		}
+		a->bytes = (u16)bytes;
+		gn_wire_ack_entry_put(a, o->pkt + o->len);
+		o->len += GN_WIRE_ACK_ENTRY + bytes;
+		o->entries++;
+		base += (u32)bytes * 8;
+	} while (seen && base < a->npkts);
+}
+
+/* One ACK packet (or a few) per peer for everything received. */
 void gn_ack_flush(struct gn_ctx *ctx)
 {
-	while (ctx->ack_list) {
-		struct gn_rxmsg *m = ctx->ack_list;
+	struct ack_out *o;
+	u32 i, j;
 
-		ctx->ack_list = m->ack_next;
-		m->ack_due = false;
-		send_ack(ctx, m->from, m->phase, m->tensor, m->stepno,
-			 m->chunk_off, m->npkts, m->got == m->npkts ? NULL : m->seen);
+	if (!ctx->ackq_n)
+		return;
+	o = malloc(sizeof(*o));
+	for (i = 0; o && i < ctx->ackq_n; i++) {
+		if (ctx->ackq[i].dead)
+			continue;
+		o->peer = ctx->ackq[i].peer;
+		o->len = GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN;
+		o->entries = 0;
+		for (j = i; j < ctx->ackq_n; j++) {
+			struct gn_ackq *q = &ctx->ackq[j];
+			struct gn_wire_ack a = { q->tensor, q->step, q->chunk_off,
+						 q->npkts, 0, q->phase, 0 };
+			bool all = q->all || (q->m && q->m->got == q->m->npkts);
+
+			if (q->dead || q->peer != o->peer)
+				continue;
+			ack_add(ctx, o, &a, all ? NULL : q->m->seen);
+			q->dead = true;
+		}
+		ack_send(ctx, o);
 	}
+	/* Without memory the senders will retransmit. */
+	for (i = 0; i < ctx->ackq_n; i++)
+		if (ctx->ackq[i].m)
+			ctx->ackq[i].m->ack_due = false;
+	free(o);
+	ctx->ackq_n = 0;
+	ctx->ack_pkts = 0;
+}
+
+void gn_ack_maybe(struct gn_ctx *ctx)
+{
+	if (ctx->ackq_n && (ctx->ack_pkts >= ACK_BURST ||
+			    ctx->now_ns >= ctx->ack_due_ns))
+		gn_ack_flush(ctx);
 }
 
 /* Acknowledge a whole message of a step that is over, so retries stop. */
 void gn_ack_all(struct gn_ctx *ctx, int peer, const struct gn_wire_hdr *h,
 		const struct gn_wire_data *d)
 {
-	send_ack(ctx, peer, h->phase, h->tensor, h->step, d->chunk_off,
-		 d->npkts, NULL);
+	u8 pkt[GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN + GN_WIRE_ACK_ENTRY + GN_WIRE_TAG];
+	struct gn_wire_ack a = { h->tensor, h->step, d->chunk_off, d->npkts,
+				 d->npkts, h->phase, 0 };
+	struct gn_wire_hdr ah;
+
+	gn_hdr_init(ctx, &ah, GN_PKT_ACK, peer);
+	ah.body_len = GN_WIRE_ACK_ENTRY;
+	gn_wire_hdr_put(&ah, pkt);
+	gn_wire_ack_put(1, pkt);
+	gn_wire_ack_entry_put(&a, pkt + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN);
+	gn_send_now(ctx, peer, pkt,
+		    (u16)gn_mac_seal(ctx->mac, pkt, sizeof(pkt) - GN_WIRE_TAG));
 }

@@ -172,6 +172,22 @@ TEST(nan_skips_step_everywhere)
 	job_free(&s, out);
 }
 
+/* The abort reaches the others before they even start that step. */
+TEST(nan_abort_before_start)
+{
+	struct job_spec s = { .world = 3, .steps = 4, .ntensors = 2,
+			      .elems = { 70001, 9 },
+			      .codec = { GN_CODEC_3LC, GN_CODEC_NONE },
+			      .nan_rank = 0, .nan_step = 2, .nan_tensor = 0,
+			      .late_ms = 300, .die_rank = -1 };
+	bool skip[JOB_MAX_STEPS] = { false, false, true, false };
+	struct job_out *out = job_run(&s, 60);
+
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, skip, 0);
+	job_free(&s, out);
+}
+
 /* A rank that dies mid-job: the others fail with -ETIMEDOUT, naming it. */
 TEST(dead_peer_times_out)
 {

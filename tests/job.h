@@ -38,6 +38,7 @@ struct job_spec {
 	unsigned int timeout_ms;
 	bool keyed;
 	int nan_rank, nan_step, nan_tensor;	/* -1: no NaN */
+	int late_ms;				/* others start the NaN step late */
 	int die_rank, die_step;			/* -1: nobody dies */
 	const char *env[JOB_MAX_RANKS];		/* "K=V;K=V" per rank */
 	size_t register_elems_rank1;		/* != 0: rank 1 registers tensor 0 so */
@@ -162,6 +163,8 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 
 		if (rank == s->die_rank && step == s->die_step)
 			_exit(0);	/* dies without a word, mid-job */
+		if (rank != s->nan_rank && step == s->nan_step && s->late_ms)
+			usleep((useconds_t)s->late_ms * 1000);
 		for (k = 0; k < s->ntensors; k++) {
 			size_t n = k == 0 && rank == 1 && s->register_elems_rank1 ?
 					   s->register_elems_rank1 : s->elems[k];

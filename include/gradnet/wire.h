@@ -131,21 +131,29 @@ struct gn_wire_hello {
 #define GN_HELLO_ANSWER (1u << 2)	/* answers yours; not to be answered */
 
 /*
- * ACK fixed part, 16 bytes, then a bitmap body. A message is the packets
- * of one chunk (tensor, step and phase in the header, chunk_off here) from
- * one sender to one receiver.
- *	0 u64 chunk_off		8 u32 npkts of the message
- *	12 u32 base: bit i of the bitmap is packet base + i; a multiple of 8
- * An ACK with an empty bitmap and base == npkts means "all of it", sent for
+ * ACK: acknowledgements of many messages to one sender in one packet. A
+ * message is the packets of one chunk (tensor, step, phase, chunk_off)
+ * from one sender to one receiver. The fixed part is u16 entries and a
+ * u16 reserved (0); the body is the entries back to back:
+ *	0 u32 tensor	4 u32 step	8 u64 chunk_off	16 u32 npkts
+ *	20 u32 base: bit i of the bitmap is packet base + i; a multiple of 8
+ *	24 u8 phase	25 u8 reserved (0)	26 u16 bitmap bytes
+ *	28 the bitmap
+ * An entry with base == npkts and no bitmap means "all of it", sent for
  * complete messages and for messages of steps that are over.
  */
 struct gn_wire_ack {
+	uint32_t tensor;
+	uint32_t step;
 	uint64_t chunk_off;
 	uint32_t npkts;
 	uint32_t base;
+	uint8_t phase;
+	uint16_t bytes;
 };
 
-#define GN_WIRE_ACK_LEN 16
+#define GN_WIRE_ACK_ENTRY 28
+#define GN_WIRE_ACK_LEN 4
 
 /*
  * CTRL body, 20 bytes, delivered reliably and in any order:
@@ -212,9 +220,27 @@ GN_EXPORT int gn_wire_data_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 GN_EXPORT void gn_wire_hello_put(const struct gn_wire_hello *o, uint8_t *buf);
 GN_EXPORT int gn_wire_hello_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 				struct gn_wire_hello *o);
-GN_EXPORT void gn_wire_ack_put(const struct gn_wire_ack *a, uint8_t *buf);
+/* The ACK fixed part: how many entries follow. */
+GN_EXPORT void gn_wire_ack_put(unsigned int entries, uint8_t *buf);
 GN_EXPORT int gn_wire_ack_get(const uint8_t *buf, const struct gn_wire_hdr *h,
-			      struct gn_wire_ack *a);
+			      unsigned int *entries);
+/**
+ * gn_wire_ack_entry_put() - write an ACK entry header
+ * @a: the entry; @a->bytes of bitmap go right after it
+ * @buf: GN_WIRE_ACK_ENTRY bytes
+ */
+GN_EXPORT void gn_wire_ack_entry_put(const struct gn_wire_ack *a, uint8_t *buf);
+/**
+ * gn_wire_ack_entry_get() - parse and check the next ACK entry
+ * @buf: where it starts
+ * @left: body bytes from @buf to the end of the body
+ * @a: out; its bitmap is the @a->bytes after the entry header
+ *
+ * Return: bytes the entry takes, header and bitmap; -EBADMSG if it does
+ * not fit or contradicts itself.
+ */
+GN_EXPORT int gn_wire_ack_entry_get(const uint8_t *buf, size_t left,
+				    struct gn_wire_ack *a);
 GN_EXPORT void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, uint8_t *buf);
 GN_EXPORT int gn_wire_ctrl_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			       struct gn_wire_ctrl *c);

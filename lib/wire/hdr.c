@@ -165,30 +165,56 @@ int gn_wire_hello_get(const u8 *b, const struct gn_wire_hdr *h,
 	return 0;
 }
 
-void gn_wire_ack_put(const struct gn_wire_ack *a, u8 *b)
+void gn_wire_ack_put(unsigned int entries, u8 *b)
 {
-	b += GN_WIRE_HDR_LEN;
-	gn_put_le64(a->chunk_off, b);
-	gn_put_le32(a->npkts, b + 8);
-	gn_put_le32(a->base, b + 12);
+	gn_put_le16((u16)entries, b + GN_WIRE_HDR_LEN);
+	gn_put_le16(0, b + GN_WIRE_HDR_LEN + 2);
 }
 
 int gn_wire_ack_get(const u8 *b, const struct gn_wire_hdr *h,
-		    struct gn_wire_ack *a)
+		    unsigned int *entries)
 {
-	b += GN_WIRE_HDR_LEN;
-	a->chunk_off = gn_get_le64(b);
-	a->npkts = gn_get_le32(b + 8);
-	a->base = gn_get_le32(b + 12);
-	if (h->type != GN_PKT_ACK || !a->npkts)
+	*entries = gn_get_le16(b + GN_WIRE_HDR_LEN);
+	if (h->type != GN_PKT_ACK || !*entries ||
+	    gn_get_le16(b + GN_WIRE_HDR_LEN + 2) ||
+	    (size_t)*entries * GN_WIRE_ACK_ENTRY > h->body_len)
+		return -EBADMSG;
+	return 0;
+}
+
+void gn_wire_ack_entry_put(const struct gn_wire_ack *a, u8 *b)
+{
+	gn_put_le32(a->tensor, b);
+	gn_put_le32(a->step, b + 4);
+	gn_put_le64(a->chunk_off, b + 8);
+	gn_put_le32(a->npkts, b + 16);
+	gn_put_le32(a->base, b + 20);
+	b[24] = a->phase;
+	b[25] = 0;
+	gn_put_le16(a->bytes, b + 26);
+}
+
+int gn_wire_ack_entry_get(const u8 *b, size_t left, struct gn_wire_ack *a)
+{
+	if (left < GN_WIRE_ACK_ENTRY)
+		return -EBADMSG;
+	a->tensor = gn_get_le32(b);
+	a->step = gn_get_le32(b + 4);
+	a->chunk_off = gn_get_le64(b + 8);
+	a->npkts = gn_get_le32(b + 16);
+	a->base = gn_get_le32(b + 20);
+	a->phase = b[24];
+	a->bytes = gn_get_le16(b + 26);
+	if (b[25] || a->phase > GN_PHASE_GATHER || !a->npkts ||
+	    (size_t)GN_WIRE_ACK_ENTRY + a->bytes > left)
 		return -EBADMSG;
 	/* "All of it", or a bitmap window that starts inside the message. */
 	if (a->base == a->npkts)
-		return h->body_len ? -EBADMSG : 0;
-	if (a->base % 8 || a->base > a->npkts || !h->body_len ||
-	    (u64)a->base + (u64)h->body_len * 8 > (u64)a->npkts + 7)
+		return a->bytes ? -EBADMSG : GN_WIRE_ACK_ENTRY;
+	if (a->base % 8 || a->base > a->npkts || !a->bytes ||
+	    (u64)a->base + (u64)a->bytes * 8 > (u64)a->npkts + 7)
 		return -EBADMSG;
-	return 0;
+	return GN_WIRE_ACK_ENTRY + a->bytes;
 }
 
 void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, u8 *b)
