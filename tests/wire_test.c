@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+/*
+ * wire_test.c - the packet format and its MAC: every header field round
+ * trips, every check of the parsers rejects what it should, SipHash-2-4
+ * gives its published value, and the tag catches any changed bit.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include <gradnet/wire.h>
+
+static const uint8_t key[GN_MAC_KEY_LEN] = "0123456789abcdef";
+
+/* A well-formed DATA packet of @body bytes (3LC), sealed with @m. */
+static size_t data_packet(uint8_t *p, const struct gn_mac *m, uint16_t body)
+{
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_DATA, .src = 1, .dst = 0, .job = 77, .tensor = 5,
+		.step = 9, .body_len = body, .phase = GN_PHASE_REDUCE,
+		.codec = GN_WIRE_CODEC_3LC,
+	};
+	struct gn_wire_data d = {
+		.chunk_off = 4096, .chunk_len = 1000, .first = 10, .count = 50,
+		.scale = 0x3f800000, .s = 0x3fc00000, .pkt = 2, .npkts = 3,
+	};
+
+	gn_wire_hdr_put(&h, p);
+	gn_wire_data_put(&d, p);
+	memset(p + GN_WIRE_DATA_HDR, 121, body);
+	return gn_mac_seal(m, p, GN_WIRE_DATA_HDR + body);
+}
+
+TEST(data_round_trip)
+{
+	uint8_t p[256];
+	struct gn_mac m;
+	struct gn_wire_hdr h;
+	struct gn_wire_data d;
+	size_t len;
+
+	gn_mac_init(&m, key);
+	len = data_packet(p, &m, 20);
+	ASSERT_EQ(GN_WIRE_DATA_OVERHEAD + 20, len);
+	ASSERT_EQ(0, gn_wire_hdr_get(p, len, &h));
+	ASSERT_EQ(GN_PKT_DATA, h.type);
+	ASSERT_EQ(1, h.src);
+	ASSERT_EQ(0, h.dst);
+	ASSERT_EQ(77, h.job);
+	ASSERT_EQ(5, h.tensor);
+	ASSERT_EQ(9, h.step);
+	ASSERT_EQ(20, h.body_len);
+	ASSERT_EQ(GN_WIRE_CODEC_3LC, h.codec);
+	ASSERT_EQ(0, gn_wire_data_get(p, &h, &d));
+	ASSERT_EQ(4096, d.chunk_off);
+	ASSERT_EQ(1000, d.chunk_len);
+	ASSERT_EQ(10, d.first);
+	ASSERT_EQ(50, d.count);
+	ASSERT_EQ(0x3f800000, d.scale);
+	ASSERT_EQ(0x3fc00000, d.s);
+	ASSERT_EQ(2, d.pkt);
+	ASSERT_EQ(3, d.npkts);
+	ASSERT_EQ(0, gn_mac_check(&m, p, len));
+	/* Little-endian on the wire, whatever the host. */
+	ASSERT_EQ(0x47, p[0]);
+	ASSERT_EQ(0x4e, p[1]);
+	ASSERT_EQ(77, p[8]);
+}
+
+TEST(header_rejects)
+{
+	uint8_t p[256], q[256];
+	struct gn_wire_hdr h;
+	struct gn_mac m;
+	size_t len, i;
+
+	gn_mac_init(&m, key);
+	len = data_packet(p, &m, 20);
+	/* Every truncation and one extra byte. */
+	for (i = 0; i < len; i++)
+		ASSERT_NE(0, gn_wire_hdr_get(p, i, &h)) TH_LOG("length %zu", i);
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(p, len + 1, &h));
+	memcpy(q, p, len);
+	q[0] ^= 1;
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
+	memcpy(q, p, len);
+	q[2] = GN_WIRE_VERSION + 1;
+	ASSERT_EQ(-EPROTONOSUPPORT, gn_wire_hdr_get(q, len, &h));
+	ASSERT_EQ(GN_WIRE_VERSION + 1, h.version);
+	memcpy(q, p, len);
+	q[3] = 99;		/* unknown type */
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
+	memcpy(q, p, len);
+	q[22] = 2;		/* phase */
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
+	memcpy(q, p, len);
+	q[20] = 21;		/* body length disagrees with the packet */
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(p, GN_WIRE_MAX_PKT + 1, &h));
+}
+
+/* Rewrite one DATA field; expect the parser to reject it. */
+static int data_with(uint32_t off, uint64_t v, unsigned int width,
+		     uint8_t codec, uint16_t body)
+{
+	uint8_t p[4096];
+	struct gn_wire_hdr h;
+	struct gn_wire_data d;
+	size_t len = data_packet(p, NULL, body), i;
+
+	p[23] = codec;
+	for (i = 0; i < width; i++)
+		p[off + i] = (uint8_t)(v >> (8 * i));
+	if (gn_wire_hdr_get(p, len, &h))
+		return -1;
+	return gn_wire_data_get(p, &h, &d);
+}
+
+TEST(data_rejects)
+{
+	const uint8_t lc = GN_WIRE_CODEC_3LC, none = GN_WIRE_CODEC_NONE;
+
+	ASSERT_EQ(0, data_with(40, 50, 4, lc, 20));
+	ASSERT_EQ(-EBADMSG, data_with(40, 0, 4, lc, 20));	/* count 0 */
+	ASSERT_EQ(-EBADMSG, data_with(40, 19, 4, lc, 20));	/* body > count */
+	ASSERT_EQ(-EBADMSG, data_with(36, 151, 4, lc, 20));	/* past 200 groups */
+	ASSERT_EQ(0, data_with(36, 150, 4, lc, 20));
+	ASSERT_EQ(-EBADMSG, data_with(32, 0, 4, lc, 20));	/* empty chunk */
+	ASSERT_EQ(-EBADMSG, data_with(44, 0x7f800000, 4, lc, 20));	/* M inf */
+	ASSERT_EQ(-EBADMSG, data_with(44, 0x80000000, 4, lc, 20));	/* M -0 */
+	ASSERT_EQ(-EBADMSG, data_with(48, 0x40000000, 4, lc, 20));	/* s = 2 */
+	ASSERT_EQ(-EBADMSG, data_with(48, 0x3f7fffff, 4, lc, 20));	/* s < 1 */
+	ASSERT_EQ(-EBADMSG, data_with(52, 3, 4, lc, 20));	/* pkt >= npkts */
+	ASSERT_EQ(-EBADMSG, data_with(56, 0, 4, lc, 20));	/* npkts 0 */
+	ASSERT_EQ(-EBADMSG, data_with(24, ~0ull - 10, 8, lc, 20));	/* wraps */
+	ASSERT_EQ(-EBADMSG, data_with(23, 0, 1, 7, 20));	/* unknown codec */
+	/* Dense: body exactly 4 bytes a value, no scale, no s. */
+	ASSERT_EQ(-EBADMSG, data_with(44, 0, 4, none, 200));
+	ASSERT_EQ(-EBADMSG, data_with(40, 50, 4, none, 199));
+}
+
+/* Both packets sealed with @m; the ACK body carries @entries entries. */
+TEST(ack_entries)
+{
+	uint8_t p[512];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_ACK, .src = 0, .dst = 1, .job = 1,
+	};
+	struct gn_wire_ack a = { 7, 3, 65536, 20, 0, GN_PHASE_GATHER, 3 }, b;
+	size_t body = 2 * GN_WIRE_ACK_ENTRY + 3, at;
+	unsigned int n;
+
+	h.body_len = (uint16_t)body;
+	gn_wire_hdr_put(&h, p);
+	gn_wire_ack_put(2, p);
+	at = GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN;
+	gn_wire_ack_entry_put(&a, p + at);
+	memset(p + at + GN_WIRE_ACK_ENTRY, 0xff, 3);
+	a.base = a.npkts;	/* "all of it" */
+	a.bytes = 0;
+	gn_wire_ack_entry_put(&a, p + at + GN_WIRE_ACK_ENTRY + 3);
+	ASSERT_EQ(0, gn_wire_hdr_get(p, at + body + GN_WIRE_TAG, &h));
+	ASSERT_EQ(0, gn_wire_ack_get(p, &h, &n));
+	ASSERT_EQ(2, n);
+	ASSERT_EQ(GN_WIRE_ACK_ENTRY + 3, gn_wire_ack_entry_get(p + at, body, &b));
+	ASSERT_EQ(7, b.tensor);
+	ASSERT_EQ(3, b.step);
+	ASSERT_EQ(65536, b.chunk_off);
+	ASSERT_EQ(0, b.base);
+	ASSERT_EQ(3, b.bytes);
+	ASSERT_EQ(GN_WIRE_ACK_ENTRY,
+		  gn_wire_ack_entry_get(p + at + GN_WIRE_ACK_ENTRY + 3,
+					GN_WIRE_ACK_ENTRY, &b));
+	ASSERT_EQ(20, b.base);
+	/* The bitmap runs past the body. */
+	ASSERT_EQ(-EBADMSG, gn_wire_ack_entry_get(p + at, GN_WIRE_ACK_ENTRY + 2, &b));
+	/* A window that does not start on a byte, or past the message. */
+	a.base = 4;
+	a.bytes = 1;
+	gn_wire_ack_entry_put(&a, p + at);
+	ASSERT_EQ(-EBADMSG, gn_wire_ack_entry_get(p + at, body, &b));
+	a.base = 8;
+	a.bytes = 3;	/* bits 8..31 for a message of 20 packets */
+	gn_wire_ack_entry_put(&a, p + at);
+	ASSERT_EQ(-EBADMSG, gn_wire_ack_entry_get(p + at, body, &b));
+	a.base = a.npkts;	/* "all" with a bitmap */
+	a.bytes = 1;
+	gn_wire_ack_entry_put(&a, p + at);
+	ASSERT_EQ(-EBADMSG, gn_wire_ack_entry_get(p + at, body, &b));
+	/* More entries announced than the body can hold. */
+	gn_wire_ack_put(20, p);
+	ASSERT_EQ(-EBADMSG, gn_wire_ack_get(p, &h, &n));
+}
+
+TEST(hello_and_ctrl)
+{
+	uint8_t p[128];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_HELLO, .src = 2, .dst = 0, .job = 1,
+	};
+	struct gn_wire_hello o = { 4, GN_HELLO_REPLY, 2, 0x3f800000, 65536,
+				   1500, 0x1122334455667788ull }, o2;
+	struct gn_wire_ctrl c = { 5, GN_CTRL_ABORT, 0, EDOM, 2 }, c2;
+
+	gn_wire_hdr_put(&h, p);
+	gn_wire_hello_put(&o, p);
+	ASSERT_EQ(0, gn_wire_hdr_get(p, GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN +
+					     GN_WIRE_TAG, &h));
+	ASSERT_EQ(0, gn_wire_hello_get(p, &h, &o2));
+	ASSERT_EQ(4, o2.world);
+	ASSERT_EQ(65536, o2.chunk);
+	ASSERT_EQ(1500, o2.mtu);
+	ASSERT_EQ(0x1122334455667788ull, o2.instance);
+	p[GN_WIRE_HDR_LEN + 2] = 0x80;	/* unknown flag */
+	ASSERT_EQ(-EBADMSG, gn_wire_hello_get(p, &h, &o2));
+
+	h.type = GN_PKT_CTRL;
+	gn_wire_hdr_put(&h, p);
+	gn_wire_ctrl_put(&c, p);
+	ASSERT_EQ(0, gn_wire_hdr_get(p, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN +
+					     GN_WIRE_TAG, &h));
+	ASSERT_EQ(0, gn_wire_ctrl_get(p, &h, &c2));
+	ASSERT_EQ(5, c2.seq);
+	ASSERT_EQ(EDOM, c2.value);
+	ASSERT_EQ(2, c2.extra);
+	p[GN_WIRE_HDR_LEN + 4] = 9;	/* unknown kind */
+	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_get(p, &h, &c2));
+	c.seq = 0;		/* sequence numbers start at 1 */
+	gn_wire_ctrl_put(&c, p);
+	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_get(p, &h, &c2));
+}
+
+/* The test vector of the SipHash paper (key 00..0f, input 00..0e). */
+TEST(siphash_vector)
+{
+	uint64_t k[2] = { 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull };
+	uint8_t in[15];
+	int i;
+
+	for (i = 0; i < 15; i++)
+		in[i] = (uint8_t)i;
+	ASSERT_EQ(0xa129ca6149be45e5ull, gn_siphash(k, in, sizeof(in)));
+}
+
+/* Any one changed bit, any length, any key change: the check fails. */
+TEST(mac_catches_every_bit)
+{
+	static uint8_t p[GN_WIRE_MAX_PKT];
+	static const size_t lens[] = { 8, 9, 31, 32, 33, 100, 1472, 8992 };
+	uint8_t other[GN_MAC_KEY_LEN];
+	struct gn_mac m, m2;
+	size_t k, i;
+
+	memcpy(other, key, sizeof(other));
+	other[15] ^= 1;
+	gn_mac_init(&m, key);
+	gn_mac_init(&m2, other);
+	for (i = 0; i < sizeof(p); i++)
+		p[i] = (uint8_t)(i * 7 + 3);
+	for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		size_t len = gn_mac_seal(&m, p, lens[k]);
+
+		ASSERT_EQ(0, gn_mac_check(&m, p, len));
+		ASSERT_EQ(-EBADMSG, gn_mac_check(&m2, p, len));
+		ASSERT_EQ(-EBADMSG, gn_mac_check(NULL, p, len));
+		/* Zero padding must not let a longer packet share the tag. */
+		ASSERT_NE(gn_mac_tag(&m, p, lens[k]), gn_mac_tag(&m, p, lens[k] + 1));
+		for (i = 0; i < len * 8; i += (len > 200 ? 61 : 1)) {
+			p[i / 8] ^= (uint8_t)(1u << (i % 8));
+			ASSERT_EQ(-EBADMSG, gn_mac_check(&m, p, len)) TH_LOG("len %zu bit %zu", len, i);
+			p[i / 8] ^= (uint8_t)(1u << (i % 8));
+		}
+	}
+	/* The AVX2 NH pass and the scalar one give the same tags. */
+	m2 = m;
+	m2.isa = 0;
+	for (k = 0; k < 300; k++)
+		ASSERT_EQ(gn_mac_tag(&m, p, k * 29 % 8993),
+			  gn_mac_tag(&m2, p, k * 29 % 8993));
+	/* Insecure jobs: tag 0, and nothing else passes. */
+	gn_mac_seal(NULL, p, 40);
+	ASSERT_EQ(0, gn_mac_check(NULL, p, 48));
+	ASSERT_EQ(-EBADMSG, gn_mac_check(&m, p, 48));
+}
+
+TEST_HARNESS_MAIN
