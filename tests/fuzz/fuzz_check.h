@@ -25,22 +25,6 @@
 		}                                                             \
 	} while (0)
 
-/*
- * Deviations of lib/codec from gradnet/codec.h that have been reported but
- * not fixed yet. The checks are strict unless built with GN_FZ_ALLOW_KNOWN
- * (run.sh does when GN_FUZZ_ALLOW_KNOWN=1), which lets a long run explore
- * past them:
- * - on -EDOM because M overflows, gn_tlc_quantize() and
- *   gn_tlc_quantize_chunks() store M = +inf although they promise not to
- *   write the scale;
- * - gn_tlc_quantize_chunks() returns 0, not -EINVAL, for a bad s when n = 0.
- */
-#ifdef GN_FZ_ALLOW_KNOWN
-#define GN_FZ_KNOWN 1
-#else
-#define GN_FZ_KNOWN 0
-#endif
-
 /* MXCSR: round to nearest, exceptions masked; FTZ and DAZ bits. */
 #define GN_FZ_CSR_DEFAULT 0x1f80u
 #define GN_FZ_CSR_FTZ_DAZ 0x8040u

@@ -12,9 +12,7 @@
 # BUILD_DIR defaults to build-fuzz/ under the source root (ignored by git).
 # The corpus a run finds is kept in BUILD_DIR/corpus/TARGET and reused.
 # Env: CLANG (default clang-14, else clang); GN_FUZZ_TARGETS (default
-# "fuzz_decode fuzz_roundtrip fuzz_rx"); GN_FUZZ_ARGS, extra libFuzzer options;
-# GN_FUZZ_ALLOW_KNOWN=1 relaxes the checks of codec bugs that are reported
-# but not fixed yet (listed in fuzz_check.h), to fuzz on past them.
+# "fuzz_decode fuzz_roundtrip fuzz_rx"); GN_FUZZ_ARGS, extra libFuzzer options.
 # Exit: 0 pass, 1 fail, 77 (GN_SKIP_RC) if clang cannot build a fuzzer.
 set -eu
 
@@ -51,9 +49,6 @@ san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
 cflags="-std=gnu11 -O1 -g -fno-omit-frame-pointer -ffp-contract=off
 	-D_GNU_SOURCE -Wall -Wextra -Werror
 	-I$root/include -I$root/lib -I$root/tests"
-if [ "${GN_FUZZ_ALLOW_KNOWN:-0}" = 1 ]; then
-	cflags="$cflags -DGN_FZ_ALLOW_KNOWN"
-fi
 
 echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return d && n; }' \
 	>"$build/obj/probe.c"
