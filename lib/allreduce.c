@@ -659,7 +659,7 @@ static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 		if (k == ctx->rank) {
 			u32 g = groups_of(t->codec, len);
 
-			if (!st->own_ready)
+			if (c >= st->own_done)
 				return;
 			if (t->codec == GN_WIRE_CODEC_3LC)
 				gn_tlc_decode_slice(t->own_q + (size_t)c *
@@ -692,20 +692,36 @@ static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 /* ---- the caller's side: start and wait ------------------------------------------------ */
 
 /* Build the reduce messages of shard @j; quantized groups in t->q. */
-static int pack_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
-		      struct gn_txmsg **list)
+/*
+ * The caller's side compresses in rounds of ENCODE_BATCH chunks: in each
+ * round the next chunks of every other shard, then of the own shard. So
+ * owners can start adding while later chunks are still being compressed,
+ * and one quantizer call still covers several chunks (its passes overlap).
+ */
+#define ENCODE_BATCH 4
+
+/* A run of chunks of shard j: [c0, c0 + n). */
+struct span {
+	int j;
+	u32 c0, n;
+};
+
+/* Build the reduce messages of a span; quantized groups in t->q. */
+static int pack_span(struct gn_ctx *ctx, struct gn_step *st,
+		     const struct span *sp, struct gn_txmsg **list)
 {
 	struct gn_tensor *t = st->t;
-	u32 c, stride = (u32)gn_tlc_groups(ctx->chunk);
+	u32 k, stride = (u32)gn_tlc_groups(ctx->chunk);
 
-	for (c = 0; c < t->chunks[j]; c++) {
-		size_t len, off = chunk_at(ctx, t, j, c, &len);
-		struct msg_shape ms = { GN_PHASE_REDUCE, (u16)j, off, (u32)len, 0 };
+	for (k = 0; k < sp->n; k++) {
+		size_t len, off = chunk_at(ctx, t, sp->j, sp->c0 + k, &len);
+		struct msg_shape ms = { GN_PHASE_REDUCE, (u16)sp->j, off,
+					(u32)len, 0 };
 		struct gn_txmsg *m;
 
 		if (t->codec == GN_WIRE_CODEC_3LC) {
-			memcpy(&ms.scale, &t->m[c], sizeof(float));
-			m = pack_3lc(ctx, t, st->no, &ms, t->q + (size_t)c * stride,
+			memcpy(&ms.scale, &t->m[k], sizeof(float));
+			m = pack_3lc(ctx, t, st->no, &ms, t->q + (size_t)k * stride,
 				     (u32)gn_tlc_groups(len));
 		} else {
 			m = pack_dense(ctx, t, st->no, &ms, st->data + off);
@@ -719,30 +735,31 @@ static int pack_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
 	return 0;
 }
 
-/* Quantize and pack shard @j of the caller's gradient (no lock held). */
-static int encode_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
-			struct gn_txmsg **list)
+/* Quantize and pack a span of the caller's gradient (no lock held). */
+static int encode_span(struct gn_ctx *ctx, struct gn_step *st,
+		       const struct span *sp, struct gn_txmsg **list)
 {
 	struct gn_tensor *t = st->t;
-	size_t lo = t->lo[j], len = t->lo[j + 1] - lo;
-	bool own = j == ctx->rank;
-	int r = 0;
+	size_t len, off = chunk_at(ctx, t, sp->j, sp->c0, &len);
+	size_t end = sp->c0 + sp->n == t->chunks[sp->j] ? t->lo[sp->j + 1] :
+			     off + (size_t)sp->n * ctx->chunk;
+	size_t stride = gn_tlc_groups(ctx->chunk);
+	bool own = sp->j == ctx->rank;
+	int r;
 
-	if (!len)
-		return 0;
 	if (t->codec == GN_WIRE_CODEC_3LC) {
-		r = gn_tlc_quantize_chunks(st->data + lo, t->e_rs[t->e_cur] + lo,
-					   t->e_rs[!t->e_cur] + lo, len,
-					   ctx->chunk, t->s, own ? t->own_q : t->q,
-					   own ? t->own_m : t->m);
+		r = gn_tlc_quantize_chunks(st->data + off, t->e_rs[t->e_cur] + off,
+					   t->e_rs[!t->e_cur] + off, end - off,
+					   ctx->chunk, t->s,
+					   own ? t->own_q + sp->c0 * stride : t->q,
+					   own ? t->own_m + sp->c0 : t->m);
 		if (r)
 			return r;
 	} else if (own) {
-		memcpy(t->own_v, st->data + lo, len * 4);
+		memcpy(t->own_v + (off - t->lo[sp->j]), st->data + off,
+		       (end - off) * 4);
 	}
-	if (!own)
-		r = pack_shard(ctx, st, j, list);
-	return r;
+	return own ? 0 : pack_span(ctx, st, sp, list);
 }
 
 static void free_list(struct gn_txmsg *m)
@@ -755,11 +772,10 @@ static void free_list(struct gn_txmsg *m)
 	}
 }
 
-/* Hand shard @j's result of encoding to the progress thread (lock held). */
-static void publish_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
-			  struct gn_txmsg *list, int r)
+/* Hand a compressed span to the progress thread (lock held). */
+static void publish_span(struct gn_ctx *ctx, struct gn_step *st,
+			 const struct span *sp, struct gn_txmsg *list, int r)
 {
-	struct gn_tensor *t = st->t;
 	char why[GN_ERRMSG_LEN];
 	u32 c;
 
@@ -780,12 +796,10 @@ static void publish_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
 		abort_step(ctx, st, r, "out of memory while compressing");
 		return;
 	}
-	if (j == ctx->rank) {
-		st->own_ready = true;
-		for (c = 0; c < t->chunks[j]; c++)
+	if (sp->j == ctx->rank) {
+		st->own_done = sp->c0 + sp->n;
+		for (c = sp->c0; c < st->own_done; c++)
 			want_work(ctx, st, c);
-		ctx->tp->wake(ctx->tp_state);
-		return;
 	}
 	while (list) {
 		struct gn_txmsg *m = list;
@@ -798,23 +812,33 @@ static void publish_shard(struct gn_ctx *ctx, struct gn_step *st, int j,
 
 static void encode_all(struct gn_ctx *ctx, struct gn_step *st)
 {
+	struct gn_tensor *t = st->t;
+	u32 c0, most = 0;
 	int i;
 
-	for (i = 0; i < ctx->world; i++) {
-		int j = (ctx->rank + i) % ctx->world;
-		struct gn_txmsg *list = NULL;
-		bool failed;
-		int r;
+	for (i = 0; i < ctx->world; i++)
+		most = t->chunks[i] > most ? t->chunks[i] : most;
+	for (c0 = 0; c0 < most; c0 += ENCODE_BATCH) {
+		for (i = 1; i <= ctx->world; i++) {
+			struct span sp = { (ctx->rank + i) % ctx->world, c0, 0 };
+			struct gn_txmsg *list = NULL;
+			bool failed;
+			int r;
 
-		pthread_mutex_lock(&ctx->lock);
-		failed = st->err != 0;
-		pthread_mutex_unlock(&ctx->lock);
-		if (failed)
-			return;
-		r = encode_shard(ctx, st, j, &list);
-		pthread_mutex_lock(&ctx->lock);
-		publish_shard(ctx, st, j, list, r);
-		pthread_mutex_unlock(&ctx->lock);
+			if (c0 >= t->chunks[sp.j])
+				continue;
+			sp.n = t->chunks[sp.j] - c0 < ENCODE_BATCH ?
+				       t->chunks[sp.j] - c0 : ENCODE_BATCH;
+			pthread_mutex_lock(&ctx->lock);
+			failed = st->err != 0;
+			pthread_mutex_unlock(&ctx->lock);
+			if (failed)
+				return;
+			r = encode_span(ctx, st, &sp, &list);
+			pthread_mutex_lock(&ctx->lock);
+			publish_span(ctx, st, &sp, list, r);
+			pthread_mutex_unlock(&ctx->lock);
+		}
 	}
 }
 

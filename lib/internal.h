@@ -153,7 +153,7 @@ struct gn_step {
 	u8 *zeroed;			/* [c]: acc chunk cleared for this step */
 	u8 *todo;			/* [c]: chunk may have work (progress) */
 	u32 todo_n;
-	bool own_ready;			/* own contribution in t->own_q/own_v */
+	u32 own_done;			/* own chunks compressed (t->own_q/own_v) */
 	/* Results from every owner. */
 	struct gn_rxmsg *gat;		/* [t->gat_off[owner] + c] */
 	u32 gat_left;			/* chunks not yet fully decoded */
