@@ -515,6 +515,7 @@ static void msg_identity(struct gn_txmsg *m, struct gn_step *st,
 	m->stepno = st->no;
 	m->phase = ms->phase;
 	m->to = ms->to;
+	m->codec = st->t->codec;
 	m->chunk_off = ms->chunk_off;
 	m->raw_bytes = (u64)ms->chunk_len * 4;
 }

@@ -79,6 +79,7 @@ struct gn_txmsg {
 	struct gn_step *step;		/* NULL once the step is over */
 	u32 tensor, stepno;
 	u8 phase;
+	u8 codec;
 	u16 to;
 	u64 chunk_off;
 	u32 npkts;

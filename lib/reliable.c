@@ -84,6 +84,17 @@ void gn_txmsg_free(struct gn_txmsg *m)
 	free(m);
 }
 
+/* A message to one more receiver: what it stands for, bare and raw. */
+static void stream_stats(struct gn_stats *s, const struct gn_txmsg *m)
+{
+	u64 body = m->off[m->npkts] - (u64)m->npkts * GN_WIRE_DATA_OVERHEAD;
+
+	s->raw_bytes += m->raw_bytes;
+	s->messages++;
+	s->stream_bytes += body + (m->codec == GN_WIRE_CODEC_3LC ?
+				   GN_TLC_SCALE_BYTES : 0);
+}
+
 /* Set up per-receiver state once m->to is known, and start sending. */
 void gn_txmsg_queue(struct gn_ctx *ctx, struct gn_txmsg *m)
 {
@@ -104,10 +115,10 @@ void gn_txmsg_queue(struct gn_ctx *ctx, struct gn_txmsg *m)
 			continue;
 		m->unacked[r] = m->npkts;
 		m->left++;
-		ctx->stats.raw_bytes += m->raw_bytes;
-		ctx->peers[p].stats.raw_bytes += m->raw_bytes;
+		stream_stats(&ctx->stats, m);
+		stream_stats(&ctx->peers[p].stats, m);
 		if (t)
-			t->stats.raw_bytes += m->raw_bytes;
+			stream_stats(&t->stats, m);
 	}
 	if (!m->acked || !m->again || !m->sent_ns || !m->unacked ||
 	    !m->next_new) {

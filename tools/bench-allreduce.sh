@@ -14,7 +14,9 @@
 #                           [--json] [--build DIR]
 # Each value list is swept; every configuration gets a fresh topology.
 # Times are the slowest rank's median seconds per allreduce; bytes are UDP
-# payload bytes per rank per allreduce (gradnet's own counters).
+# payload bytes per rank per allreduce (gradnet's own counters): wire_bytes
+# of data packets, stream_bytes what they carry as bare chunk streams,
+# ctl_bytes of acknowledgements and control.
 
 set -eu
 
@@ -155,6 +157,7 @@ for loss in "${P[@]}"; do
 	fi
 	gs=$(echo "$g" | slowest)
 	wire=$(echo "$g" | per_step wire_bytes $((st + wu)))
+	stream=$(echo "$g" | per_step stream_bytes $((st + wu)))
 	ctl=$(echo "$g" | per_step ctl_bytes $((st + wu)))
 	rtx=$(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
 	ds=null dbytes=null ms=null
@@ -169,7 +172,7 @@ for loss in "${P[@]}"; do
 	fi
 	cleanup
 	trap - EXIT
-	rows+=("{\"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx}")
+	rows+=("{\"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx}")
 	if [ -z "$json" ]; then
 		echo "${rows[-1]}"
 	fi

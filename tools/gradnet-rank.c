@@ -254,12 +254,14 @@ int main(int argc, char **argv)
 	qsort(sec + o.warmup, (size_t)o.steps, sizeof(double), cmp_double);
 	printf("{\"rank\": %d, \"world\": %d, \"elems\": %zu, \"steps\": %d, "
 	       "\"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f, "
-	       "\"wire_bytes\": %llu, \"ctl_bytes\": %llu, \"raw_bytes\": %llu, "
+	       "\"wire_bytes\": %llu, \"stream_bytes\": %llu, \"ctl_bytes\": %llu, \"raw_bytes\": %llu, "
 	       "\"tx_packets\": %llu, \"retransmits\": %llu, \"hash\": \"%016llx\", ",
 	       rank, gn_ctx_world_size(ctx), o.elems, o.steps,
 	       sec[o.warmup + o.steps / 2], sec[o.warmup],
 	       sec[o.warmup + o.steps - 1],
-	       (unsigned long long)st.wire_bytes, (unsigned long long)st.ctl_bytes,
+	       (unsigned long long)st.wire_bytes,
+	       (unsigned long long)st.stream_bytes,
+	       (unsigned long long)st.ctl_bytes,
 	       (unsigned long long)st.raw_bytes,
 	       (unsigned long long)st.tx_packets,
 	       (unsigned long long)st.retransmits, (unsigned long long)hash);

@@ -235,6 +235,9 @@ enum gn_drop {
  * @allreduces: allreduces completed (tensor and context stats)
  * @ctl_packets, @ctl_bytes: acknowledgements, handshake, probes and control
  *	messages sent (not in @wire_bytes)
+ * @messages: chunk messages sent (one per chunk and receiver)
+ * @stream_bytes: what those chunks are as bare chunk streams (the codec's
+ *	bytes plus a 4-byte scale per chunk), for the cost of packetization
  */
 struct gn_stats {
 	size_t sz;
@@ -248,6 +251,8 @@ struct gn_stats {
 	uint64_t allreduces;
 	uint64_t ctl_packets;
 	uint64_t ctl_bytes;
+	uint64_t messages;
+	uint64_t stream_bytes;
 };
 
 /* Return: 0, -EINVAL (bad sz or peer), -ENOENT (unknown tensor). */
