@@ -37,6 +37,7 @@ struct results {
 	double snap_ratio[4], snap_entropy[4];
 	double steady_ratio[4], steady_bits[4], steady_entropy[4];
 	double steady_q_entropy[4];
+	double chunk_ratio[8];
 };
 
 static const float s_values[4] = { 1.0f, 1.5f, 1.75f, 1.9f };
@@ -276,7 +277,7 @@ static void ratios(const struct codec_opts *o, struct results *r)
 	nt = bench_manifest("mlp-digits/manifest.tsv", t, 512);
 	if (!o->json)
 		printf("\n# Per-tensor snapshots (mlp-digits, error buffer zero)\n"
-		       "%-26s %9s %5s %8s %8s %9s\n", "tensor", "elems", "s",
+		       "%-6s %-12s %9s %5s %8s %8s %9s\n", "step", "tensor", "elems", "s",
 		       "ratio", "bits/val", "H(trit)");
 	for (si = 0; si < 4; si++) {
 		struct counts all = { 0 };
@@ -294,8 +295,8 @@ static void ratios(const struct codec_opts *o, struct results *r)
 			e = calloc(n, sizeof(float));
 			encode_tensor(o->isa, x, e, n, s_values[si], &one);
 			if (!o->json)
-				printf("%-26s %9zu %5.2f %8.1f %8.3f %9.3f\n",
-				       t[k].name, n, s_values[si],
+				printf("%-6d %-12s %9zu %5.2f %8.1f %8.3f %9.3f\n",
+				       t[k].step, t[k].name, n, s_values[si],
 				       one.values * 4 / one.bytes,
 				       one.bytes * 8 / one.values,
 				       entropy(one.trit, 3, one.values));
@@ -336,6 +337,57 @@ static void ratios(const struct codec_opts *o, struct results *r)
 		r->steady_bits[si] = ct.bytes * 8 / ct.values;
 		r->steady_entropy[si] = entropy(ct.trit, 3, ct.values);
 		r->steady_q_entropy[si] = entropy(ct.group, 243, ct.values);
+	}
+}
+
+/*
+ * What chunking costs: the mlp-digits fc2.weight snapshots (1 Mi values
+ * each, steps 1, 100, 1000), error feedback carried from one to the next,
+ * as one chunk or in chunks of each size; bare chunk streams, s = 1.
+ */
+static const size_t chunk_sizes[] = { 0, 262144, 65536, 16384, 4096 };
+#define NCHUNK_SIZES (sizeof(chunk_sizes) / sizeof(chunk_sizes[0]))
+
+static void chunking(const struct codec_opts *o, double *ratio)
+{
+	static const char *const files[] = {
+		"mlp-digits/mlp-s00001-fc2.weight.f32",
+		"mlp-digits/mlp-s00100-fc2.weight.f32",
+		"mlp-digits/mlp-s01000-fc2.weight.f32",
+	};
+	size_t k, f;
+
+	for (k = 0; k < NCHUNK_SIZES; k++) {
+		float *e = NULL;
+		double raw = 0, bytes = 0;
+
+		for (f = 0; f < 3; f++) {
+			size_t n, chunk, at;
+			float *x = bench_load_f32(files[f], &n);
+			uint8_t *out;
+
+			if (!x)
+				bench_die("cannot read %s", files[f]);
+			if (!e)
+				e = calloc(n, sizeof(float));
+			chunk = chunk_sizes[k] ? chunk_sizes[k] : n;
+			out = bench_alloc(gn_tlc_encode_bound(chunk));
+			for (at = 0; at < n; at += chunk) {
+				size_t len = n - at < chunk ? n - at : chunk;
+				long r = gn_tlc_encode_isa(o->isa, x + at, e + at, len,
+							   1.0f, out,
+							   gn_tlc_encode_bound(len));
+
+				if (r < 0)
+					bench_die("encode failed");
+				bytes += (double)r;
+			}
+			raw += (double)n * 4;
+			free(out);
+			free(x);
+		}
+		ratio[k] = raw / bytes;
+		free(e);
 	}
 }
 
@@ -382,6 +434,16 @@ static void print_text(const struct codec_opts *o, const struct results *r,
 	for (si = 0; si < 4; si++)
 		printf("%5.2f %8.1f %9.3f\n", s_values[si], r->snap_ratio[si],
 		       r->snap_entropy[si]);
+	printf("\n# Chunking: mlp-digits fc2.weight, 3 snapshots, s = 1, bare chunk streams\n"
+	       "%12s %8s %12s\n", "chunk", "ratio", "vs 1 chunk");
+	for (si = 0; si < NCHUNK_SIZES; si++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "%zu", chunk_sizes[si]);
+		printf("%12s %8.1f %11.1f%%\n", chunk_sizes[si] ? name : "whole",
+		       r->chunk_ratio[si],
+		       100.0 * (r->chunk_ratio[si] / r->chunk_ratio[0] - 1));
+	}
 	printf("\n# Steady state: mlp-small-seq steps 200-247, error buffer carried\n"
 	       "%5s %8s %9s %9s %12s\n", "s", "ratio", "bits/val", "H(trit)",
 	       "H(group)/5");
@@ -423,6 +485,10 @@ static void print_json(const struct codec_opts *o, const struct results *r,
 	for (si = 0; si < 4; si++)
 		printf("%s\"%.2f\": %.6f", si ? ", " : "", s_values[si],
 		       r->steady_entropy[si]);
+	printf("}, \"chunk_ratio\": {");
+	for (si = 0; si < NCHUNK_SIZES; si++)
+		printf("%s\"%zu\": %.4f", si ? ", " : "", chunk_sizes[si],
+		       r->chunk_ratio[si]);
 	printf("}, \"snapshot_ratio\": {");
 	for (si = 0; si < 4; si++)
 		printf("%s\"%.2f\": %.4f", si ? ", " : "", s_values[si],
@@ -507,6 +573,7 @@ int bench_codec(int argc, char **argv)
 	r.lz4_ratio = lr;
 	r.tlc_ratio_dram = tr;
 	ratios(&o, &r);
+	chunking(&o, r.chunk_ratio);
 	if (o.json)
 		print_json(&o, &r, cache_n, dram_n);
 	else
