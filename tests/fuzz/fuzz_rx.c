@@ -203,7 +203,7 @@ static void fix_data(u8 *b, size_t len, int from)
 		u32 g = (u32)gn_tlc_groups(clen);
 
 		first %= g;
-		if (body <= g - first)
+		if (body <= g - first && (count < body || count > g - first))
 			count = body + count % (g - first - body + 1);
 		gn_fz_put_le(d + 24, s_bits_of(t), 4);
 	} else {
@@ -214,7 +214,9 @@ static void fix_data(u8 *b, size_t len, int from)
 	}
 	gn_fz_put_le(d + 12, first, 4);
 	gn_fz_put_le(d + 16, count, 4);
-	npkts = 1 + gn_fz_le(d + 32, 4) % 64;
+	npkts = gn_fz_le(d + 32, 4);
+	if (!npkts || npkts > 64)
+		npkts = 1 + npkts % 64;
 	gn_fz_put_le(d + 28, gn_fz_le(d + 28, 4) % npkts, 4);
 	gn_fz_put_le(d + 32, npkts, 4);
 }

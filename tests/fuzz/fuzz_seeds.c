@@ -261,11 +261,14 @@ static void rx_rec(struct rx_seed *sd, unsigned int ctl, const uint8_t *p,
 	sd->len += GN_FZX_REC_HDR + len;
 }
 
-/* Common header fields the harness does not fix (fuzz_input.h). */
-static void rx_hdr(uint8_t *p, unsigned int type, unsigned int tensor_idx,
-		   unsigned int step, unsigned int phase)
+/*
+ * Clear @len bytes at @p and set the common header fields the harness does
+ * not fix (fuzz_input.h).
+ */
+static void rx_hdr(uint8_t *p, size_t len, unsigned int type,
+		   unsigned int tensor_idx, unsigned int step, unsigned int phase)
 {
-	memset(p, 0, 24);
+	memset(p, 0, len);
 	p[3] = (uint8_t)type;
 	gn_fz_put_le(p + 12, tensor_idx, 4);
 	gn_fz_put_le(p + 16, step, 4);
@@ -275,11 +278,11 @@ static void rx_hdr(uint8_t *p, unsigned int type, unsigned int tensor_idx,
 /*
  * Shard @shard's chunk @c of tensor @k, from rank @from, as DATA packets:
  * 3LC by the model (one packet), or the values themselves, cut to fit
- * gn_test_ctx_new()'s MTU of 9000.
+ * gn_test_ctx_new()'s MTU of 9000. Values are about @amp, some 30 times.
  */
 static void rx_data(struct rx_seed *sd, unsigned int ctl, unsigned int k,
 		    unsigned int step, unsigned int phase, unsigned int from,
-		    unsigned int shard, unsigned int c)
+		    unsigned int shard, unsigned int c, float amp)
 {
 	const struct gn_fzx_tensor *t = &gn_fzx_tensors[k];
 	size_t lo = gn_fzx_shard_lo(t->elems, shard) + (size_t)c * GN_FZX_CHUNK;
@@ -291,9 +294,9 @@ static void rx_data(struct rx_seed *sd, unsigned int ctl, unsigned int k,
 
 	n = hi - lo < GN_FZX_CHUNK ? hi - lo : GN_FZX_CHUNK;
 	for (i = 0; i < n; i++)
-		x[i] = sinf((float)(i * 3 + from * 17 + step * 5)) *
-		       (i % 13 ? 1e-3f : 3e-2f);
-	rx_hdr(p, 2, k, step, phase);
+		x[i] = sinf((float)(i * 3 + from * 17 + step * 5)) * amp *
+		       (i % 13 ? 1.0f : 30.0f);
+	rx_hdr(p, 60, 2, k, step, phase);
 	gn_fz_put_le(p + 24, c, 4);
 	if (t->codec == 2) {
 		body = model_stream(x, n, t->s == 0.0f ? 1.0f : t->s, stream,
@@ -337,9 +340,10 @@ static void rx_step(struct rx_seed *sd, unsigned int ctl, unsigned int k,
 		for (c = 0; c * GN_FZX_CHUNK < len; c++) {
 			if (j == 0) {
 				for (from = 1; from < GN_FZX_WORLD; from++)
-					rx_data(sd, ctl, k, step, 0, from, 0, c);
+					rx_data(sd, ctl, k, step, 0, from, 0, c,
+						1e-3f);
 			} else {
-				rx_data(sd, ctl, k, step, 1, j, j, c);
+				rx_data(sd, ctl, k, step, 1, j, j, c, 1e-3f);
 			}
 		}
 	}
@@ -356,34 +360,53 @@ static void rx_control(struct rx_seed *sd)
 	uint8_t p[64];
 
 	/* Rank 1 has all of rank 0's contribution to shard 1 of tensor 1. */
-	rx_hdr(p, 3, 0, 1, 0);
+	rx_hdr(p, sizeof(p), 3, 0, 1, 0);
 	gn_fz_put_le(p + 24, (uint32_t)gn_fzx_shard_lo(1000, 1), 4);
 	gn_fz_put_le(p + 32, 1, 4);
 	gn_fz_put_le(p + 36, 1, 4);
 	rx_rec(sd, RX_FIX | 1, p, 24 + 16 + 8);
 	/* ... and as a bitmap, from rank 2 for shard 2. */
-	rx_hdr(p, 3, 0, 1, 0);
+	rx_hdr(p, sizeof(p), 3, 0, 1, 0);
 	gn_fz_put_le(p + 24, (uint32_t)gn_fzx_shard_lo(1000, 2), 4);
 	gn_fz_put_le(p + 32, 1, 4);
 	p[40] = 1;
 	rx_rec(sd, RX_FIX | 2, p, 24 + 16 + 1 + 8);
-	rx_hdr(p, 6, 0, 0, 0);
+	rx_hdr(p, sizeof(p), 6, 0, 0, 0);
 	rx_rec(sd, RX_FIX | 1, p, 24 + 8 + 8);
-	rx_hdr(p, 7, 0, 0, 0);
+	rx_hdr(p, sizeof(p), 7, 0, 0, 0);
 	rx_rec(sd, RX_FIX | 2, p, 24 + 8 + 8);
 	/* Rank 2 reports a NaN in tensor 3's step 1 (after 6 descriptors). */
-	rx_hdr(p, 4, 2, 1, 0);
+	rx_hdr(p, sizeof(p), 4, 2, 1, 0);
 	gn_fz_put_le(p + 24, GN_FZX_NTENSORS + 1, 4);
 	p[28] = 2;
 	gn_fz_put_le(p + 32, EDOM, 4);
 	gn_fz_put_le(p + 40, 2, 4);
 	rx_rec(sd, RX_FIX | 2, p, 24 + 20 + 8);
 	/* Rank 1 registered tensor 4 with another size. */
-	rx_hdr(p, 4, 3, 0, 0);
+	rx_hdr(p, sizeof(p), 4, 3, 0, 0);
 	gn_fz_put_le(p + 24, GN_FZX_NTENSORS + 1, 4);
 	p[28] = 1;
 	gn_fz_put_le(p + 32, 9002, 4);
 	rx_rec(sd, RX_FIX | 1, p, 24 + 20 + 8);
+}
+
+/*
+ * Rank 2 restarted: a HELLO that matches the job but with a new instance,
+ * which ends every step in flight.
+ */
+static void rx_restart(struct rx_seed *sd)
+{
+	uint8_t p[56];
+
+	rx_hdr(p, sizeof(p), 1, 0, 0, 0);
+	gn_fz_put_le(p + 24, GN_FZX_WORLD, 2);
+	p[26] = 1;
+	p[27] = 2;
+	gn_fz_put_le(p + 28, model_bits(1.0f), 4);
+	gn_fz_put_le(p + 32, GN_FZX_CHUNK, 4);
+	gn_fz_put_le(p + 36, 9000, 2);
+	gn_fz_put_le(p + 40, 0x1234, 4);
+	rx_rec(sd, RX_FIX | 2, p, sizeof(p));
 }
 
 static void rx_seeds(void)
@@ -417,6 +440,16 @@ static void rx_seeds(void)
 	sd.len = 0;
 	rx_control(&sd);
 	rx_write("rx-control", &sd);
+	/* Contributions near FLT_MAX: the owner's sum overflows. */
+	sd.len = 0;
+	rx_data(&sd, RX_FIX, 0, 1, 0, 1, 0, 0, 1e37f);
+	rx_data(&sd, RX_FIX, 0, 1, 0, 2, 0, 0, 1e37f);
+	rx_write("rx-sum-overflow", &sd);
+	sd.len = 0;
+	rx_step(&sd, RX_FIX, 2, 1);
+	rx_restart(&sd);
+	rx_step(&sd, RX_FIX, 0, 1);
+	rx_write("rx-peer-restart", &sd);
 }
 
 int main(int argc, char **argv)
