@@ -349,12 +349,13 @@ kill_and_watch() {
 	while :; do
 		st=0
 		for k in 0 2; do
-			if [ -z "${t_line[k]:-}" ] &&
-			   grep -q '"error"' "$tmp/$name.$k.json"; then
-				t_line[k]=$(elapsed "$tk")
-			fi
+			# Exit first: a rank that is gone has flushed its line.
 			if [ -z "${t_exit[k]:-}" ] && ! alive "${pids[k]}"; then
 				t_exit[k]=$(elapsed "$tk")
+			fi
+			if [ -z "${t_line[k]:-}" ] &&
+			   grep -q '"error"' "$tmp/$name.$k.json"; then
+				t_line[k]=${t_exit[k]:-$(elapsed "$tk")}
 			fi
 			[ -n "${t_exit[k]:-}" ] || st=1
 		done
