@@ -43,7 +43,7 @@ struct results {
 static const float s_values[4] = { 1.0f, 1.5f, 1.75f, 1.9f };
 
 /* The baselines get the widest vector unit the CPU has, like the codec. */
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static void stream_encode_kernel(float *e, const float *x, size_t n)
 {
 	size_t i;
@@ -52,7 +52,7 @@ static void stream_encode_kernel(float *e, const float *x, size_t n)
 		e[i] += x[i];
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static void stream_decode_kernel(float *acc, float k, size_t n)
 {
 	size_t i;

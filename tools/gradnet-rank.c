@@ -239,10 +239,11 @@ int main(int argc, char **argv)
 			printf("{\"rank\": %d, \"step\": %d, \"error\": \"%s\", \"message\": \"%s\"}\n",
 			       rank, k, gn_strerror(r), gn_ctx_errmsg(ctx));
 			fflush(stdout);
-			gn_ctx_close(ctx);
-			return r == -ETIMEDOUT ? 3 : 1;
+			break;
 		}
 	}
+	if (r)
+		goto out;
 	hash = fnv(x, o.elems);
 	if (o.out) {
 		FILE *f = fopen(o.out, "wb");
@@ -266,10 +267,11 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.tx_packets,
 	       (unsigned long long)st.retransmits, (unsigned long long)hash);
 	print_drops(&st);
+out:
 	gn_ctx_close(ctx);
 	for (k = 0; k < SEQ_STEPS; k++)
 		free(seq[k]);
 	free(x);
 	free(sec);
-	return 0;
+	return !r ? 0 : r == -ETIMEDOUT ? 3 : 1;
 }
