@@ -137,7 +137,7 @@ static int bench_allreduce(int argc, char **argv)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gradnet-bench codec|mac|allreduce [options]\n");
+	fprintf(stderr, "usage: gradnet-bench codec|mac|allreduce|udp [options]\n");
 	exit(2);
 }
 
@@ -157,6 +157,8 @@ int main(int argc, char **argv)
 		return bench_mac(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "allreduce"))
 		return bench_allreduce(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "udp"))
+		return bench_udp(argc - 1, argv + 1);
 	usage();
 	return 2;
 }

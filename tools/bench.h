@@ -26,6 +26,7 @@ void bench_pin_cpu(void);
 
 int bench_codec(int argc, char **argv);
 int bench_mac(int argc, char **argv);
+int bench_udp(int argc, char **argv);
 
 /*
  * Run @stmt at least three times and for at least @secs seconds; @gbps gets
