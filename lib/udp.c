@@ -217,24 +217,31 @@ static unsigned int gro_size(struct msghdr *h)
 	return 0;
 }
 
-static void split(struct udp *u, int i)
+/* Queue one received datagram; a cut or oversized one with length 0. */
+static void pend_one(struct udp *u, int i, u8 *data, unsigned int len)
 {
 	struct msghdr *h = &u->rx_msg[i].msg_hdr;
-	unsigned int len = u->rx_msg[i].msg_len, seg = gro_size(h), at;
+	struct gn_rx_pkt *p = &u->pend[u->pend_n++];
+
+	p->data = data;
+	p->len = (h->msg_flags & MSG_TRUNC) || len > u->max_pkt ? 0 : (u16)len;
+	memcpy(&p->from.sa, &u->rx_from[i], sizeof(u->rx_from[i]));
+	p->from.len = h->msg_namelen;
+}
+
+/* A receive buffer is one datagram, or several that GRO merged. */
+static void split(struct udp *u, int i)
+{
+	unsigned int len = u->rx_msg[i].msg_len, at;
+	unsigned int seg = gro_size(&u->rx_msg[i].msg_hdr);
 	u8 *base = u->rx_iov[i].iov_base;
 
-	if (!seg || seg >= len)
-		seg = len;
-	for (at = 0; at < len; at += seg) {
-		struct gn_rx_pkt *p = &u->pend[u->pend_n++];
-		unsigned int l = len - at < seg ? len - at : seg;
-
-		p->data = base + at;
-		/* Longer than any gradnet packet: arrives cut, dropped. */
-		p->len = (h->msg_flags & MSG_TRUNC) || l > u->max_pkt ? 0 : (u16)l;
-		memcpy(&p->from.sa, &u->rx_from[i], sizeof(u->rx_from[i]));
-		p->from.len = h->msg_namelen;
+	if (!seg || seg >= len) {
+		pend_one(u, i, base, len);	/* empty ones count, as malformed */
+		return;
 	}
+	for (at = 0; at < len; at += seg)
+		pend_one(u, i, base + at, len - at < seg ? len - at : seg);
 }
 
 static int udp_recv(void *state, struct gn_rx_pkt *pkts, int max)
