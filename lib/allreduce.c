@@ -556,6 +556,20 @@ static void gathered_one(struct gn_ctx *ctx, struct gn_step *st)
 		step_complete(ctx, st);
 }
 
+/* No NaN or infinity in @v? (Bit test, so the compiler vectorizes it.) */
+static bool all_finite(const float *v, size_t n)
+{
+	u32 worst = 0, b;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&b, &v[i], sizeof(b));
+		b &= 0x7fffffffu;
+		worst = b > worst ? b : worst;
+	}
+	return worst < 0x7f800000u;
+}
+
 /*
  * Chunk @c of the own shard has every contribution: quantize the sum with
  * the owner's error feedback, send it to every rank, decode it here.
@@ -584,6 +598,10 @@ static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 		gn_tlc_decode_slice(t->gq, g, result_scale(ctx, t, mm),
 				    st->data + off, len, 0, g);
 	} else {
+		if (!all_finite(t->acc + rel, len)) {
+			abort_step(ctx, st, -EDOM, "the sum overflowed float32 at its owner");
+			return;
+		}
 		m = pack_dense(ctx, t, st->no, &ms, t->acc + rel);
 		dense_result(ctx, t, st->data + off, t->acc + rel, (u32)len);
 	}
@@ -756,9 +774,13 @@ static int encode_span(struct gn_ctx *ctx, struct gn_step *st,
 					   own ? t->own_m + sp->c0 : t->m);
 		if (r)
 			return r;
-	} else if (own) {
-		memcpy(t->own_v + (off - t->lo[sp->j]), st->data + off,
-		       (end - off) * 4);
+	} else {
+		/* Dense values go out as they are; a NaN or infinity must not. */
+		if (!all_finite(st->data + off, end - off))
+			return -EDOM;
+		if (own)
+			memcpy(t->own_v + (off - t->lo[sp->j]), st->data + off,
+			       (end - off) * 4);
 	}
 	return own ? 0 : pack_span(ctx, st, sp, list);
 }

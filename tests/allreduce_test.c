@@ -172,6 +172,22 @@ TEST(nan_skips_step_everywhere)
 	job_free(&s, out);
 }
 
+/* The same for a dense tensor: its values would go out as they are. */
+TEST(nan_dense_skips_step)
+{
+	struct job_spec s = { .world = 2, .steps = 3, .ntensors = 2,
+			      .elems = { 5000, 70001 },
+			      .codec = { GN_CODEC_NONE, GN_CODEC_3LC },
+			      .nan_rank = 1, .nan_step = 1, .nan_tensor = 0,
+			      .die_rank = -1 };
+	bool skip[JOB_MAX_STEPS] = { false, true, false };
+	struct job_out *out = job_run(&s, 60);
+
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, skip, 0);
+	job_free(&s, out);
+}
+
 /* The abort reaches the others before they even start that step. */
 TEST(nan_abort_before_start)
 {

@@ -354,23 +354,31 @@ static void rx_write(const char *name, const struct rx_seed *sd)
 	seed("rx", name, sd->buf, sd->len, NULL, 0);
 }
 
-/* Control packets: ACKs of rank 0's packets, probes, an abort. */
+/* Control packets: ACKs of rank 0's packets (one ACK entry each, see
+ * gradnet/wire.h), probes, an abort. */
 static void rx_control(struct rx_seed *sd)
 {
-	uint8_t p[64];
+	uint8_t p[80];
 
 	/* Rank 1 has all of rank 0's contribution to shard 1 of tensor 1. */
-	rx_hdr(p, sizeof(p), 3, 0, 1, 0);
-	gn_fz_put_le(p + 24, (uint32_t)gn_fzx_shard_lo(1000, 1), 4);
-	gn_fz_put_le(p + 32, 1, 4);
-	gn_fz_put_le(p + 36, 1, 4);
-	rx_rec(sd, RX_FIX | 1, p, 24 + 16 + 8);
+	rx_hdr(p, sizeof(p), 3, 0, 0, 0);
+	gn_fz_put_le(p + 24, 1, 2);		/* one entry */
+	gn_fz_put_le(p + 28, gn_fzx_tensors[0].id, 4);
+	gn_fz_put_le(p + 32, 1, 4);		/* step 1 */
+	gn_fz_put_le(p + 36, (uint32_t)gn_fzx_shard_lo(1000, 1), 4);
+	gn_fz_put_le(p + 44, 1, 4);		/* npkts */
+	gn_fz_put_le(p + 48, 1, 4);		/* base = npkts: all of it */
+	rx_rec(sd, RX_FIX | 1, p, 24 + 4 + 28 + 8);
 	/* ... and as a bitmap, from rank 2 for shard 2. */
-	rx_hdr(p, sizeof(p), 3, 0, 1, 0);
-	gn_fz_put_le(p + 24, (uint32_t)gn_fzx_shard_lo(1000, 2), 4);
+	rx_hdr(p, sizeof(p), 3, 0, 0, 0);
+	gn_fz_put_le(p + 24, 1, 2);
+	gn_fz_put_le(p + 28, gn_fzx_tensors[0].id, 4);
 	gn_fz_put_le(p + 32, 1, 4);
-	p[40] = 1;
-	rx_rec(sd, RX_FIX | 2, p, 24 + 16 + 1 + 8);
+	gn_fz_put_le(p + 36, (uint32_t)gn_fzx_shard_lo(1000, 2), 4);
+	gn_fz_put_le(p + 44, 1, 4);
+	gn_fz_put_le(p + 54, 1, 2);		/* one bitmap byte */
+	p[56] = 1;
+	rx_rec(sd, RX_FIX | 2, p, 24 + 4 + 28 + 1 + 8);
 	rx_hdr(p, sizeof(p), 6, 0, 0, 0);
 	rx_rec(sd, RX_FIX | 1, p, 24 + 8 + 8);
 	rx_hdr(p, sizeof(p), 7, 0, 0, 0);
