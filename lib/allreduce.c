@@ -511,6 +511,7 @@ static void msg_identity(struct gn_txmsg *m, struct gn_step *st,
 			 const struct msg_shape *ms)
 {
 	m->step = st;
+	m->t = st->t;
 	m->tensor = st->t->id;
 	m->stepno = st->no;
 	m->phase = ms->phase;

@@ -77,6 +77,7 @@ int gn_fault_wrap(const struct gn_transport_ops **ops) GN_HIDDEN;
 struct gn_txmsg {
 	struct gn_txmsg *next;		/* ctx->tx list */
 	struct gn_step *step;		/* NULL once the step is over */
+	struct gn_tensor *t;
 	u32 tensor, stepno;
 	u8 phase;
 	u8 codec;

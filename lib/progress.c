@@ -515,6 +515,11 @@ static void packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
 	case GN_PKT_CTRL_ACK:
 		ctrl_ack_in(p, rx->data);
 		break;
+	case GN_PKT_CTRL:
+		/* A faster peer's tensor descriptor may come before our own
+		 * handshake is done; it is kept until we register the tensor. */
+		ctrl_in(ctx, p, &h, rx->data);
+		break;
 	default:
 		if (!ctx->ready) {
 			/* Not before the handshake: the sender will repeat. */
@@ -524,8 +529,6 @@ static void packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
 			gn_data_in(ctx, p, &h, rx->data);
 		else if (h.type == GN_PKT_ACK)
 			gn_ack_in(ctx, p, &h, rx->data);
-		else if (h.type == GN_PKT_CTRL)
-			ctrl_in(ctx, p, &h, rx->data);
 		break;
 	}
 }

@@ -99,7 +99,6 @@ static void stream_stats(struct gn_stats *s, const struct gn_txmsg *m)
 void gn_txmsg_queue(struct gn_ctx *ctx, struct gn_txmsg *m)
 {
 	u32 rows = rows_of(ctx, m->to), r, bm = (m->npkts + 7) / 8;
-	struct gn_tensor *t;
 
 	m->acked = calloc((size_t)rows * bm, 1);
 	m->again = calloc((size_t)rows * bm, 1);
@@ -107,7 +106,6 @@ void gn_txmsg_queue(struct gn_ctx *ctx, struct gn_txmsg *m)
 	m->unacked = calloc(rows, sizeof(u32));
 	m->next_new = calloc(rows, sizeof(u32));
 	m->left = 0;
-	t = gn_tensor_find(ctx, m->tensor);
 	for (r = 0; r < rows; r++) {
 		int p = row_peer(m, r);
 
@@ -117,8 +115,7 @@ void gn_txmsg_queue(struct gn_ctx *ctx, struct gn_txmsg *m)
 		m->left++;
 		stream_stats(&ctx->stats, m);
 		stream_stats(&ctx->peers[p].stats, m);
-		if (t)
-			stream_stats(&t->stats, m);
+		stream_stats(&m->t->stats, m);
 	}
 	if (!m->acked || !m->again || !m->sent_ns || !m->unacked ||
 	    !m->next_new) {
@@ -195,13 +192,11 @@ static int collect(struct gn_ctx *ctx, struct gn_txmsg *m, u32 r,
 static void account(struct gn_ctx *ctx, struct gn_txmsg *m, int peer, u16 len,
 		    bool again)
 {
-	struct gn_stats *s[3] = { &ctx->stats, &ctx->peers[peer].stats, NULL };
-	struct gn_tensor *t = gn_tensor_find(ctx, m->tensor);
+	struct gn_stats *s[3] = { &ctx->stats, &ctx->peers[peer].stats,
+				  &m->t->stats };
 	int k;
 
-	if (t)
-		s[2] = &t->stats;
-	for (k = 0; k < 3 && s[k]; k++) {
+	for (k = 0; k < 3; k++) {
 		s[k]->tx_packets++;
 		s[k]->wire_bytes += len;
 		s[k]->retransmits += again;
@@ -224,6 +219,20 @@ static void shrink(struct gn_ctx *ctx, struct gn_peer *p, enum due why)
 	p->last_loss_ns = ctx->now_ns;
 }
 
+/*
+ * Does row @r of @m have a live receiver that is owed packets? A receiver
+ * that has not yet told us it registered the tensor would only drop them:
+ * they wait for its descriptor (which comes at its registration).
+ */
+static bool row_live(const struct gn_ctx *ctx, const struct gn_txmsg *m,
+		     u32 r)
+{
+	int peer = row_peer(m, r);
+
+	return peer != ctx->rank && !ctx->peers[peer].dead && m->unacked[r] &&
+	       m->t->desc[peer].have;
+}
+
 /* Send what is due on every message. */
 void gn_tx_pump(struct gn_ctx *ctx)
 {
@@ -235,14 +244,10 @@ void gn_tx_pump(struct gn_ctx *ctx)
 	for (m = ctx->tx; m && n < TX_BATCH; m = m->next) {
 		u32 r;
 
-		for (r = 0; r < rows_of(ctx, m->to) && n < TX_BATCH; r++) {
-			int peer = row_peer(m, r);
-
-			if (peer == ctx->rank || ctx->peers[peer].dead ||
-			    !m->unacked[r])
-				continue;
-			n += collect(ctx, m, r, out + n, pend + n, TX_BATCH - n);
-		}
+		for (r = 0; r < rows_of(ctx, m->to) && n < TX_BATCH; r++)
+			if (row_live(ctx, m, r))
+				n += collect(ctx, m, r, out + n, pend + n,
+					     TX_BATCH - n);
 	}
 	if (!n)
 		return;
@@ -291,7 +296,7 @@ u64 gn_tx_deadline(struct gn_ctx *ctx)
 			u8 *acked = m->acked + (size_t)r * ((m->npkts + 7) / 8);
 			u32 i;
 
-			if (peer == ctx->rank || p->dead || !m->unacked[r])
+			if (!row_live(ctx, m, r))
 				continue;
 			if (m->next_new[r] < m->npkts && p->inflight < p->cwnd)
 				return ctx->now_ns;
