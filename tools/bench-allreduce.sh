@@ -13,6 +13,7 @@
 #                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
 #                           [--json] [--build DIR]
 # Each value list is swept; every configuration gets a fresh topology.
+# gradnet_nomac_s is the same job without a key, so the MAC's share shows.
 # Times are the slowest rank's median seconds per allreduce; bytes are UDP
 # payload bytes per rank per allreduce (gradnet's own counters): wire_bytes
 # of data packets, stream_bytes what they carry as bare chunk streams,
@@ -78,19 +79,22 @@ per_step() {
 		awk -v n="$n" '{ s += $2; k++ } END { printf "%.0f\n", s / k / n }'
 }
 
-# run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB: one job, JSON lines out.
+# run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [insecure]: one job, JSON
+# lines out; "insecure" runs it without a key (no MAC), for the MAC's cost.
 run_gradnet() {
-	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 peers= k pids=()
-	local out
+	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 sec=${7:-} peers= k
+	local out pids=() auth=(GN_KEY="$key")
 
 	out=$(mktemp -d)
+	[ "$sec" = insecure ] && auth=(GN_INSECURE=1)
 	for ((k = 0; k < ranks; k++)); do
 		peers+="${peers:+,}$(gn_host_addr "$k"):$port"
 	done
 	for ((k = 0; k < ranks; k++)); do
-		GN_RANK=$k GN_WORLD_SIZE=$ranks GN_PEERS=$peers GN_KEY=$key \
-		GN_JOB=$job GN_MTU=$mtu GN_TIMEOUT_MS=30000 \
-			gn_host_exec "$k" "$rank_bin" --elems "$elems" \
+		gn_host_exec "$k" env "${auth[@]}" GN_RANK=$k \
+			GN_WORLD_SIZE=$ranks GN_PEERS=$peers GN_JOB=$job \
+			GN_MTU=$mtu GN_TIMEOUT_MS=30000 \
+			"$rank_bin" --elems "$elems" \
 			--codec "$codec" --steps "$st" --warmup "$wu" \
 			>"$out/$k.json" &
 		pids+=($!)
@@ -161,6 +165,8 @@ for loss in "${P[@]}"; do
 	ctl=$(echo "$g" | per_step ctl_bytes $((st + wu)))
 	rtx=$(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
 	ds=null dbytes=null ms=null
+	i=$(run_gradnet "$ranks" "$elems" 3lc "$st" "$wu" $((job + 100000)) insecure)
+	is=$(echo "$i" | slowest)
 	if [ -n "$dense" ]; then
 		d=$(run_gradnet "$ranks" "$elems" none "$st" "$wu" $((job + 1)))
 		ds=$(echo "$d" | slowest)
@@ -172,7 +178,7 @@ for loss in "${P[@]}"; do
 	fi
 	cleanup
 	trap - EXIT
-	rows+=("{\"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx}")
+	rows+=("{\"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx}")
 	if [ -z "$json" ]; then
 		echo "${rows[-1]}"
 	fi
