@@ -4,12 +4,13 @@
  *
  * Rank j owns shard j of every tensor. Each rank quantizes its gradient
  * shard by shard (3LC chunks of ctx->chunk values, error feedback per
- * tensor) and sends shard j to rank j. The owner adds the W contributions
- * of each chunk in rank order, so the float sums are the same whatever
- * order packets arrive in, re-quantizes the sum with its own error
- * feedback, and sends the same bytes to every rank; everyone, the owner
- * included, decodes those bytes into the caller's tensor. So results are
- * bit-identical on every rank and under any loss, duplication or
+ * tensor) and sends shard j to rank j. The owner adds its own share of the
+ * shard as it is (it never crosses the network) and the others' decoded
+ * contributions, chunk by chunk in rank order, so the float sums are the
+ * same whatever order packets arrive in; it re-quantizes the sum with its
+ * own error feedback and sends the same bytes to every rank; everyone, the
+ * owner included, decodes those bytes into the caller's tensor. So results
+ * are bit-identical on every rank and under any loss, duplication or
  * reordering. Contributions that arrive before their turn are kept as
  * copies of the (small) compressed slices.
  *
@@ -27,6 +28,15 @@
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "dense payloads are copied as little-endian float32");
+
+/*
+ * The caller's side compresses in rounds of ENCODE_BATCH chunks: in each
+ * round the next chunks of every other shard, then takes the own shard's
+ * (which it adds as it is). So owners start adding while later chunks are
+ * still being compressed, and one quantizer call still covers several
+ * chunks (its passes overlap).
+ */
+#define ENCODE_BATCH 4
 
 /* ---- layout ---------------------------------------------------------------- */
 
@@ -93,9 +103,6 @@ void gn_tensor_free(struct gn_tensor *t)
 		free(t->e_ag[i]);
 	}
 	free(t->acc);
-	free(t->own_q);
-	free(t->own_m);
-	free(t->own_v);
 	free(t->q);
 	free(t->m);
 	free(t->gq);
@@ -115,18 +122,15 @@ void gn_tensor_destroy(struct gn_ctx *ctx, struct gn_tensor *t)
 
 static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 {
-	size_t own = t->lo[ctx->rank + 1] - t->lo[ctx->rank], max_shard = 0;
-	size_t chunks_max = 0;
+	size_t own = t->lo[ctx->rank + 1] - t->lo[ctx->rank];
 	int j;
 
 	for (j = 0; j < ctx->world; j++) {
 		size_t len = t->lo[j + 1] - t->lo[j];
 
-		max_shard = len > max_shard ? len : max_shard;
 		t->chunks[j] = (u32)((len + ctx->chunk - 1) / ctx->chunk);
 		t->gat_off[j] = t->chunks_total;
 		t->chunks_total += t->chunks[j];
-		chunks_max = t->chunks[j] > chunks_max ? t->chunks[j] : chunks_max;
 	}
 	t->acc = calloc(own + 1, sizeof(float));
 	if (t->codec == GN_WIRE_CODEC_3LC) {
@@ -134,17 +138,12 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 		t->e_rs[1] = calloc(t->n, sizeof(float));
 		t->e_ag[0] = calloc(own + 1, sizeof(float));
 		t->e_ag[1] = calloc(own + 1, sizeof(float));
-		t->own_q = malloc(gn_tlc_chunks_groups(own, ctx->chunk) + 1);
-		t->q = malloc(gn_tlc_chunks_groups(max_shard, ctx->chunk) + 1);
-		t->own_m = malloc((chunks_max + 1) * sizeof(float));
-		t->m = malloc((chunks_max + 1) * sizeof(float));
+		/* Scratch for one round of compression (encode_all()). */
+		t->q = malloc(ENCODE_BATCH * gn_tlc_groups(ctx->chunk));
+		t->m = malloc(ENCODE_BATCH * sizeof(float));
 		t->gq = malloc(gn_tlc_groups(ctx->chunk) + 1);
 		if (!t->e_rs[0] || !t->e_rs[1] || !t->e_ag[0] || !t->e_ag[1] ||
-		    !t->own_q || !t->q || !t->own_m || !t->m || !t->gq)
-			return -ENOMEM;
-	} else {
-		t->own_v = malloc((own + 1) * sizeof(float));
-		if (!t->own_v)
+		    !t->q || !t->m || !t->gq)
 			return -ENOMEM;
 	}
 	return t->acc ? 0 : -ENOMEM;
@@ -677,17 +676,13 @@ static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 		struct gn_rxmsg *rx = &st->red[(size_t)k * nc + c];
 
 		if (k == ctx->rank) {
-			u32 g = groups_of(t->codec, len);
+			const float *own = st->data + t->lo[ctx->rank] + rel;
+			size_t i;
 
 			if (c >= st->own_done)
 				return;
-			if (t->codec == GN_WIRE_CODEC_3LC)
-				gn_tlc_decode_slice(t->own_q + (size_t)c *
-							       gn_tlc_groups(ctx->chunk),
-						    g, t->own_m[c], acc, len, 0, g);
-			else
-				add_slice(t, acc, len, 0, g, 0,
-					  (const u8 *)(t->own_v + rel), 0);
+			for (i = 0; i < len; i++)
+				acc[i] += own[i];
 			st->turn[c]++;
 			continue;
 		}
@@ -712,13 +707,6 @@ static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 /* ---- the caller's side: start and wait ------------------------------------------------ */
 
 /* Build the reduce messages of shard @j; quantized groups in t->q. */
-/*
- * The caller's side compresses in rounds of ENCODE_BATCH chunks: in each
- * round the next chunks of every other shard, then of the own shard. So
- * owners can start adding while later chunks are still being compressed,
- * and one quantizer call still covers several chunks (its passes overlap).
- */
-#define ENCODE_BATCH 4
 
 /* A run of chunks of shard j: [c0, c0 + n). */
 struct span {
@@ -763,27 +751,25 @@ static int encode_span(struct gn_ctx *ctx, struct gn_step *st,
 	size_t len, off = chunk_at(ctx, t, sp->j, sp->c0, &len);
 	size_t end = sp->c0 + sp->n == t->chunks[sp->j] ? t->lo[sp->j + 1] :
 			     off + (size_t)sp->n * ctx->chunk;
-	size_t stride = gn_tlc_groups(ctx->chunk);
-	bool own = sp->j == ctx->rank;
 	int r;
 
-	if (t->codec == GN_WIRE_CODEC_3LC) {
-		r = gn_tlc_quantize_chunks(st->data + off, t->e_rs[t->e_cur] + off,
-					   t->e_rs[!t->e_cur] + off, end - off,
-					   ctx->chunk, t->s,
-					   own ? t->own_q + sp->c0 * stride : t->q,
-					   own ? t->own_m + sp->c0 : t->m);
-		if (r)
-			return r;
-	} else {
-		/* Dense values go out as they are; a NaN or infinity must not. */
+	/*
+	 * The own share never leaves this host, so the owner adds it as it
+	 * is; dense values go out as they are. Neither may be NaN or inf.
+	 */
+	if (sp->j == ctx->rank || t->codec == GN_WIRE_CODEC_NONE) {
 		if (!all_finite(st->data + off, end - off))
 			return -EDOM;
-		if (own)
-			memcpy(t->own_v + (off - t->lo[sp->j]), st->data + off,
-			       (end - off) * 4);
+		if (sp->j == ctx->rank)
+			return 0;
+	} else {
+		r = gn_tlc_quantize_chunks(st->data + off, t->e_rs[t->e_cur] + off,
+					   t->e_rs[!t->e_cur] + off, end - off,
+					   ctx->chunk, t->s, t->q, t->m);
+		if (r)
+			return r;
 	}
-	return own ? 0 : pack_span(ctx, st, sp, list);
+	return pack_span(ctx, st, sp, list);
 }
 
 static void free_list(struct gn_txmsg *m)

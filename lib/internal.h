@@ -155,7 +155,7 @@ struct gn_step {
 	u8 *zeroed;			/* [c]: acc chunk cleared for this step */
 	u8 *todo;			/* [c]: chunk may have work (progress) */
 	u32 todo_n;
-	u32 own_done;			/* own chunks compressed (t->own_q/own_v) */
+	u32 own_done;			/* own chunks checked and ready to add */
 	/* Results from every owner. */
 	struct gn_rxmsg *gat;		/* [t->gat_off[owner] + c] */
 	u32 gat_left;			/* chunks not yet fully decoded */
@@ -203,10 +203,7 @@ struct gn_tensor {
 	float *e_ag[2];			/* own shard, gather direction */
 	int e_cur;
 	float *acc;			/* own shard sum */
-	u8 *own_q;			/* own contribution to own shard (3LC) */
-	float *own_m;
-	float *own_v;			/* own contribution to own shard (none) */
-	u8 *q;				/* scratch: a shard's groups (caller) */
+	u8 *q;				/* scratch: a round's groups (caller) */
 	float *m;
 	u8 *gq;				/* scratch: a chunk's groups (progress) */
 	struct gn_peer_desc *desc;	/* [peer] what each registered */

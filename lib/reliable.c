@@ -22,7 +22,7 @@
  * a few milliseconds (two ranks on two cores) does not cause spurious
  * retransmissions.
  */
-#define RTO_FLOOR_NS 50000000ull
+#define RTO_FLOOR_NS 10000000ull
 #define REORDER_MIN_NS 500000ull
 
 enum due { NOT_DUE, DUE_NEW, DUE_LOST, DUE_TIMEOUT };

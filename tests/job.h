@@ -273,10 +273,10 @@ static inline void job_free(const struct job_spec *s, struct job_out *out)
 }
 
 /*
- * The single-process reference of one tensor: every rank's shard chunks
- * quantized with its own error feedback, decoded into the owner's sum in
- * rank order, the sum quantized with the owner's error feedback, decoded
- * into zeros. @skip[step] marks steps that failed (error feedback kept).
+ * The single-process reference of one tensor: every other rank's shard
+ * chunks quantized with its own error feedback and decoded into the
+ * owner's sum, the owner's own share added as it is, in rank order; the
+ * sum quantized with the owner's error feedback, decoded into zeros. @skip[step] marks steps that failed (error feedback kept).
  * Returns the per-step hashes in @hash and the last result in @res.
  */
 static inline void job_reference(const struct job_spec *s, int k,
@@ -316,7 +316,8 @@ static inline void job_reference(const struct job_spec *s, int k,
 				float m;
 
 				for (r = 0; r < W; r++) {
-					if (s->codec[k] == GN_CODEC_NONE) {
+					/* The owner's own share is added as it is. */
+					if (s->codec[k] == GN_CODEC_NONE || r == j) {
 						for (i = 0; i < len; i++)
 							acc[off + i] += g[r][off + i];
 						continue;

@@ -5,10 +5,10 @@
  *
  * A job is world_size ranks, one context each. Allreduce sums (or averages)
  * a tensor over all ranks: a sharded reduce-scatter then allgather in which
- * every rank's shard contribution is 3LC-compressed with error feedback,
- * the shard owner sums the contributions and re-compresses the sum with its
- * own error feedback, and every rank decodes the same bytes, so every rank
- * ends with bit-identical values. Error-feedback buffers live here, one per
+ * every contribution that crosses the network is 3LC-compressed with error
+ * feedback, the shard owner sums them with its own share and re-compresses
+ * the sum with its own error feedback, and every rank decodes the same
+ * bytes, so every rank ends with bit-identical values. Error-feedback buffers live here, one per
  * tensor and direction; a step that fails leaves them as they were.
  *
  * Every function returns 0 (or a count) on success and a negative errno on

@@ -8,9 +8,10 @@
  * LOCAL_TLC simulates the arithmetic of gradnet's compressed allreduce
  * with the codec itself, without a network: each tensor is cut into one
  * shard per rank (then into chunks of at most LOCAL_CHUNK values); every
- * rank 3LC-encodes each segment of its gradient with its own error
- * feedback; the shard's owner decodes all ranks' streams into a sum and
- * encodes that sum with the owner's error feedback; every rank decodes the
+ * rank 3LC-encodes each segment of another rank's shard with its own error
+ * feedback; the shard's owner adds its own share as it is and the others'
+ * decoded streams into a sum, in rank order, and encodes that sum with the
+ * owner's error feedback; every rank decodes the
  * owner's streams with their scale divided by the number of ranks. That is
  * the arithmetic of lib/allreduce.c (same shards, chunks and summation
  * order), without packets.
@@ -131,7 +132,18 @@ static void set_err(struct local_group *g, long ret)
 		atomic_compare_exchange_strong(&g->err, &none, (int)ret);
 }
 
-/* Every rank's part: encode each segment of its gradient. */
+/* NaN or infinity anywhere in @v? */
+static int all_finite(const float *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!(v[i] - v[i] == 0.0f))
+			return 0;
+	return 1;
+}
+
+/* Every rank's part: encode each segment of another rank's shard. */
 static void tlc_contribute(struct local_rank *lr, struct local_tensor *t,
 			   const float *grad)
 {
@@ -144,6 +156,13 @@ static void tlc_contribute(struct local_rank *lr, struct local_tensor *t,
 		const struct segment *sg = &t->seg[k];
 
 		i = lr->rank * t->nseg + k;
+		/* The own share stays here and is added as it is. */
+		if (sg->owner == lr->rank) {
+			if (!all_finite(grad + sg->off, sg->n))
+				set_err(g, -EDOM);
+			t->up_len[i] = 0;
+			continue;
+		}
 		len = gn_tlc_encode(grad + sg->off, e + sg->off, sg->n, g->s,
 				    t->up + i * t->cap, t->cap);
 		set_err(g, len);
@@ -153,10 +172,11 @@ static void tlc_contribute(struct local_rank *lr, struct local_tensor *t,
 
 /* The owner's part: sum the contributions, encode the sum. */
 static void tlc_reduce(struct local_rank *lr, struct local_tensor *t,
-		       int count)
+		       const float *grad, int count)
 {
 	struct local_group *g = lr->g;
 	unsigned int k, q, i;
+	size_t v;
 	long len;
 
 	for (k = 0; k < t->nseg; k++) {
@@ -168,6 +188,11 @@ static void tlc_reduce(struct local_rank *lr, struct local_tensor *t,
 		memset(acc, 0, sg->n * sizeof(*acc));
 		for (q = 0; q < g->world; q++) {
 			i = q * t->nseg + k;
+			if (q == lr->rank) {
+				for (v = 0; v < sg->n; v++)
+					acc[v] += grad[sg->off + v];
+				continue;
+			}
 			set_err(g, gn_tlc_decode(t->up + i * t->cap,
 						 t->up_len[i], acc, sg->n));
 			if (count && q != lr->rank) {
@@ -211,7 +236,7 @@ static int tlc_allreduce(struct local_rank *lr, struct local_tensor *t,
 
 	tlc_contribute(lr, t, grad);
 	pthread_barrier_wait(&g->barrier);
-	tlc_reduce(lr, t, count);
+	tlc_reduce(lr, t, grad, count);
 	pthread_barrier_wait(&g->barrier);
 	/* Every write of err happened before the barrier: all ranks agree. */
 	err = atomic_load(&g->err);
