@@ -4,10 +4,11 @@
  *
  * Rank j owns shard j of every tensor. Each rank quantizes its gradient
  * shard by shard (3LC chunks of ctx->chunk values, error feedback per
- * tensor) and sends shard j to rank j. The owner adds its own share of the
- * shard as it is (it never crosses the network) and the others' decoded
- * contributions, chunk by chunk in rank order, so the float sums are the
- * same whatever order packets arrive in; it re-quantizes the sum with its
+ * tensor) and sends shard j to rank j. The owner's sum starts as its own
+ * share (which never crosses the network), in place in the caller's
+ * tensor, and the others' contributions are decoded into it by rank, chunk
+ * by chunk, so the float sums are the same whatever order packets arrive
+ * in; it re-quantizes the sum with its
  * own error feedback and sends the same bytes to every rank; everyone, the
  * owner included, decodes those bytes into the caller's tensor. So results
  * are bit-identical on every rank and under any loss, duplication or
@@ -102,7 +103,6 @@ void gn_tensor_free(struct gn_tensor *t)
 		free(t->e_rs[i]);
 		free(t->e_ag[i]);
 	}
-	free(t->acc);
 	free(t->q);
 	free(t->m);
 	free(t->gq);
@@ -132,7 +132,6 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 		t->gat_off[j] = t->chunks_total;
 		t->chunks_total += t->chunks[j];
 	}
-	t->acc = calloc(own + 1, sizeof(float));
 	if (t->codec == GN_WIRE_CODEC_3LC) {
 		t->e_rs[0] = calloc(t->n, sizeof(float));
 		t->e_rs[1] = calloc(t->n, sizeof(float));
@@ -146,7 +145,7 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 		    !t->q || !t->m || !t->gq)
 			return -ENOMEM;
 	}
-	return t->acc ? 0 : -ENOMEM;
+	return 0;
 }
 
 static bool tensor_opts_valid(const struct gn_tensor_opts *o)
@@ -283,14 +282,12 @@ static struct gn_step *step_new(struct gn_ctx *ctx, struct gn_tensor *t, u32 no)
 	st->t = t;
 	st->red = calloc((size_t)ctx->world * own + 1, sizeof(*st->red));
 	st->turn = calloc(own + 1, sizeof(*st->turn));
-	st->zeroed = calloc(own + 1, 1);
 	st->todo = calloc(own + 1, 1);
 	st->gat = calloc(t->chunks_total + 1, sizeof(*st->gat));
 	st->gat_left = t->chunks_total;
-	if (!st->red || !st->turn || !st->zeroed || !st->todo || !st->gat) {
+	if (!st->red || !st->turn || !st->todo || !st->gat) {
 		free(st->red);
 		free(st->turn);
-		free(st->zeroed);
 		free(st->todo);
 		free(st->gat);
 		free(st);
@@ -311,12 +308,10 @@ static void step_release_rx(struct gn_ctx *ctx, struct gn_step *st)
 	free(st->red);
 	free(st->gat);
 	free(st->turn);
-	free(st->zeroed);
 	free(st->todo);
 	st->red = NULL;
 	st->gat = NULL;
 	st->turn = NULL;
-	st->zeroed = NULL;
 	st->todo = NULL;
 	ctx->work_n -= st->todo_n;
 	st->todo_n = 0;
@@ -528,6 +523,8 @@ static float result_scale(const struct gn_ctx *ctx, const struct gn_tensor *t,
 	return t->flags & GN_TENSOR_AVERAGE ? m / (float)ctx->world : m;
 }
 
+/* The dense result from a sum: itself, or divided by the world (in place
+ * when @dst is @v). */
 static void dense_result(const struct gn_ctx *ctx, const struct gn_tensor *t,
 			 float *dst, const float *v, u32 count)
 {
@@ -536,7 +533,7 @@ static void dense_result(const struct gn_ctx *ctx, const struct gn_tensor *t,
 	if (t->flags & GN_TENSOR_AVERAGE)
 		for (i = 0; i < count; i++)
 			dst[i] = v[i] / (float)ctx->world;
-	else
+	else if (dst != v)
 		memcpy(dst, v, (size_t)count * 4);
 }
 
@@ -580,13 +577,13 @@ static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 	size_t len, off = chunk_at(ctx, t, ctx->rank, c, &len);
 	size_t rel = off - t->lo[ctx->rank];
 	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len, 0 };
+	float *sum = st->data + off, mm = 0;
 	struct gn_txmsg *m;
-	float mm = 0;
 
 	if (t->codec == GN_WIRE_CODEC_3LC) {
 		u32 g = (u32)gn_tlc_groups(len);
 
-		if (gn_tlc_quantize_chunks(t->acc + rel, t->e_ag[t->e_cur] + rel,
+		if (gn_tlc_quantize_chunks(sum, t->e_ag[t->e_cur] + rel,
 					   t->e_ag[!t->e_cur] + rel, len, len,
 					   t->s, t->gq, &mm)) {
 			abort_step(ctx, st, -EDOM, "the sum overflowed float32 at its owner");
@@ -594,16 +591,17 @@ static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 		}
 		memcpy(&ms.scale, &mm, sizeof(mm));
 		m = pack_3lc(ctx, t, st->no, &ms, t->gq, g);
-		memset(st->data + off, 0, len * sizeof(float));
-		gn_tlc_decode_slice(t->gq, g, result_scale(ctx, t, mm),
-				    st->data + off, len, 0, g);
+		/* The sum is no longer needed: decode the result over it. */
+		memset(sum, 0, len * sizeof(float));
+		gn_tlc_decode_slice(t->gq, g, result_scale(ctx, t, mm), sum, len,
+				    0, g);
 	} else {
-		if (!all_finite(t->acc + rel, len)) {
+		if (!all_finite(sum, len)) {
 			abort_step(ctx, st, -EDOM, "the sum overflowed float32 at its owner");
 			return;
 		}
-		m = pack_dense(ctx, t, st->no, &ms, t->acc + rel);
-		dense_result(ctx, t, st->data + off, t->acc + rel, (u32)len);
+		m = pack_dense(ctx, t, st->no, &ms, sum);
+		dense_result(ctx, t, sum, sum, (u32)len);
 	}
 	if (!m) {
 		abort_step(ctx, st, -ENOMEM, "out of memory for packets");
@@ -638,19 +636,16 @@ static void add_slice(struct gn_tensor *t, float *acc, size_t len, u32 first,
 	}
 }
 
-/* The own shard's sum for chunk @c, cleared on first use in a step. */
-static float *acc_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c,
-			size_t *len)
+/*
+ * The order in which an owner adds the contributions to a chunk of its
+ * shard: its own share first (it is already in place in the caller's
+ * tensor, which holds the running sum), then the others by rank.
+ */
+static int turn_rank(const struct gn_ctx *ctx, unsigned int turn)
 {
-	struct gn_tensor *t = st->t;
-	size_t off = chunk_at(ctx, t, ctx->rank, c, len);
-	float *acc = t->acc + (off - t->lo[ctx->rank]);
-
-	if (!st->zeroed[c]) {
-		memset(acc, 0, *len * sizeof(float));
-		st->zeroed[c] = 1;
-	}
-	return acc;
+	if (!turn)
+		return ctx->rank;
+	return (int)turn - 1 < ctx->rank ? (int)turn - 1 : (int)turn;
 }
 
 /* Chunk @c may be ready for more: the progress thread will look. */
@@ -663,26 +658,21 @@ static void want_work(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 	}
 }
 
-/* Add contributions of chunk @c in rank order, as far as they are here. */
+/* Add contributions to chunk @c in their order, as far as they are here. */
 static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 {
 	struct gn_tensor *t = st->t;
 	u32 nc = t->chunks[ctx->rank];
-	size_t len, rel = chunk_at(ctx, t, ctx->rank, c, &len) - t->lo[ctx->rank];
-	float *acc = acc_chunk(ctx, st, c, &len);
+	size_t len, off = chunk_at(ctx, t, ctx->rank, c, &len);
 
 	while (!st->err && st->turn[c] < ctx->world) {
-		int k = st->turn[c];
+		int k = turn_rank(ctx, st->turn[c]);
 		struct gn_rxmsg *rx = &st->red[(size_t)k * nc + c];
 
 		if (k == ctx->rank) {
-			const float *own = st->data + t->lo[ctx->rank] + rel;
-			size_t i;
-
+			/* Checked, and already where the sum is. */
 			if (c >= st->own_done)
 				return;
-			for (i = 0; i < len; i++)
-				acc[i] += own[i];
 			st->turn[c]++;
 			continue;
 		}
@@ -690,8 +680,8 @@ static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 			struct gn_held *h = rx->held;
 
 			rx->held = h->next;
-			add_slice(t, acc, len, h->first, h->count, h->scale,
-				  h->body, h->len);
+			add_slice(t, st->data + off, len, h->first, h->count,
+				  h->scale, h->body, h->len);
 			free(h);
 		}
 		if (!rx->npkts || rx->got < rx->npkts)
@@ -1114,11 +1104,11 @@ static void reduce_in(struct gn_ctx *ctx, struct gn_peer *p,
 	gn_rxmsg_take(rx, d->pkt);
 	count_rx(ctx, p, t, (u16)(h->body_len + GN_WIRE_DATA_OVERHEAD));
 	/* Its turn: straight from the packet into the sum. */
-	if (st->started && st->turn[c] == p->rank) {
-		float *acc = acc_chunk(ctx, st, (u32)c, &len);
-
-		add_slice(t, acc, len, d->first, d->count, d->scale, body,
-			  h->body_len);
+	if (st->started && st->turn[c] < ctx->world &&
+	    turn_rank(ctx, st->turn[c]) == p->rank) {
+		chunk_at(ctx, t, ctx->rank, (u32)c, &len);
+		add_slice(t, st->data + d->chunk_off, len, d->first, d->count,
+			  d->scale, body, h->body_len);
 	} else if (!hold(rx, d, body, h->body_len)) {
 		abort_step(ctx, st, -ENOMEM, "out of memory for early packets");
 		return;

@@ -151,8 +151,8 @@ struct gn_step {
 	char errmsg[GN_ERRMSG_LEN];
 	/* This rank as owner of its shard. */
 	struct gn_rxmsg *red;		/* [rank * own chunks + c] */
-	u16 *turn;			/* [c]: next rank to add; world+1 when sent */
-	u8 *zeroed;			/* [c]: acc chunk cleared for this step */
+	u16 *turn;			/* [c]: contributions added (own first, then
+					   by rank); world+1 when sent */
 	u8 *todo;			/* [c]: chunk may have work (progress) */
 	u32 todo_n;
 	u32 own_done;			/* own chunks checked and ready to add */
@@ -202,7 +202,6 @@ struct gn_tensor {
 	float *e_rs[2];			/* whole tensor, reduce direction */
 	float *e_ag[2];			/* own shard, gather direction */
 	int e_cur;
-	float *acc;			/* own shard sum */
 	u8 *q;				/* scratch: a round's groups (caller) */
 	float *m;
 	u8 *gq;				/* scratch: a chunk's groups (progress) */

@@ -273,10 +273,10 @@ static inline void job_free(const struct job_spec *s, struct job_out *out)
 }
 
 /*
- * The single-process reference of one tensor: every other rank's shard
- * chunks quantized with its own error feedback and decoded into the
- * owner's sum, the owner's own share added as it is, in rank order; the
- * sum quantized with the owner's error feedback, decoded into zeros. @skip[step] marks steps that failed (error feedback kept).
+ * The single-process reference of one tensor: the owner's sum starts as
+ * its own share; every other rank's shard chunks, quantized with that
+ * rank's error feedback, are decoded into it by rank; the sum is quantized
+ * with the owner's error feedback and decoded into zeros. @skip[step] marks steps that failed (error feedback kept).
  * Returns the per-step hashes in @hash and the last result in @res.
  */
 static inline void job_reference(const struct job_spec *s, int k,
@@ -315,9 +315,13 @@ static inline void job_reference(const struct job_spec *s, int k,
 				size_t gc = gn_tlc_groups(len);
 				float m;
 
+				/* The owner's own share is the start of the sum,
+				 * then the others come in by rank. */
+				memcpy(acc + off, g[j] + off, len * sizeof(float));
 				for (r = 0; r < W; r++) {
-					/* The owner's own share is added as it is. */
-					if (s->codec[k] == GN_CODEC_NONE || r == j) {
+					if (r == j)
+						continue;
+					if (s->codec[k] == GN_CODEC_NONE) {
 						for (i = 0; i < len; i++)
 							acc[off + i] += g[r][off + i];
 						continue;

@@ -9,8 +9,8 @@
  * with the codec itself, without a network: each tensor is cut into one
  * shard per rank (then into chunks of at most LOCAL_CHUNK values); every
  * rank 3LC-encodes each segment of another rank's shard with its own error
- * feedback; the shard's owner adds its own share as it is and the others'
- * decoded streams into a sum, in rank order, and encodes that sum with the
+ * feedback; the shard's owner starts a sum from its own share and decodes
+ * the others' streams into it by rank, and encodes that sum with the
  * owner's error feedback; every rank decodes the
  * owner's streams with their scale divided by the number of ranks. That is
  * the arithmetic of lib/allreduce.c (same shards, chunks and summation
@@ -176,7 +176,6 @@ static void tlc_reduce(struct local_rank *lr, struct local_tensor *t,
 {
 	struct local_group *g = lr->g;
 	unsigned int k, q, i;
-	size_t v;
 	long len;
 
 	for (k = 0; k < t->nseg; k++) {
@@ -185,14 +184,12 @@ static void tlc_reduce(struct local_rank *lr, struct local_tensor *t,
 
 		if (sg->owner != lr->rank)
 			continue;
-		memset(acc, 0, sg->n * sizeof(*acc));
+		/* The sum starts as the owner's share, then the others by rank. */
+		memcpy(acc, grad + sg->off, sg->n * sizeof(*acc));
 		for (q = 0; q < g->world; q++) {
 			i = q * t->nseg + k;
-			if (q == lr->rank) {
-				for (v = 0; v < sg->n; v++)
-					acc[v] += grad[sg->off + v];
+			if (q == lr->rank)
 				continue;
-			}
 			set_err(g, gn_tlc_decode(t->up + i * t->cap,
 						 t->up_len[i], acc, sg->n));
 			if (count && q != lr->rank) {
