@@ -227,6 +227,7 @@ struct gn_peer {
 	u64 last_ping_ns;
 	bool hello_in;			/* got its HELLO, it matches */
 	bool hello_acked;		/* it has ours */
+	bool told_reply;		/* we sent it a HELLO saying we have its */
 	u64 instance;
 	bool dead;
 	u32 mac_failures;

@@ -68,6 +68,7 @@ static void send_hello(struct gn_ctx *ctx, struct gn_peer *p, u8 flags)
 	gn_hdr_init(ctx, &h, GN_PKT_HELLO, p->rank);
 	gn_wire_hdr_put(&h, pkt);
 	gn_wire_hello_put(&o, pkt);
+	p->told_reply |= p->hello_in;
 	gn_send_now(ctx, p->rank, pkt,
 		    (u16)gn_mac_seal(ctx->mac, pkt, sizeof(pkt) - GN_WIRE_TAG));
 }
@@ -161,7 +162,13 @@ static void hello_in(struct gn_ctx *ctx, struct gn_peer *p,
 	p->hello_in = true;
 	if (o.flags & GN_HELLO_REPLY)
 		p->hello_acked = true;
-	if (!(o.flags & GN_HELLO_ANSWER))
+	/*
+	 * Answer every HELLO that asks; and an answer too, once, if the peer
+	 * has not yet heard from us that we have its HELLO: our first HELLO
+	 * may have gone out before we had the peer's, and we may be done
+	 * (and gone) before its next one comes.
+	 */
+	if (!(o.flags & GN_HELLO_ANSWER) || !p->told_reply)
 		send_hello(ctx, p, GN_HELLO_ANSWER);
 }
 

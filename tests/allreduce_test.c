@@ -291,7 +291,7 @@ TEST(tensor_size_mismatch)
 
 	ASSERT_NE(NULL, out);
 	for (r = 0; r < 3; r++) {
-		ASSERT_EQ(0, out->open_rc[r]);
+		ASSERT_EQ(0, out->open_rc[r]) TH_LOG("rank %d: %s", r, out->msg[r]);
 		ASSERT_EQ(-EPROTO, out->rc[r][0]) TH_LOG("rank %d: %s", r, out->msg[r]);
 		ASSERT_NE(NULL, strstr(out->msg[r], "elements"));
 	}
