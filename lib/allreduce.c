@@ -568,6 +568,19 @@ static bool all_finite(const float *v, size_t n)
 }
 
 /*
+ * Why a sum is not finite: a NaN or infinity in the owner's own share
+ * (unchecked until now for 3LC) or an overflow.
+ */
+static const char *sum_why(const struct gn_ctx *ctx, const struct gn_tensor *t,
+			   char *why)
+{
+	snprintf(why, GN_ERRMSG_LEN,
+		 "the sum of tensor %u at %s is NaN or infinity (a NaN or infinity in its gradient, or float32 overflow); step skipped on every rank",
+		 t->id, ctx->peers[ctx->rank].name);
+	return why;
+}
+
+/*
  * Chunk @c of the own shard has every contribution: quantize the sum with
  * the owner's error feedback, send it to every rank, decode it here.
  */
@@ -578,6 +591,7 @@ static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 	size_t rel = off - t->lo[ctx->rank];
 	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len, 0 };
 	float *sum = st->data + off, mm = 0;
+	char why[GN_ERRMSG_LEN];
 	struct gn_txmsg *m;
 
 	if (t->codec == GN_WIRE_CODEC_3LC) {
@@ -586,7 +600,7 @@ static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 		if (gn_tlc_quantize_chunks(sum, t->e_ag[t->e_cur] + rel,
 					   t->e_ag[!t->e_cur] + rel, len, len,
 					   t->s, t->gq, &mm)) {
-			abort_step(ctx, st, -EDOM, "the sum overflowed float32 at its owner");
+			abort_step(ctx, st, -EDOM, sum_why(ctx, t, why));
 			return;
 		}
 		memcpy(&ms.scale, &mm, sizeof(mm));
@@ -597,7 +611,7 @@ static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 				    0, g);
 	} else {
 		if (!all_finite(sum, len)) {
-			abort_step(ctx, st, -EDOM, "the sum overflowed float32 at its owner");
+			abort_step(ctx, st, -EDOM, sum_why(ctx, t, why));
 			return;
 		}
 		m = pack_dense(ctx, t, st->no, &ms, sum);
@@ -744,21 +758,23 @@ static int encode_span(struct gn_ctx *ctx, struct gn_step *st,
 	int r;
 
 	/*
-	 * The own share never leaves this host, so the owner adds it as it
-	 * is; dense values go out as they are. Neither may be NaN or inf.
+	 * The own share never leaves this host: the owner adds it as it is,
+	 * and a NaN or infinity in it shows when the sum is quantized
+	 * (gather_chunk()), which saves a pass over it here. Dense values go
+	 * out as they are, so they are checked now.
 	 */
-	if (sp->j == ctx->rank || t->codec == GN_WIRE_CODEC_NONE) {
+	if (t->codec == GN_WIRE_CODEC_NONE) {
 		if (!all_finite(st->data + off, end - off))
 			return -EDOM;
-		if (sp->j == ctx->rank)
-			return 0;
-	} else {
+	} else if (sp->j != ctx->rank) {
 		r = gn_tlc_quantize_chunks(st->data + off, t->e_rs[t->e_cur] + off,
 					   t->e_rs[!t->e_cur] + off, end - off,
 					   ctx->chunk, t->s, t->q, t->m);
 		if (r)
 			return r;
 	}
+	if (sp->j == ctx->rank)
+		return 0;
 	return pack_span(ctx, st, sp, list);
 }
 

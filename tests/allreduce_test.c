@@ -172,6 +172,29 @@ TEST(nan_skips_step_everywhere)
 	job_free(&s, out);
 }
 
+/*
+ * The NaN in the owner's own share (n / 2 starts rank 1's shard of two),
+ * which never crosses the network and is only caught when the sum is
+ * quantized.
+ */
+TEST(nan_in_own_share_skips_step)
+{
+	struct job_spec s = { .world = 2, .steps = 3, .ntensors = 2,
+			      .elems = { 70001, 9 },
+			      .codec = { GN_CODEC_3LC, GN_CODEC_3LC },
+			      .nan_rank = 1, .nan_step = 1, .nan_tensor = 0,
+			      .die_rank = -1 };
+	bool skip[JOB_MAX_STEPS] = { false, true, false };
+	struct job_out *out = job_run(&s, 60);
+
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, skip, 0);
+	TH_LOG("%s", out->msg[0]);
+	ASSERT_NE(NULL, strstr(out->msg[0], "rank 1"));
+	ASSERT_NE(NULL, strstr(out->msg[0], "NaN"));
+	job_free(&s, out);
+}
+
 /* The same for a dense tensor: its values would go out as they are. */
 TEST(nan_dense_skips_step)
 {
