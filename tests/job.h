@@ -37,6 +37,7 @@ struct job_spec {
 	unsigned int chunk;
 	unsigned int timeout_ms;
 	bool keyed;
+	bool ipv6;				/* peers on [::1], not 127.0.0.1 */
 	int nan_rank, nan_step, nan_tensor;	/* -1: no NaN */
 	int late_ms;				/* others start the NaN step late */
 	int die_rank, die_step;			/* -1: nobody dies */
@@ -233,7 +234,8 @@ static inline struct job_out *job_run(const struct job_spec *s, int limit)
 	for (i = 0; i < s->world; i++) {
 		char one[48];
 
-		snprintf(one, sizeof(one), "%s127.0.0.1:%d", i ? "," : "", base + i);
+		snprintf(one, sizeof(one), "%s%s:%d", i ? "," : "",
+			 s->ipv6 ? "[::1]" : "127.0.0.1", base + i);
 		strcat(peers, one);
 	}
 	for (i = 0; i < s->world; i++) {
