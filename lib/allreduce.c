@@ -1092,6 +1092,32 @@ static bool body_ok(const struct gn_tensor *t, const struct gn_wire_data *d,
 	return true;
 }
 
+/*
+ * A data packet for message @rx: new, well formed, inside its chunk and
+ * not overlapping what @rx already has? Then it is taken and counted;
+ * else it is dropped and counted by reason.
+ */
+static bool take_packet(struct gn_ctx *ctx, struct gn_peer *p,
+			struct gn_tensor *t, struct gn_rxmsg *rx,
+			const struct gn_wire_hdr *h,
+			const struct gn_wire_data *d, const u8 *body)
+{
+	int r = gn_rxmsg_mark(ctx, rx, h, d);
+
+	if (r) {
+		gn_count_drop(ctx, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
+		return false;
+	}
+	if (!body_ok(t, d, body, h->body_len) ||
+	    !cover(rx, groups_of(t->codec, d->chunk_len), d->first, d->count)) {
+		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+		return false;
+	}
+	gn_rxmsg_take(rx, d->pkt);
+	count_rx(ctx, p, t, (u16)(h->body_len + GN_WIRE_DATA_OVERHEAD));
+	return true;
+}
+
 static void reduce_in(struct gn_ctx *ctx, struct gn_peer *p,
 		      struct gn_step *st, const struct gn_wire_hdr *h,
 		      const struct gn_wire_data *d, const u8 *body)
@@ -1100,25 +1126,14 @@ static void reduce_in(struct gn_ctx *ctx, struct gn_peer *p,
 	long c = chunk_of(ctx, t, ctx->rank, d);
 	struct gn_rxmsg *rx;
 	size_t len;
-	int r;
 
 	if (c < 0 || h->dst != ctx->rank) {
 		gn_count_drop(ctx, p, GN_DROP_TENSOR);
 		return;
 	}
 	rx = &st->red[(size_t)p->rank * t->chunks[ctx->rank] + (size_t)c];
-	r = gn_rxmsg_mark(ctx, rx, h, d);
-	if (r) {
-		gn_count_drop(ctx, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
+	if (!take_packet(ctx, p, t, rx, h, d, body))
 		return;
-	}
-	if (!body_ok(t, d, body, h->body_len) ||
-	    !cover(rx, groups_of(t->codec, d->chunk_len), d->first, d->count)) {
-		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
-		return;
-	}
-	gn_rxmsg_take(rx, d->pkt);
-	count_rx(ctx, p, t, (u16)(h->body_len + GN_WIRE_DATA_OVERHEAD));
 	/* Its turn: straight from the packet into the sum. */
 	if (st->started && st->turn[c] < ctx->world &&
 	    turn_rank(ctx, st->turn[c]) == p->rank) {
@@ -1187,7 +1202,6 @@ static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
 	long c = chunk_of(ctx, t, p->rank, d);
 	struct gn_rxmsg *rx;
 	float *out;
-	int r;
 
 	if (c < 0 || h->dst != GN_RANK_ALL) {
 		gn_count_drop(ctx, p, GN_DROP_TENSOR);
@@ -1201,18 +1215,8 @@ static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
 	/* Not before: a step that is not started has no data (NULL). */
 	out = st->data + d->chunk_off;
 	rx = &st->gat[t->gat_off[p->rank] + (u32)c];
-	r = gn_rxmsg_mark(ctx, rx, h, d);
-	if (r) {
-		gn_count_drop(ctx, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
+	if (!take_packet(ctx, p, t, rx, h, d, body))
 		return;
-	}
-	if (!body_ok(t, d, body, h->body_len) ||
-	    !cover(rx, groups_of(t->codec, d->chunk_len), d->first, d->count)) {
-		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
-		return;
-	}
-	gn_rxmsg_take(rx, d->pkt);
-	count_rx(ctx, p, t, (u16)(h->body_len + GN_WIRE_DATA_OVERHEAD));
 	if (t->codec == GN_WIRE_CODEC_3LC) {
 		float m;
 
