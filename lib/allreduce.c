@@ -708,6 +708,96 @@ static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 	}
 }
 
+/* ---- step deadlines ----------------------------------------------------------------- */
+
+static bool rx_whole(const struct gn_rxmsg *rx)
+{
+	return rx->npkts && rx->got == rx->npkts;
+}
+
+/*
+ * Peers this rank still waits for in @st, as names in @who: first those
+ * whose share of this rank's shard is incomplete; if none, owners that
+ * sent no result at all. Returns the first such peer, or -1. @results
+ * tells which kind it found.
+ */
+static int waiting_for(const struct gn_ctx *ctx, const struct gn_step *st,
+		       char *who, size_t cap, bool *results)
+{
+	const struct gn_tensor *t = st->t;
+	u32 nc = t->chunks[ctx->rank], c;
+	int j, first = -1, more = 0;
+
+	*results = false;
+	for (j = 0; j < ctx->world; j++) {
+		if (j == ctx->rank)
+			continue;
+		for (c = 0; c < nc && rx_whole(&st->red[(size_t)j * nc + c]); c++)
+			;
+		if (c < nc && first < 0)
+			first = j;
+		else if (c < nc)
+			more++;
+	}
+	for (j = 0; first < 0 && j < ctx->world; j++) {
+		const struct gn_rxmsg *g = &st->gat[t->gat_off[j]];
+
+		if (j == ctx->rank || !t->chunks[j])
+			continue;
+		for (c = 0; c < t->chunks[j] && !g[c].npkts; c++)
+			;
+		if (c == t->chunks[j]) {
+			first = j;
+			*results = true;
+		}
+	}
+	if (first >= 0)
+		snprintf(who, cap, more ? "%s and %d more" : "%s",
+			 ctx->peers[first].name, more);
+	return first;
+}
+
+/*
+ * A peer that is alive (it answers pings) but never sends its share, say
+ * a trainer stuck in its data loader, would hold the others forever. A
+ * step still short of a peer's share step_timeout_ns after this rank
+ * started it fails here and, by an abort, on every rank. That keeps the
+ * ranks in step: while a share is missing at this owner, no rank can
+ * have finished, since every rank needs this owner's result. An owner
+ * that sent no result at all is given half as long again, so that the
+ * owner that lacks a share can time out first and name the real culprit.
+ */
+void gn_step_deadlines(struct gn_ctx *ctx)
+{
+	struct gn_tensor *t;
+
+	if (!ctx->step_timeout_ns || ctx->now_ns < ctx->deadlines_ns)
+		return;
+	ctx->deadlines_ns = ctx->now_ns + 50000000ull;
+	for (t = ctx->tensors; t; t = t->next) {
+		struct gn_step *st = t->cur;
+		u64 age, ms = ctx->step_timeout_ns / 1000000;
+		char who[GN_ERRMSG_LEN / 2], msg[GN_ERRMSG_LEN];
+		bool results;
+		int j;
+
+		if (!st || !st->started || st->done || st->err)
+			continue;
+		age = ctx->now_ns - st->start_ns;
+		if (age <= ctx->step_timeout_ns)
+			continue;
+		j = waiting_for(ctx, st, who, sizeof(who), &results);
+		if (j < 0 || (results && age <= ctx->step_timeout_ns * 3 / 2))
+			continue;
+		snprintf(msg, sizeof(msg),
+			 results ? "tensor %u step %u: no result from %s within %llu ms; step failed on every rank"
+				 : "tensor %u step %u: no share from %s within %llu ms (is it calling allreduce for this tensor?); step failed on every rank",
+			 t->id, st->no, who, (unsigned long long)ms);
+		step_fail(ctx, st, -ETIMEDOUT, msg);
+		abort_peers(ctx, st, -ETIMEDOUT, j);
+	}
+}
+
 /* ---- the caller's side: start and wait ------------------------------------------------ */
 
 /* Build the reduce messages of shard @j; quantized groups in t->q. */
@@ -897,6 +987,7 @@ static struct gn_step *begin_step(struct gn_ctx *ctx, struct gn_tensor *t,
 	t->stepno = no;
 	t->cur = st;
 	st->started = true;
+	st->start_ns = gn_now_ns();
 	st->data = data;
 	if (t->proto_err && !st->err)
 		step_fail(ctx, st, -EPROTO, t->proto_msg);
@@ -1339,6 +1430,10 @@ static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,
 		snprintf(msg, sizeof(msg),
 			 "tensor %u step %u: the gradient of %s holds NaN or infinity (or a sum overflowed there); step skipped on every rank",
 			 t->id, h->step, culprit);
+	else if (err == -ETIMEDOUT)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u step %u: %.100s gave up waiting for %.100s (step timeout); step failed on every rank",
+			 t->id, h->step, p->name, culprit);
 	else
 		snprintf(msg, sizeof(msg), "tensor %u step %u failed at %s: %s (%s)",
 			 t->id, h->step, p->name, gn_strerror(err), culprit);

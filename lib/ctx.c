@@ -274,11 +274,12 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 {
 	static const char *const mtu_vars[] = { "GN_MTU", NULL };
 	static const char *const to_vars[] = { "GN_TIMEOUT_MS", NULL };
+	static const char *const step_vars[] = { "GN_STEP_TIMEOUT_MS", NULL };
 	static const char *const chunk_vars[] = { "GN_CHUNK", NULL };
 	static const char *const job_vars[] = { "GN_JOB", NULL };
 	long rank = o ? o->rank : -1, world = OPT(o, world_size);
 	long mtu = OPT(o, mtu), to = OPT(o, timeout_ms), chunk = OPT(o, chunk);
-	long job = 0;
+	long step = OPT(o, step_timeout_ms), job = 0;
 	int r;
 
 	if (!o || rank < 0) {
@@ -296,6 +297,8 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 		return r;
 	if (!to && (r = env_int(to_vars, 1, 86400000, &to)) < 0)
 		return r;
+	if (!step && (r = env_int(step_vars, 1, 86400000, &step)) < 0)
+		return r;
 	if (!chunk && (r = env_int(chunk_vars, 1, 1 << 24, &chunk)) < 0)
 		return r;
 	if (mtu && (mtu < 576 || mtu > 9000))
@@ -305,6 +308,7 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 	ctx->mtu = mtu ? (unsigned int)mtu : 1500;
 	ctx->max_pkt = ctx->mtu - GN_WIRE_IPUDP;
 	ctx->timeout_ns = (u64)(to ? to : 10000) * 1000000ull;
+	ctx->step_timeout_ns = (u64)(step ? step : 600000) * 1000000ull;
 	ctx->chunk = chunk ? (unsigned int)chunk : 65536;
 	ctx->job = (u32)OPT(o, job_id);
 	if (!ctx->job && (r = env_int(job_vars, 0, 0x7fffffffl, &job)) < 0)
@@ -517,6 +521,7 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	ctx->mtu = tmp.mtu;
 	ctx->max_pkt = tmp.max_pkt;
 	ctx->timeout_ns = tmp.timeout_ns;
+	ctx->step_timeout_ns = tmp.step_timeout_ns;
 	ctx->chunk = tmp.chunk;
 	ctx->job = tmp.job;
 	r = ctx_setup(ctx, o, peers);

@@ -145,6 +145,7 @@ struct gn_step {
 	struct gn_tensor *t;
 	float *data;			/* caller's tensor; NULL until started */
 	bool started;
+	u64 start_ns;			/* when this rank started it */
 	bool encoding;			/* the caller's thread is compressing */
 	bool done;
 	int err;
@@ -255,6 +256,7 @@ struct gn_ctx {
 	u8 version;
 	unsigned int mtu, max_pkt, chunk;
 	u64 timeout_ns;
+	u64 step_timeout_ns;
 	u8 codec;
 	float s;
 	u32 s_bits;
@@ -277,6 +279,7 @@ struct gn_ctx {
 	char errmsg[GN_ERRMSG_LEN];
 	char api_errmsg[GN_ERRMSG_LEN];
 	int dead_peer;			/* first peer found dead, or -1 */
+	u64 deadlines_ns;		/* next look at step deadlines */
 	struct gn_tensor *tensors;
 	struct gn_pending_desc *pending;
 	struct gn_txmsg *tx;		/* messages with packets owed */
@@ -344,6 +347,7 @@ void gn_fail_all(struct gn_ctx *ctx, int err, const char *msg) GN_HIDDEN;
 void gn_tensor_free(struct gn_tensor *t) GN_HIDDEN;
 void gn_tensor_destroy(struct gn_ctx *ctx, struct gn_tensor *t) GN_HIDDEN;
 void gn_run_work(struct gn_ctx *ctx, unsigned int budget) GN_HIDDEN;
+void gn_step_deadlines(struct gn_ctx *ctx) GN_HIDDEN;
 struct gn_tensor *gn_tensor_find(struct gn_ctx *ctx, u32 id) GN_HIDDEN;
 
 #endif /* GN_INTERNAL_H */

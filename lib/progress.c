@@ -618,6 +618,7 @@ void *gn_progress_main(void *arg)
 			handshake_tick(ctx, start, &hello_next);
 		if (ctx->ready) {
 			liveness_tick(ctx);
+			gn_step_deadlines(ctx);
 			ctrl_tick(ctx);
 			gn_tx_pump(ctx);
 		}

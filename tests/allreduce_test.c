@@ -16,11 +16,12 @@
 
 /*
  * Compare every rank and step with the reference. @skip: steps that fail
- * with -EDOM for tensor @skip_tensor (the others go through).
+ * with @skip_err for tensor @skip_tensor, or for every tensor if it is -1
+ * (the others go through).
  */
 static void check_job(struct __test_metadata *_metadata,
 		      const struct job_spec *s, struct job_out *out,
-		      const bool *skip, int skip_tensor)
+		      const bool *skip, int skip_err, int skip_tensor)
 {
 	size_t at = 0;
 	int k, r, step;
@@ -31,7 +32,7 @@ static void check_job(struct __test_metadata *_metadata,
 	}
 	for (r = 0; r < s->world; r++) {
 		for (step = 0; step < s->steps; step++) {
-			int want = skip && skip[step] ? -EDOM : 0;
+			int want = skip && skip[step] ? skip_err : 0;
 
 			ASSERT_EQ(want, out->rc[r][step]) {
 				TH_LOG("rank %d step %d: %s", r, step, out->msg[r]);
@@ -39,7 +40,7 @@ static void check_job(struct __test_metadata *_metadata,
 		}
 	}
 	for (k = 0; k < s->ntensors; k++) {
-		const bool *sk = k == skip_tensor ? skip : NULL;
+		const bool *sk = k == skip_tensor || skip_tensor < 0 ? skip : NULL;
 		size_t n = s->elems[k];
 		uint64_t hash[JOB_MAX_STEPS];
 		float *ref = malloc(n * sizeof(float));
@@ -153,7 +154,7 @@ TEST_F(loopback, matches_reference)
 	out = job_run(&self->s, 240);
 
 	ASSERT_NE(NULL, out);
-	check_job(_metadata, &self->s, out, NULL, -1);
+	check_job(_metadata, &self->s, out, NULL, 0, -1);
 	job_free(&self->s, out);
 }
 
@@ -173,7 +174,7 @@ TEST(many_tensors)
 	}
 	out = job_run(&s, 120);
 	ASSERT_NE(NULL, out);
-	check_job(_metadata, &s, out, NULL, -1);
+	check_job(_metadata, &s, out, NULL, 0, -1);
 	job_free(&s, out);
 }
 
@@ -194,7 +195,7 @@ static void nan_job(struct __test_metadata *_metadata, struct job_spec *s)
 	s->die_rank = -1;
 	out = job_run(s, 120);
 	ASSERT_NE(NULL, out);
-	check_job(_metadata, s, out, skip, 0);
+	check_job(_metadata, s, out, skip, -EDOM, 0);
 	snprintf(who, sizeof(who), "rank %d", s->nan_rank);
 	for (r = 0; r < s->world; r++) {
 		TH_LOG("rank %d: %s", r, out->msg[r]);
@@ -270,6 +271,41 @@ TEST(dead_peer_times_out)
 		/* Within the timeout, plus scheduling slack. */
 		ASSERT_GT(1.5 + 1.0, out->seconds[r][1]);
 	}
+	job_free(&s, out);
+}
+
+/*
+ * Rank 2 stays alive but does not call allreduce for step 1 until the
+ * others have given up on it: step 1 fails with -ETIMEDOUT on every rank,
+ * rank 2 included, each message naming rank 2; the job goes on, and the
+ * other steps match a reference that skipped step 1. Tensor 0 has a share
+ * missing at ranks 0 and 1; tensor 1 (one value, rank 2's shard) only
+ * lacks rank 2's result.
+ */
+TEST(idle_peer_times_out_step)
+{
+	struct job_spec s = { .world = 3, .steps = 4, .ntensors = 2,
+			      .elems = { 70001, 1 },
+			      .codec = { GN_CODEC_3LC, GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = -1, .idle = true,
+			      .idle_rank = 2, .idle_step = 1,
+			      .env = { "GN_STEP_TIMEOUT_MS=800", "GN_STEP_TIMEOUT_MS=800",
+				       "GN_STEP_TIMEOUT_MS=800" } };
+	bool skip[JOB_MAX_STEPS] = { false, true };
+	struct job_out *out = job_run(&s, 60);
+	int r;
+
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, skip, -ETIMEDOUT, -1);
+	for (r = 0; r < s.world; r++) {
+		TH_LOG("rank %d: %s", r, out->msg[r]);
+		EXPECT_NE(NULL, strstr(out->msg[r], "rank 2"));
+		EXPECT_NE(NULL, strstr(out->msg[r], "step 2"));
+	}
+	/* Within the step timeout (and half again for tensor 1), plus
+	 * scheduling slack. */
+	for (r = 0; r < 2; r++)
+		EXPECT_GT(1.2 + 1.0, out->seconds[r][1]);
 	job_free(&s, out);
 }
 

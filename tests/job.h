@@ -41,6 +41,9 @@ struct job_spec {
 	int nan_rank, nan_step, nan_tensor;	/* -1: no NaN */
 	int late_ms;				/* others start the NaN step late */
 	int die_rank, die_step;			/* -1: nobody dies */
+	bool idle;				/* idle_rank holds back step */
+	int idle_rank, idle_step;		/* idle_step until the others
+						   have ended it */
 	const char *env[JOB_MAX_RANKS];		/* "K=V;K=V" per rank */
 	size_t register_elems_rank1;		/* != 0: rank 1 registers tensor 0 so */
 };
@@ -52,6 +55,7 @@ struct job_out {
 	int rc[JOB_MAX_RANKS][JOB_MAX_STEPS];
 	uint64_t hash[JOB_MAX_RANKS][JOB_MAX_STEPS][JOB_MAX_TENSORS];
 	double seconds[JOB_MAX_RANKS][JOB_MAX_STEPS];
+	int steps_done[JOB_MAX_RANKS];
 	char msg[JOB_MAX_RANKS][320];
 	struct gn_stats stats[JOB_MAX_RANKS];
 	float data[];				/* final results, rank by rank */
@@ -114,6 +118,20 @@ static inline double job_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Alive (the progress thread answers pings) but idle until every other
+ * rank has ended @step (for at most a minute). */
+static void job_idle(const struct job_spec *s, struct job_out *out, int rank,
+		     int step)
+{
+	double until = job_now() + 60;
+	int r;
+
+	for (r = 0; r < s->world && job_now() < until; r++)
+		while (r != rank && job_now() < until &&
+		       __atomic_load_n(&out->steps_done[r], __ATOMIC_ACQUIRE) <= step)
+			usleep(1000);
+}
+
 static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 		     const char *peers, uint32_t job)
 {
@@ -166,6 +184,8 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 			_exit(0);	/* dies without a word, mid-job */
 		if (rank != s->nan_rank && step == s->nan_step && s->late_ms)
 			usleep((useconds_t)s->late_ms * 1000);
+		if (s->idle && rank == s->idle_rank && step == s->idle_step)
+			job_idle(s, out, rank, step);
 		for (k = 0; k < s->ntensors; k++) {
 			size_t n = k == 0 && rank == 1 && s->register_elems_rank1 ?
 					   s->register_elems_rank1 : s->elems[k];
@@ -196,6 +216,7 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 		}
 		out->seconds[rank][step] = job_now() - t0;
 		out->rc[rank][step] = r;
+		__atomic_store_n(&out->steps_done[rank], step + 1, __ATOMIC_RELEASE);
 	}
 	for (k = 0; k < s->ntensors; k++) {
 		memcpy(final, x[k], s->elems[k] * sizeof(float));

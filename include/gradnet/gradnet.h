@@ -55,7 +55,8 @@ enum gn_codec {
  * rank) are taken from the environment:
  *	GN_RANK, GN_WORLD_SIZE, GN_PEERS (host:port,... in rank order),
  *	GN_KEY (32 hex digits), GN_JOB (job id, decimal or 0x hex),
- *	GN_MTU, GN_TIMEOUT_MS, GN_CODEC (none or 3lc), GN_S, GN_INSECURE=1.
+ *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (none or 3lc),
+ *	GN_S, GN_INSECURE=1.
  * @sz: sizeof(struct gn_ctx_opts)
  * @rank: this process, 0..world_size-1; -1 to take GN_RANK
  * @world_size: ranks in the job
@@ -71,6 +72,11 @@ enum gn_codec {
  * @codec: job default codec for tensors (default GN_CODEC_3LC)
  * @s: job default 3LC sparsity multiplier, 1 <= s < 2 (default 1.0)
  * @chunk: values per 3LC chunk, each with its own scale (default 65536)
+ * @step_timeout_ms: an allreduce still waiting this long after it started
+ *	for a peer's share (a peer that is alive but never calls allreduce
+ *	for the tensor) fails with -ETIMEDOUT on every rank, naming that
+ *	peer (default 600000, ten minutes, so that one rank may pause for
+ *	evaluation or a checkpoint while the others wait)
  */
 struct gn_ctx_opts {
 	size_t sz;
@@ -86,6 +92,7 @@ struct gn_ctx_opts {
 	int codec;
 	float s;
 	unsigned int chunk;
+	unsigned int step_timeout_ms;
 };
 
 /*
