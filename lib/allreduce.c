@@ -662,6 +662,12 @@ static int turn_rank(const struct gn_ctx *ctx, unsigned int turn)
 	return (int)turn - 1 < ctx->rank ? (int)turn - 1 : (int)turn;
 }
 
+/* Every packet of a message is in. */
+static bool rx_whole(const struct gn_rxmsg *rx)
+{
+	return rx->npkts && rx->got == rx->npkts;
+}
+
 /* Chunk @c may be ready for more: the progress thread will look. */
 static void want_work(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 {
@@ -698,7 +704,7 @@ static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 				  h->scale, h->body, h->len);
 			free(h);
 		}
-		if (!rx->npkts || rx->got < rx->npkts)
+		if (!rx_whole(rx))
 			return;
 		st->turn[c]++;
 	}
@@ -709,11 +715,6 @@ static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 }
 
 /* ---- step deadlines ----------------------------------------------------------------- */
-
-static bool rx_whole(const struct gn_rxmsg *rx)
-{
-	return rx->npkts && rx->got == rx->npkts;
-}
 
 /*
  * Peers this rank still waits for in @st, as names in @who: first those
