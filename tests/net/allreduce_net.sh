@@ -99,25 +99,10 @@ selected forge && plan=$((plan + 8))
 echo "TAP version 13"
 echo "1..$plan"
 
-# result OK NAME: print one TAP line.
-result() {
-	testno=$((testno + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $testno - $2"
-	else
-		echo "not ok $testno - $2"
-		failed=$((failed + 1))
-	fi
-}
-
 # skip NAME REASON: a TAP line for a case that cannot run here.
 skip() {
 	testno=$((testno + 1))
 	echo "ok $testno - $1 # SKIP $2"
-}
-
-diag() {
-	echo "# $*"
 }
 
 now() {
@@ -175,7 +160,7 @@ wait_ranks() {
 	for ((k = 0; k < WORLD; k++)); do
 		while alive "${pids[k]}"; do
 			if [ "$(elapsed "$t0" | cut -d. -f1)" -ge "$RUN_LIMIT" ]; then
-				diag "$name: rank $k still running after ${RUN_LIMIT}s, killed"
+				gn_diag "$name: rank $k still running after ${RUN_LIMIT}s, killed"
 				kill -9 "${pids[k]}" 2>/dev/null || true
 				ok=0
 			fi
@@ -184,7 +169,7 @@ wait_ranks() {
 		rcs[k]=0
 		wait "${pids[k]}" || rcs[k]=$?
 		if [ "${rcs[k]}" -ne 0 ]; then
-			diag "$name: rank $k exited ${rcs[k]}: $(cat "$tmp/$name.$k.json" \
+			gn_diag "$name: rank $k exited ${rcs[k]}: $(cat "$tmp/$name.$k.json" \
 				"$tmp/$name.$k.err")"
 			ok=0
 		fi
@@ -296,12 +281,12 @@ lossy_case() {
 		--codec "$codec" || ok=0
 	read -r dropped skbs <<<"$(loss_detach)"
 	rtx=$(sum_field retransmits "$name")
-	diag "$name: gn-loss dropped $dropped datagrams ($skbs packets, GSO" \
+	gn_diag "$name: gn-loss dropped $dropped datagrams ($skbs packets, GSO" \
 		"counts as one), ranks retransmitted $rtx packets, median step" \
 		"$(fieldf median_s "$tmp/$name.0.json")s"
 	[ "$ok" -eq 1 ] && same_out "$name" "$ref" || ok=0
 	[ "$dropped" -gt 0 ] && [ "$rtx" -gt 0 ] || ok=0
-	result "$ok" "$name: results bit-identical to the clean run, loss seen and repaired"
+	gn_result "$ok" "$name: results bit-identical to the clean run, loss seen and repaired"
 }
 
 # clean_case NAME CODEC: the reference run of CODEC.
@@ -310,11 +295,11 @@ clean_case() {
 
 	run_job "$name" 10000 "" --elems "$ELEMS" --steps "$LOSS_STEPS" \
 		--codec "$codec" || ok=0
-	diag "$name: retransmits $(sum_field retransmits "$name")," \
+	gn_diag "$name: retransmits $(sum_field retransmits "$name")," \
 		"drops tensor $(sum_drops tensor "$name") duplicate" \
 		"$(sum_drops duplicate "$name") replay $(sum_drops replay "$name")"
 	[ "$ok" -eq 1 ] && same_out "$name" "$name" || ok=0
-	result "$ok" "$name: $WORLD ranks, $ELEMS floats, $LOSS_STEPS steps: results bit-identical on every rank"
+	gn_result "$ok" "$name: $WORLD ranks, $ELEMS floats, $LOSS_STEPS steps: results bit-identical on every rank"
 }
 
 test_loss() {
@@ -329,17 +314,17 @@ test_loss() {
 		--elems "$ELEMS" --steps "$LOSS_STEPS" || ok=0
 	dups=$(( $(sum_drops duplicate "$name") + $(sum_drops replay "$name") ))
 	rtx=$(sum_field retransmits "$name")
-	diag "$name: duplicate+replay drops $dups, retransmits $rtx"
+	gn_diag "$name: duplicate+replay drops $dups, retransmits $rtx"
 	[ "$ok" -eq 1 ] && same_out "$name" 3lc-clean || ok=0
 	[ "$dups" -gt 0 ] && [ "$rtx" -gt 0 ] || ok=0
-	result "$ok" "$name: duplicated, reordered, lost packets: results bit-identical to the clean run"
+	gn_result "$ok" "$name: duplicated, reordered, lost packets: results bit-identical to the clean run"
 
 	clean_case none-clean none
 	lossy_case none-loss1 none-clean 10000 none
 	# Dense and 3LC results differ: the codecs really ran.
 	ok=0
 	cmp -s "$tmp/3lc-clean.0.out" "$tmp/none-clean.0.out" || ok=1
-	result "$ok" "3LC and dense results differ (both codecs ran)"
+	gn_result "$ok" "3LC and dense results differ (both codecs ran)"
 }
 
 # ---- kill -----------------------------------------------------------------
@@ -368,7 +353,7 @@ kill_and_watch() {
 		done
 		[ "$st" -eq 1 ] || break
 		if [ "$(elapsed "$tk" | cut -d. -f1)" -ge $((to / 1000 + 20)) ]; then
-			diag "$name: survivors still running $((to / 1000 + 20))s after the kill"
+			gn_diag "$name: survivors still running $((to / 1000 + 20))s after the kill"
 			break
 		fi
 		sleep 0.02
@@ -391,13 +376,13 @@ test_kill() {
 		[ $((bytes - bytes0)) -lt 1000000 ] || break
 		if ! alive "${pids[1]}" ||
 		   [ "$(elapsed "$t0" | cut -d. -f1)" -ge 60 ]; then
-			diag "$name: rank 1 never got going: $(cat "$tmp/$name.1.err")"
+			gn_diag "$name: rank 1 never got going: $(cat "$tmp/$name.1.err")"
 			going=0
 			break
 		fi
 		sleep 0.05
 	done
-	diag "$name: SIGKILL to rank 1 after it sent $((bytes - bytes0)) bytes"
+	gn_diag "$name: SIGKILL to rank 1 after it sent $((bytes - bytes0)) bytes"
 	# The shell's "Killed" notice for rank 1 is no news.
 	kill_and_watch "$name" "$to" 2>/dev/null
 	ok=1
@@ -408,7 +393,7 @@ test_kill() {
 			ok=0
 		fi
 		wait "${pids[k]}" || rcs[k]=$?
-		diag "$name: rank $k: exit ${rcs[k]}, error line after" \
+		gn_diag "$name: rank $k: exit ${rcs[k]}, error line after" \
 			"${t_line[k]:-never}s, exit after ${t_exit[k]:-never}s:" \
 			"$(cat "$tmp/$name.$k.json")"
 		[ "${rcs[k]}" -eq 3 ] || ok=0
@@ -417,7 +402,7 @@ test_kill() {
 	done
 	pids=()
 	[ "$going" -eq 1 ] || ok=0
-	result "$ok" "$name: ranks 0 and 2 fail with -ETIMEDOUT naming rank 1"
+	gn_result "$ok" "$name: ranks 0 and 2 fail with -ETIMEDOUT naming rank 1"
 
 	# Detection is the liveness timeout: rank 1 spoke within the last
 	# quarter timeout (probes), and the progress thread looks every 20 ms.
@@ -426,7 +411,7 @@ test_kill() {
 		awk -v t="${t_line[k]:-999}" -v to="$to" \
 			'BEGIN { exit !(t >= to / 2000 && t <= to / 1000 + 1) }' || ok=0
 	done
-	result "$ok" "$name: detected in [$((to / 2)), $((to + 1000))] ms of GN_TIMEOUT_MS=$to" \
+	gn_result "$ok" "$name: detected in [$((to / 2)), $((to + 1000))] ms of GN_TIMEOUT_MS=$to" \
 		"(${t_line[0]:-never}s, ${t_line[2]:-never}s)"
 
 	# Closing waits at most 2 s for peers to collect what they are owed.
@@ -438,7 +423,7 @@ test_kill() {
 	for ((k = 0; k < WORLD; k++)); do
 		[ -z "$(ip netns pids "$(gn_host_ns "$k")")" ] || ok=0
 	done
-	result "$ok" "$name: survivors exit within the timeout + 3.5 s, nothing left running"
+	gn_result "$ok" "$name: survivors exit within the timeout + 3.5 s, nothing left running"
 }
 
 # ---- forge ----------------------------------------------------------------
@@ -458,10 +443,10 @@ test_forge() {
 	bytes0=$(gn_link_bytes 0 | cut -d' ' -f2)
 	t0=$(now)
 	run_job forge-clean 10000 "" --elems "$ELEMS" --steps "$FORGE_STEPS" ||
-		diag "forge-clean failed"
+		gn_diag "forge-clean failed"
 	bytes=$(gn_link_bytes 0 | cut -d' ' -f2)
 	total=$((bytes - bytes0))
-	diag "forge-clean: $(elapsed "$t0")s, rank 0 sent $total bytes, its" \
+	gn_diag "forge-clean: $(elapsed "$t0")s, rank 0 sent $total bytes, its" \
 		"$(sed 's/.*"drops": \(.*\)}$/drops \1/' "$tmp/forge-clean.0.json")"
 
 	bytes0=$bytes
@@ -489,26 +474,26 @@ test_forge() {
 	for ((k = 0; k < WORLD; k++)); do
 		alive "${pids[k]}" || ok=0
 	done
-	diag "forge: gn-forge --seed $seed sent $(cat "$tmp/forge.sent") after rank 0 sent" \
+	gn_diag "forge: gn-forge --seed $seed sent $(cat "$tmp/forge.sent") after rank 0 sent" \
 		"$((bytes - bytes0)) of ~$total bytes"
-	[ "$ok" -eq 1 ] || diag "forge: the job ended before the forger did"
+	[ "$ok" -eq 1 ] || gn_diag "forge: the job ended before the forger did"
 	wait_ranks forge || ok=0
-	result "$ok" "forge: every forged packet reached a live job"
+	gn_result "$ok" "forge: every forged packet reached a live job"
 
 	ok=1
 	same_out forge forge-clean && same_out forge-clean forge-clean || ok=0
-	result "$ok" "forge: results bit-identical to the clean run on every rank"
+	gn_result "$ok" "forge: results bit-identical to the clean run on every rank"
 
 	for r in "${reasons[@]}"; do
 		sent=$(field "$r" "$tmp/forge.sent")
 		got=$(drops "$r" "$tmp/forge.0.json")
 		base=$(drops "$r" "$tmp/forge-clean.0.json")
-		diag "forge: $r: forged ${sent:-?}, rank 0 counted ${got:-?}" \
+		gn_diag "forge: $r: forged ${sent:-?}, rank 0 counted ${got:-?}" \
 			"(clean run: ${base:-?})"
 		ok=0
 		[ "${sent:-0}" -eq "$FORGE_COUNT" ] && [ "${base:-1}" -eq 0 ] &&
 			[ "${got:--1}" -eq "$sent" ] && ok=1
-		result "$ok" "forge: '$r' drops rise by exactly the $FORGE_COUNT forged"
+		gn_result "$ok" "forge: '$r' drops rise by exactly the $FORGE_COUNT forged"
 	done
 
 	sent=$(field replay "$tmp/forge.sent")
@@ -517,12 +502,12 @@ test_forge() {
 	r1=$(field retransmits "$tmp/forge.1.json")
 	r2=$(field retransmits "$tmp/forge.2.json")
 	rtx=$((${r1:-0} + ${r2:-0}))
-	diag "forge: replay: forged ${sent:-?}, rank 0 counted ${got:-?}" \
+	gn_diag "forge: replay: forged ${sent:-?}, rank 0 counted ${got:-?}" \
 		"(clean run: ${base:-?}; ranks 1 and 2 retransmitted $rtx)"
 	ok=0
 	[ "${sent:-0}" -eq "$FORGE_COUNT" ] &&
 		check_forge_replay "$sent" "${got:--1}" "$rtx" && ok=1
-	result "$ok" "forge: 'replay' drops rise by the $FORGE_COUNT forged, plus at most the job's retransmits"
+	gn_result "$ok" "forge: 'replay' drops rise by the $FORGE_COUNT forged, plus at most the job's retransmits"
 }
 
 selected loss && test_loss

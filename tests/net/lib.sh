@@ -35,6 +35,22 @@ gn_skip() {
 	exit "$GN_SKIP_RC"
 }
 
+# gn_result OK NAME: print one TAP line, counting in $testno and $failed.
+gn_result() {
+	testno=$((testno + 1))
+	if [ "$1" -eq 1 ]; then
+		echo "ok $testno - $2"
+	else
+		echo "not ok $testno - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+# gn_diag MSG: a TAP comment.
+gn_diag() {
+	echo "# $*"
+}
+
 # gn_require_net: skip unless root with working netns, veth, bridge and tbf.
 gn_require_net() {
 	local probe="$GN_NS_PREFIX-probe"

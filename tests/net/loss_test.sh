@@ -49,22 +49,6 @@ gn_host_exec 0 "$GN_LOSS" detach --dev eth0 >/dev/null
 echo "TAP version 13"
 echo "1..7"
 
-# result OK NAME: print one TAP line.
-result() {
-	testno=$((testno + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $testno - $2"
-	else
-		echo "not ok $testno - $2"
-		failed=$((failed + 1))
-	fi
-}
-
-# diag MSG: a TAP comment.
-diag() {
-	echo "# $*"
-}
-
 # field NAME JSON: print the numeric field NAME of a gn-loss stats line.
 field() {
 	sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" <<<"$2"
@@ -87,7 +71,7 @@ flow() {
 		--sport "$sport" --count "$count" --ctl-port "$CTL") || true
 	wait "$pid" || true
 	if [ "$sent" != "$count" ]; then
-		diag "sent $sent of $count"
+		gn_diag "sent $sent of $count"
 		echo -1
 		return
 	fi
@@ -114,12 +98,12 @@ lossy() {
 	seen=$(field seen "$st")
 	dropped=$(field dropped "$st")
 	segs=$(field seen_segs "$st")
-	diag "$name: sent $N received $got bpf seen $seen dropped $dropped" \
+	gn_diag "$name: sent $N received $got bpf seen $seen dropped $dropped" \
 		"expected drops $((N * ppm / 1000000))"
 	[ "$seen" = "$N" ] && [ "$segs" = "$N" ] || ok=0
 	[ "$((N - got))" = "$dropped" ] || ok=0
 	within "$N" "$ppm" "$dropped" || ok=0
-	result "$ok" "$name"
+	gn_result "$ok" "$name"
 }
 
 lossy 0 egress 100000 40000 7000 "10% loss on egress, destination port in range"
@@ -130,20 +114,20 @@ gn_host_exec 0 "$GN_LOSS" attach --dev eth0 --egress --ppm 1000000 \
 	--ports 7000-7099 >/dev/null
 got=$(flow 40001 7100 2000)
 st=$(gn_host_exec 0 "$GN_LOSS" stats --dev eth0)
-diag "ports 40001->7100 at ppm 1000000: received $got of 2000," \
+gn_diag "ports 40001->7100 at ppm 1000000: received $got of 2000," \
 	"bpf seen $(field seen "$st")"
 ok=0
 [ "$got" = 2000 ] && [ "$(field seen "$st")" = 0 ] && ok=1
-result "$ok" "ports outside the range pass and are not counted"
+gn_result "$ok" "ports outside the range pass and are not counted"
 
 got=$(flow 40002 7050 2000)
 st=$(gn_host_exec 0 "$GN_LOSS" stats --dev eth0)
-diag "ports 40002->7050 at ppm 1000000: received $got of 2000," \
+gn_diag "ports 40002->7050 at ppm 1000000: received $got of 2000," \
 	"bpf seen $(field seen "$st") dropped $(field dropped "$st")"
 ok=0
 [ "$got" = 0 ] && [ "$(field seen "$st")" = 2000 ] &&
 	[ "$(field dropped "$st")" = 2000 ] && ok=1
-result "$ok" "ppm 1000000 drops every matching datagram"
+gn_result "$ok" "ppm 1000000 drops every matching datagram"
 
 # Attaching again replaces the filter, with fresh counters and settings.
 gn_host_exec 0 "$GN_LOSS" attach --dev eth0 --egress --ppm 0 \
@@ -152,11 +136,11 @@ got=$(flow 40003 7050 2000)
 st=$(gn_host_exec 0 "$GN_LOSS" stats --dev eth0)
 filters=$(tc -n "$(gn_host_ns 0)" filter show dev eth0 egress |
 	grep -c 'name gn_loss' || true)
-diag "after re-attach at ppm 0: received $got of 2000, $filters bpf filter(s)"
+gn_diag "after re-attach at ppm 0: received $got of 2000, $filters bpf filter(s)"
 ok=0
 [ "$got" = 2000 ] && [ "$(field seen "$st")" = 2000 ] &&
 	[ "$(field dropped "$st")" = 0 ] && [ "$filters" = 1 ] && ok=1
-result "$ok" "re-attach replaces the filter and its counters"
+gn_result "$ok" "re-attach replaces the filter and its counters"
 
 # Both directions on one clsact: it goes with the last of our filters.
 gn_host_exec 0 "$GN_LOSS" attach --dev eth0 --ingress --ppm 0 \
@@ -170,7 +154,7 @@ if tc -n "$(gn_host_ns 0)" qdisc show dev eth0 | grep -q clsact ||
    gn_host_exec 0 "$GN_LOSS" stats --dev eth0 >/dev/null 2>&1; then
 	ok=0
 fi
-result "$ok" "detach removes the filters and the clsact qdisc it created"
+gn_result "$ok" "detach removes the filters and the clsact qdisc it created"
 
 # A clsact someone else made outlives our detach.
 # (A test above that failed may have left one behind already.)
@@ -183,7 +167,7 @@ ok=0
 tc -n "$(gn_host_ns 1)" qdisc show dev eth0 | grep -q clsact &&
 	[ -z "$(tc -n "$(gn_host_ns 1)" filter show dev eth0 ingress)" ] && ok=1
 tc -n "$(gn_host_ns 1)" qdisc del dev eth0 clsact
-result "$ok" "detach keeps a clsact qdisc it did not create"
+gn_result "$ok" "detach keeps a clsact qdisc it did not create"
 
 echo "# $((testno - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]
