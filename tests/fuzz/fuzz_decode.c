@@ -73,7 +73,7 @@ static float scale_of(const struct decode_case *c)
 {
 	if (!c->whole)
 		return c->m;
-	return c->len >= 4 ? model_float(gn_fz_le(c->src, 4)) : 0.0f;
+	return c->len >= 4 ? gn_float(gn_fz_le(c->src, 4)) : 0.0f;
 }
 
 /* Each element either kept its bits or became exactly acc + M or acc - M. */
@@ -91,8 +91,8 @@ static void check_plus_minus_m(const struct decode_case *c, int isa,
 			    !memcmp(&acc[i], &down, 4),
 			    "%s %s: acc[%zu] went from 0x%08x to 0x%08x, M 0x%08x",
 			    c->what, gn_fz_isa_name(isa), i,
-			    model_bits(before[i]), model_bits(acc[i]),
-			    model_bits(m));
+			    gn_bits(before[i]), gn_bits(acc[i]),
+			    gn_bits(m));
 	}
 }
 
@@ -128,7 +128,7 @@ static void check_decode(const struct decode_case *c, const float *before)
 		GN_FZ_CHECK(at == c->n,
 			    "%s %s: acc[%zu] is 0x%08x, the specification says 0x%08x",
 			    c->what, gn_fz_isa_name(isa), at,
-			    model_bits(acc[at]), model_bits(want[at]));
+			    gn_bits(acc[at]), gn_bits(want[at]));
 	}
 	free(want);
 	free(acc);
@@ -189,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	c.what = "slice";
 	c.whole = false;
-	c.m = model_float(gn_fz_le(data + GN_FZD_M, 4));
+	c.m = gn_float(gn_fz_le(data + GN_FZD_M, 4));
 	c.j0 = j0;
 	c.count = count;
 	check_decode(&c, before);

@@ -130,7 +130,7 @@ static void check_slices(const uint8_t *q, size_t count, size_t n, float m,
 		}
 		at = gn_fz_first_diff(acc, whole, n);
 		GN_FZ_CHECK(at == n, "%s: slices give acc[%zu] 0x%08x, whole 0x%08x",
-			    name, at, model_bits(acc[at]), model_bits(whole[at]));
+			    name, at, gn_bits(acc[at]), gn_bits(whole[at]));
 	}
 	free(all);
 	free(whole);
@@ -153,14 +153,14 @@ static void check_encode(const struct fz_input *in)
 	want = model_quantize(in->x, in->e, e_want, n, in->s, q, &m);
 	if (!want) {
 		model_quartic(q, n, quartic);
-		gn_fz_put_le(stream, model_bits(m), 4);
+		gn_fz_put_le(stream, gn_bits(m), 4);
 		want_len = 4 + (long)model_zre(quartic, g, g, stream + 4, &used);
 	}
 	gn_fz_for_each_isa(isa) {
 		const char *name = gn_fz_isa_name(isa);
 		float *e = gn_fz_dup(in->e, bytes), *acc, qm;
 		uint8_t *dst = gn_fz_alloc(bound, 0), *qc;
-		float mc = model_float(SENTINEL_BITS);
+		float mc = gn_float(SENTINEL_BITS);
 		long len;
 		int ret;
 
@@ -180,8 +180,8 @@ static void check_encode(const struct fz_input *in)
 				    name);
 			at = gn_fz_first_diff(e, e_want, n);
 			GN_FZ_CHECK(at == n, "%s: e[%zu] 0x%08x, the specification "
-				    "says 0x%08x", name, at, model_bits(e[at]),
-				    model_bits(e_want[at]));
+				    "says 0x%08x", name, at, gn_bits(e[at]),
+				    gn_bits(e_want[at]));
 		}
 		free(e);
 
@@ -210,9 +210,9 @@ static void check_encode(const struct fz_input *in)
 				    name);
 			GN_FZ_CHECK(is_sentinel(&mc, 1),
 				    "%s: quantize returned %d but wrote M 0x%08x",
-				    name, want, model_bits(mc));
+				    name, want, gn_bits(mc));
 		} else {
-			GN_FZ_CHECK(model_bits(mc) == model_bits(m) &&
+			GN_FZ_CHECK(gn_bits(mc) == gn_bits(m) &&
 				    !memcmp(qc, quartic, g) &&
 				    same_floats(e, e_want, n),
 				    "%s: quantize differs from the specification",
@@ -229,9 +229,9 @@ static void check_encode(const struct fz_input *in)
 		GN_FZ_CHECK(!ret, "%s: its own stream rejected: %d", name, ret);
 		for (i = 0; i < n; i++) {
 			qm = q[i] > 0 ? m : (q[i] < 0 ? -m : 0.0f);
-			GN_FZ_CHECK(model_bits(acc[i]) == model_bits(qm),
+			GN_FZ_CHECK(gn_bits(acc[i]) == gn_bits(qm),
 				    "%s: decode(encode(x))[%zu] is 0x%08x, q*M 0x%08x",
-				    name, i, model_bits(acc[i]), model_bits(qm));
+				    name, i, gn_bits(acc[i]), gn_bits(qm));
 		}
 		free(acc);
 next:
@@ -425,7 +425,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	flags = data[GN_FZR_FLAGS];
 	mode = flags & GN_FZR_MODE_MASK;
 	if (flags & GN_FZR_RAW_S)
-		in.s = model_float(gn_fz_le(data + GN_FZR_S, 4));
+		in.s = gn_float(gn_fz_le(data + GN_FZR_S, 4));
 	else
 		in.s = 1.0f + (float)gn_fz_le(data + GN_FZR_S, 2) / 65536.0f;
 	in.chunk = gn_fz_le(data + GN_FZR_CHUNK, 2);
@@ -454,8 +454,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	e = gn_fz_alloc(in.n * sizeof(float), 0);
 	for (i = 0; i < in.n; i++) {
 		if (mode == GN_FZR_FLOATS) {
-			x[i] = model_float(gn_fz_le(d + 8 * i, 4));
-			e[i] = model_float(gn_fz_le(d + 8 * i + 4, 4));
+			x[i] = gn_float(gn_fz_le(d + 8 * i, 4));
+			e[i] = gn_float(gn_fz_le(d + 8 * i + 4, 4));
 			continue;
 		}
 		x[i] = (float)(int8_t)d[i % dl] * in.scale;

@@ -67,7 +67,7 @@ static void decode_seed(const char *name, size_t n, unsigned int flags,
 	h[GN_FZD_FLAGS] = (uint8_t)flags;
 	gn_fz_put_le(h + GN_FZD_J0, (uint32_t)j0, 2);
 	gn_fz_put_le(h + GN_FZD_COUNT, (uint32_t)count, 2);
-	gn_fz_put_le(h + GN_FZD_M, model_bits(m), 4);
+	gn_fz_put_le(h + GN_FZD_M, gn_bits(m), 4);
 	seed("decode", name, h, sizeof(h), body, len);
 }
 
@@ -108,7 +108,7 @@ static size_t model_stream(const float *x, size_t n, float s, uint8_t *out,
 		return 0;
 	}
 	model_quartic(q, n, quartic);
-	gn_fz_put_le(out, model_bits(*m), 4);
+	gn_fz_put_le(out, gn_bits(*m), 4);
 	free(e);
 	free(q);
 	return 4 + model_zre(quartic, g, g, out + 4, &used);
@@ -128,8 +128,8 @@ static void golden_seeds(void)
 		if (!xe)
 			die("out of memory");
 		for (k = 0; k < n; k++) {
-			xe[2 * k] = model_float(v->x[k]);
-			xe[2 * k + 1] = model_float(v->e_in[k]);
+			xe[2 * k] = gn_float(v->x[k]);
+			xe[2 * k + 1] = gn_float(v->e_in[k]);
 		}
 		snprintf(name, sizeof(name), "golden-%02zu", i);
 		roundtrip_seed(name, GN_FZR_FLOATS | GN_FZR_RAW_S, v->s,
@@ -138,7 +138,7 @@ static void golden_seeds(void)
 		free(xe);
 		if (v->ret)
 			continue;
-		m = model_float(gn_fz_le(v->stream, 4));
+		m = gn_float(gn_fz_le(v->stream, 4));
 		snprintf(name, sizeof(name), "golden-%02zu-stream", i);
 		decode_seed(name, n, (unsigned int)i % 4, 0, 0, 0.0f, v->stream,
 			    v->stream_len);
@@ -220,9 +220,9 @@ static void edge_seeds(void)
 	float two = 2.0f, nan = NAN;
 
 	roundtrip_seed("edge-s-2", GN_FZR_INT8 | GN_FZR_RAW_S,
-		       model_bits(two), 5, 10, 40, 150, ramp, sizeof(ramp));
+		       gn_bits(two), 5, 10, 40, 150, ramp, sizeof(ramp));
 	roundtrip_seed("edge-s-nan", GN_FZR_INT8 | GN_FZR_RAW_S,
-		       model_bits(nan), 5, 10, 40, 150, ramp, sizeof(ramp));
+		       gn_bits(nan), 5, 10, 40, 150, ramp, sizeof(ramp));
 	roundtrip_seed("edge-chunk-0", GN_FZR_INT8_EF, s_field(1.25f), 0, 100,
 		       300, 140, ramp, sizeof(ramp));
 	roundtrip_seed("edge-cyclic-long", GN_FZR_INT8, s_field(1.0f), 4096,
@@ -321,7 +321,7 @@ static void rx_data(struct rx_seed *sd, unsigned int ctl, unsigned int k,
 		return;
 	}
 	gn_fz_put_le(p + 40, count, 4);
-	gn_fz_put_le(p + 44, model_bits(m), 4);
+	gn_fz_put_le(p + 44, gn_bits(m), 4);
 	gn_fz_put_le(p + 56, 1, 4);
 	rx_rec(sd, ctl | from, p, 60 + body + 8);
 }
@@ -410,7 +410,7 @@ static void rx_restart(struct rx_seed *sd)
 	gn_fz_put_le(p + 24, GN_FZX_WORLD, 2);
 	p[26] = 1;
 	p[27] = 2;
-	gn_fz_put_le(p + 28, model_bits(1.0f), 4);
+	gn_fz_put_le(p + 28, gn_bits(1.0f), 4);
 	gn_fz_put_le(p + 32, GN_FZX_CHUNK, 4);
 	gn_fz_put_le(p + 36, 9000, 2);
 	gn_fz_put_le(p + 40, 0x1234, 4);

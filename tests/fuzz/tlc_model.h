@@ -16,21 +16,7 @@
 
 #include <gradnet/codec.h>
 
-static inline uint32_t model_bits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static inline float model_float(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
+#include "testutil.h"
 
 /* Groups covered by one zero-run code byte. */
 static inline size_t model_code_groups(uint8_t b)
@@ -180,7 +166,7 @@ static inline int model_decode_slice(const uint8_t *src, size_t len, float m,
 	size_t g = gn_tlc_groups(n), total = 0, i, j;
 	unsigned int k;
 
-	if (model_bits(m) >= 0x7f800000u)
+	if (gn_bits(m) >= 0x7f800000u)
 		return -EBADMSG;
 	if (j0 > g || count > g - j0)
 		return -EBADMSG;
@@ -215,7 +201,7 @@ static inline int model_decode(const uint8_t *src, size_t len, float *acc,
 		return -EBADMSG;
 	mb = (uint32_t)src[0] | (uint32_t)src[1] << 8 |
 	     (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
-	return model_decode_slice(src + 4, len - 4, model_float(mb), acc, n, 0,
+	return model_decode_slice(src + 4, len - 4, gn_float(mb), acc, n, 0,
 				  gn_tlc_groups(n));
 }
 
