@@ -322,6 +322,28 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 	return 0;
 }
 
+/*
+ * GN_CODEC_ISA forces the codec's kernels for the whole process: the
+ * results are the same bit for bit, so it is for tests and benchmarks.
+ */
+static int read_isa(void)
+{
+	const char *v = getenv("GN_CODEC_ISA");
+	int isa, r;
+
+	if (!v)
+		return 0;
+	isa = gn_codec_isa_parse(v);
+	if (isa == -EINVAL)
+		return open_fail(-EINVAL,
+				 "GN_CODEC_ISA=%s: use scalar, avx2, avx512 or best", v);
+	r = gn_codec_isa_set_default(isa);
+	if (r)
+		return open_fail(r, "GN_CODEC_ISA=%s: this CPU lacks %s (it runs %s at best)",
+				 v, v, gn_codec_isa_name(gn_codec_isa_best()));
+	return 0;
+}
+
 static int read_codec(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
 {
 	const char *c = getenv("GN_CODEC"), *sv = getenv("GN_S");
@@ -352,7 +374,7 @@ static int read_codec(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
 		return open_fail(-EINVAL, "3LC s = %g is outside [1, 2)",
 				 (double)ctx->s);
 	memcpy(&ctx->s_bits, &ctx->s, sizeof(ctx->s_bits));
-	return 0;
+	return read_isa();
 }
 
 static int read_key(struct gn_ctx *ctx, const struct gn_ctx_opts *o)

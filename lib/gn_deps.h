@@ -77,6 +77,8 @@ static inline bool gn_cpu_has_avx512(void)
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 #ifndef __BYTE_ORDER__
 #error "gradnet needs __BYTE_ORDER__"

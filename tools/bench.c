@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gradnet/codec.h>
+
 #include "bench.h"
 
 double bench_now(void)
@@ -143,10 +145,13 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+	const char *isa = getenv("GN_CODEC_ISA");
 	int i;
 
 	if (argc < 2)
 		usage();
+	if (isa && gn_codec_isa_set_default(gn_codec_isa_parse(isa)))
+		bench_die("GN_CODEC_ISA=%s: not an instruction set this CPU runs", isa);
 	printf("# command:");
 	for (i = 0; i < argc; i++)
 		printf(" %s", argv[i]);

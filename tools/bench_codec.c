@@ -516,7 +516,7 @@ int bench_codec(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct codec_opts o = {
-		.isa = gn_codec_isa_best(),
+		.isa = gn_codec_isa_default(),
 		.dram_mib = 512,
 		.chunk = 65536,
 		.min_seconds = 0.3,

@@ -50,10 +50,12 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: gradnet-codec encode -s S [--ef FILE] IN.f32 OUT\n"
 		"       gradnet-codec decode -n N IN OUT.f32\n"
+		"       gradnet-codec isa    (the instruction sets this CPU runs)\n"
 		"  S: sparsity multiplier, 1 <= S < 2\n"
 		"  --ef FILE: float32 error-feedback buffer, read (zeros if the\n"
 		"             file does not exist) and replaced after encoding\n"
-		"  N: number of values the stream holds\n");
+		"  N: number of values the stream holds\n"
+		"  env GN_CODEC_ISA=scalar|avx2|avx512 forces the codec's kernels\n");
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
@@ -403,8 +405,42 @@ out:
 	return ret;
 }
 
+/* One line: every instruction set the CPU runs, narrowest first. */
+static int cmd_isa(void)
+{
+	int isa;
+
+	for (isa = 0; isa < GN_ISA_COUNT; isa++)
+		if (gn_codec_isa_supported(isa))
+			printf("%s%s", isa ? " " : "", gn_codec_isa_name(isa));
+	printf("\n");
+	return 0;
+}
+
+/* GN_CODEC_ISA, as libgradnet reads it; 0 or a message and EXIT_FAILURE. */
+static int use_env_isa(void)
+{
+	const char *v = getenv("GN_CODEC_ISA");
+	int isa;
+
+	if (!v)
+		return 0;
+	isa = gn_codec_isa_parse(v);
+	if (isa == -EINVAL) {
+		say("GN_CODEC_ISA=%s: use scalar, avx2, avx512 or best", v);
+		return EXIT_FAILURE;
+	}
+	if (gn_codec_isa_set_default(isa)) {
+		say("GN_CODEC_ISA=%s: this CPU lacks %s", v, v);
+		return EXIT_FAILURE;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	int r;
+
 	if (argc < 2) {
 		usage();
 		return EXIT_USAGE;
@@ -413,6 +449,11 @@ int main(int argc, char **argv)
 		usage();
 		return 0;
 	}
+	if (!strcmp(argv[1], "isa"))
+		return cmd_isa();
+	r = use_env_isa();
+	if (r)
+		return r;
 	if (!strcmp(argv[1], "encode")) {
 		cmd = "gradnet-codec encode";
 		return cmd_encode(argc - 1, argv + 1);

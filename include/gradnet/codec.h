@@ -261,11 +261,42 @@ GN_EXPORT const char *gn_codec_isa_name(int isa);
 GN_EXPORT int gn_codec_isa_supported(int isa);
 
 /**
- * gn_codec_isa_best() - the instruction set the default entry points use
+ * gn_codec_isa_best() - the widest instruction set this CPU can run
  *
  * Return: the widest supported enum gn_isa value.
  */
 GN_EXPORT int gn_codec_isa_best(void);
+
+/**
+ * gn_codec_isa_parse() - an instruction set from its name
+ * @name: "scalar", "avx2", "avx512" or "best"
+ *
+ * Return: the enum gn_isa value (GN_ISA_BEST for "best"), or -EINVAL for
+ * NULL or any other name.
+ */
+GN_EXPORT int gn_codec_isa_parse(const char *name);
+
+/**
+ * gn_codec_isa_set_default() - choose the kernels the default entry points use
+ * @isa: one of enum gn_isa, or GN_ISA_BEST for the widest the CPU has
+ *
+ * The choice is process-wide (libgradnet makes it from GN_CODEC_ISA when a
+ * context opens); make it before encoding or decoding on other threads.
+ * Every instruction set gives the same bytes and floats, so this changes
+ * speed only; tests use it to run whole jobs on each kernel set.
+ *
+ * Return: 0, -EOPNOTSUPP if the CPU lacks @isa, -EINVAL if @isa is no
+ * instruction set.
+ */
+GN_EXPORT int gn_codec_isa_set_default(int isa);
+
+/**
+ * gn_codec_isa_default() - the instruction set the default entry points use
+ *
+ * Return: the one chosen by gn_codec_isa_set_default(), else the widest
+ * the CPU has.
+ */
+GN_EXPORT int gn_codec_isa_default(void);
 
 /*
  * The same operations with an explicit instruction set, for tests that

@@ -43,10 +43,42 @@ int gn_codec_isa_best(void)
 	return GN_ISA_SCALAR;
 }
 
+/* What GN_ISA_BEST means: the widest the CPU has, unless a caller chose. */
+static int default_isa = GN_ISA_BEST;
+
+int gn_codec_isa_parse(const char *name)
+{
+	int isa;
+
+	if (!name)
+		return -EINVAL;
+	if (!strcmp(name, "best"))
+		return GN_ISA_BEST;
+	for (isa = 0; isa < GN_ISA_COUNT; isa++)
+		if (!strcmp(name, isa_names[isa]))
+			return isa;
+	return -EINVAL;
+}
+
+int gn_codec_isa_set_default(int isa)
+{
+	if (isa != GN_ISA_BEST && !gn_codec_isa_supported(isa))
+		return isa >= 0 && isa < GN_ISA_COUNT ? -EOPNOTSUPP : -EINVAL;
+	WRITE_ONCE(default_isa, isa);
+	return 0;
+}
+
+int gn_codec_isa_default(void)
+{
+	int isa = READ_ONCE(default_isa);
+
+	return isa == GN_ISA_BEST ? gn_codec_isa_best() : isa;
+}
+
 static const struct gn_tlc_kernels *kernels_for(int isa)
 {
 	if (isa == GN_ISA_BEST)
-		isa = gn_codec_isa_best();
+		isa = gn_codec_isa_default();
 	else if (!gn_codec_isa_supported(isa))
 		return NULL;
 	switch (isa) {
