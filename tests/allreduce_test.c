@@ -23,13 +23,19 @@ static void check_job(struct __test_metadata *_metadata,
 		      const struct job_spec *s, struct job_out *out,
 		      const bool *skip, int skip_err, int skip_tensor)
 {
+	char why[96];
+	int k, r, step, isa = gn_test_isa(why, sizeof(why));
 	size_t at = 0;
-	int k, r, step;
 
+	ASSERT_LE(0, isa) TH_LOG("%s", why);
 	for (r = 0; r < s->world; r++) {
 		ASSERT_EQ(0, out->status[r]) TH_LOG("rank %d exit status %#x", r, out->status[r]);
 		ASSERT_EQ(0, out->open_rc[r]) TH_LOG("rank %d open: %s", r, out->msg[r]);
+		ASSERT_EQ(isa, out->isa[r]) TH_LOG("rank %d ran the %s kernels", r,
+						   gn_codec_isa_name(out->isa[r]));
 	}
+	/* The reference is the specification: the scalar kernels. */
+	ASSERT_EQ(0, gn_codec_isa_set_default(GN_ISA_SCALAR));
 	for (r = 0; r < s->world; r++) {
 		for (step = 0; step < s->steps; step++) {
 			int want = skip && skip[step] ? skip_err : 0;
@@ -417,6 +423,34 @@ TEST(no_key_refused)
 	o.flags = GN_CTX_INSECURE;
 	ASSERT_EQ(0, gn_ctx_open(&o, &ctx));
 	gn_ctx_close(ctx);
+}
+
+/* GN_CODEC_ISA picks the codec's kernels, and a CPU that lacks them refuses. */
+TEST(codec_isa_from_env)
+{
+	GN_OPTS(gn_ctx_opts, o, .rank = 0, .world_size = 1,
+		.peers = "127.0.0.1:29997", .flags = GN_CTX_INSECURE);
+	struct gn_ctx *ctx;
+	int isa;
+
+	setenv("GN_CODEC_ISA", "avx9", 1);
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_CODEC_ISA=avx9"));
+	for (isa = 0; isa < GN_ISA_COUNT; isa++) {
+		const char *name = gn_codec_isa_name(isa);
+
+		setenv("GN_CODEC_ISA", name, 1);
+		if (!gn_codec_isa_supported(isa)) {
+			ksft_print_msg("%s: this CPU lacks it, refused\n", name);
+			ASSERT_EQ(-EOPNOTSUPP, gn_ctx_open(&o, &ctx)) TH_LOG("%s", name);
+			ASSERT_NE(NULL, strstr(gn_last_errmsg(), "lacks")) TH_LOG("%s", name);
+			continue;
+		}
+		ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s: %s", name, gn_last_errmsg());
+		ASSERT_EQ(isa, gn_codec_isa_default());
+		gn_ctx_close(ctx);
+	}
+	unsetenv("GN_CODEC_ISA");
 }
 
 /* A job of one rank is its own sum; bad arguments get clear errors. */

@@ -71,19 +71,13 @@ FIXTURE(isa) {
 	int isa;
 };
 
-FIXTURE_VARIANT(isa) {
-	int isa;
-};
-
-FIXTURE_VARIANT_ADD(isa, scalar) { .isa = GN_ISA_SCALAR };
-FIXTURE_VARIANT_ADD(isa, avx2) { .isa = GN_ISA_AVX2 };
-FIXTURE_VARIANT_ADD(isa, avx512) { .isa = GN_ISA_AVX512 };
-
 FIXTURE_SETUP(isa)
 {
-	if (!gn_codec_isa_supported(variant->isa))
-		SKIP(return, "CPU lacks %s", gn_codec_isa_name(variant->isa));
-	self->isa = variant->isa;
+	char why[96];
+
+	self->isa = gn_test_isa(why, sizeof(why));
+	ASSERT_LE(0, self->isa) TH_LOG("%s", why);
+	ksft_print_msg("codec kernels: %s\n", gn_codec_isa_name(self->isa));
 }
 
 FIXTURE_TEARDOWN(isa)

@@ -51,6 +51,7 @@ struct job_spec {
 /* What each rank saw, in shared memory. */
 struct job_out {
 	int open_rc[JOB_MAX_RANKS];
+	int isa[JOB_MAX_RANKS];			/* the codec kernels it ran */
 	int status[JOB_MAX_RANKS];		/* wait status of each rank */
 	int rc[JOB_MAX_RANKS][JOB_MAX_STEPS];
 	uint64_t hash[JOB_MAX_RANKS][JOB_MAX_STEPS][JOB_MAX_TENSORS];
@@ -161,6 +162,7 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 		final += job_total(s);
 	r = gn_ctx_open(&o, &ctx);
 	out->open_rc[rank] = r;
+	out->isa[rank] = gn_codec_isa_default();
 	if (r) {
 		snprintf(out->msg[rank], sizeof(out->msg[rank]), "%s", gn_last_errmsg());
 		_exit(0);

@@ -112,21 +112,14 @@ FIXTURE(isa) {
 	float **x;
 };
 
-FIXTURE_VARIANT(isa) {
-	int isa;
-};
-
-FIXTURE_VARIANT_ADD(isa, scalar) { .isa = GN_ISA_SCALAR };
-FIXTURE_VARIANT_ADD(isa, avx2) { .isa = GN_ISA_AVX2 };
-FIXTURE_VARIANT_ADD(isa, avx512) { .isa = GN_ISA_AVX512 };
-
 FIXTURE_SETUP(isa)
 {
+	char why[96];
 	size_t k;
 
-	if (!gn_codec_isa_supported(variant->isa))
-		SKIP(return, "CPU lacks %s", gn_codec_isa_name(variant->isa));
-	self->isa = variant->isa;
+	self->isa = gn_test_isa(why, sizeof(why));
+	ASSERT_LE(0, self->isa) TH_LOG("%s", why);
+	ksft_print_msg("codec kernels: %s\n", gn_codec_isa_name(self->isa));
 	self->golden = calloc(MAX_ROWS, sizeof(*self->golden));
 	self->manifest = calloc(MAX_ROWS, sizeof(*self->manifest));
 	ASSERT_NE(NULL, self->golden);

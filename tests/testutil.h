@@ -12,6 +12,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gradnet/codec.h>
+
+/*
+ * The instruction set a codec test runs on: GN_CODEC_ISA (meson runs each
+ * suite once per ISA the CPU has), else the widest the CPU has. Return:
+ * an enum gn_isa value, or -1 with a message in @why when the name is
+ * unknown or the CPU lacks it, which the caller turns into a failure.
+ */
+static inline int gn_test_isa(char *why, size_t len)
+{
+	const char *v = getenv("GN_CODEC_ISA");
+	int isa;
+
+	if (!v)
+		return gn_codec_isa_best();
+	isa = gn_codec_isa_parse(v);
+	if (isa == GN_ISA_BEST)
+		return gn_codec_isa_best();
+	if (isa < 0) {
+		snprintf(why, len, "GN_CODEC_ISA=%s is no instruction set", v);
+		return -1;
+	}
+	if (!gn_codec_isa_supported(isa)) {
+		snprintf(why, len, "GN_CODEC_ISA=%s: this CPU lacks it", v);
+		return -1;
+	}
+	return isa;
+}
+
 struct gn_rng {
 	uint64_t s;
 };
