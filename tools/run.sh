@@ -9,7 +9,11 @@
 #   tools/run.sh test   install what is missing, build (plain and with
 #                       ASan+UBSan) and run every test: unit, golden,
 #                       SIMD-vs-scalar, loopback and network-namespace
-#                       allreduce, fuzz smoke, kernel self-test in QEMU
+#                       allreduce, fuzz smoke, kernel self-test in QEMU;
+#                       the codec, steady and allreduce suites once per
+#                       instruction set the CPU has (GN_CODEC_ISA); any
+#                       skipped test fails the run unless GN_ALLOW_SKIP
+#                       names it (comma-separated test names, or "all")
 #
 # Needs root for apt-get, network namespaces, tc and BPF. Exits non-zero
 # on any failure.
@@ -22,7 +26,7 @@ PACKAGES=(
 	meson ninja-build pkg-config gcc clang llvm lld libclang-rt-14-dev
 	libzstd-dev liblz4-dev zlib1g-dev python3-sklearn python3-numpy
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
-	qemu-system-x86 busybox-static cpio xz-utils kmod
+	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod
 	iproute2 libbpf-dev bpftool openmpi-bin libopenmpi-dev
 )
 
@@ -65,16 +69,41 @@ cmd_demo() {
 	build/tools/gradnet-bench codec
 }
 
+# The meson suites of the codec instruction sets this CPU lacks, as
+# --no-suite arguments; the ISA names it has go to $isas.
+isa_args() {
+	local i
+
+	isas=$(build/tools/gradnet-codec isa)
+	no_isa=()
+	for i in scalar avx2 avx512; do
+		case " $isas " in
+		*" $i "*) ;;
+		*) no_isa+=(--no-suite "isa-$i") ;;
+		esac
+	done
+}
+
 cmd_test() {
+	local rc=0
+
 	install_missing
 	mount_bpffs
 	build build
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
-	echo "== every test"
-	meson test -C build --print-errorlogs --num-processes 1
-	echo "== the same tests under ASan+UBSan (kernel and fuzz suites excepted)"
+	isa_args
+	echo "== every test (codec, steady and allreduce once per ISA: $isas)"
+	meson test -C build --print-errorlogs --num-processes 1 \
+		"${no_isa[@]}" || rc=1
+	echo "== the same tests under ASan+UBSan (kernel, fuzz and emulated suites excepted)"
 	meson test -C build-asan --print-errorlogs --num-processes 1 \
-		--no-suite kernel --no-suite fuzz
+		--no-suite kernel --no-suite fuzz --no-suite emulated \
+		"${no_isa[@]}" || rc=1
+	echo "== verdict (a skip fails unless GN_ALLOW_SKIP names the test)"
+	python3 tests/verdict.py --isas "$isas" \
+		plain=build/meson-logs/testlog.json \
+		asan=build-asan/meson-logs/testlog.json || rc=1
+	return $rc
 }
 
 case ${1:-} in

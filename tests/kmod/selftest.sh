@@ -162,7 +162,7 @@ guest_has() {
 	case $1 in
 	scalar) return 0 ;;
 	avx2) has_flags avx2 bmi2 ;;
-	avx512) has_flags avx512f avx512bw avx512vl avx512_vbmi2 bmi2 ;;
+	avx512) has_flags avx512f avx512bw avx512vl avx512vbmi avx512_vbmi2 bmi2 ;;
 	esac
 }
 
@@ -189,7 +189,9 @@ check_isa() {
 		check "$isa: $nvec/$nvec golden vectors passed in the kernel" \
 			in_log "gradnet: selftest $isa: $nvec/$nvec golden vectors passed"
 	elif in_log "gradnet: selftest $isa: skipped, CPU lacks it"; then
-		result 0 "$isa: guest lacks it, the module skipped it # SKIP"
+		# What is tested is the module's CPU check; the kernels of this
+		# ISA did not run in a kernel (README, "Not done yet").
+		result 0 "$isa: the guest lacks it and the module's check agrees"
 	else
 		result 1 "$isa: guest lacks it, the module did not log a skip"
 	fi
