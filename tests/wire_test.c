@@ -235,6 +235,55 @@ TEST(hello_and_ctrl)
 	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_get(p, &h, &c2));
 }
 
+/* PING, PONG and CTRL_ACK: one fixed part each, no body, seq never 0. */
+TEST(ping_and_ctrl_ack)
+{
+	uint8_t p[64];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_PING, .src = 1, .dst = 3, .job = 6,
+	};
+	struct gn_wire_ping o = { 0x0102030405060708ull }, o2;
+	struct gn_wire_ctrl_ack a = { 0xdeadbeef }, a2;
+	size_t len = GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN + GN_WIRE_TAG;
+
+	gn_wire_hdr_put(&h, p);
+	gn_wire_ping_put(&o, p);
+	ASSERT_EQ(0x08, p[GN_WIRE_HDR_LEN]);	/* little-endian */
+	ASSERT_EQ(0, gn_wire_hdr_get(p, len, &h));
+	ASSERT_EQ(0, gn_wire_ping_get(p, &h, &o2));
+	ASSERT_EQ(o.stamp, o2.stamp);
+	h.type = GN_PKT_PONG;
+	ASSERT_EQ(0, gn_wire_ping_get(p, &h, &o2));
+	h.type = GN_PKT_CTRL_ACK;
+	ASSERT_EQ(-EBADMSG, gn_wire_ping_get(p, &h, &o2));
+	/* A body after the stamp passes the header check, not this one. */
+	h.type = GN_PKT_PING;
+	h.body_len = 3;
+	gn_wire_hdr_put(&h, p);
+	ASSERT_EQ(0, gn_wire_hdr_get(p, len + 3, &h));
+	ASSERT_EQ(-EBADMSG, gn_wire_ping_get(p, &h, &o2));
+
+	h.type = GN_PKT_CTRL_ACK;
+	h.body_len = 0;
+	len = GN_WIRE_HDR_LEN + GN_WIRE_CTRL_ACK_LEN + GN_WIRE_TAG;
+	gn_wire_hdr_put(&h, p);
+	gn_wire_ctrl_ack_put(&a, p);
+	ASSERT_EQ(0, gn_wire_hdr_get(p, len, &h));
+	ASSERT_EQ(0, gn_wire_ctrl_ack_get(p, &h, &a2));
+	ASSERT_EQ(0xdeadbeef, a2.seq);
+	h.type = GN_PKT_CTRL;
+	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_ack_get(p, &h, &a2));
+	h.type = GN_PKT_CTRL_ACK;
+	a.seq = 0;		/* CTRL sequence numbers start at 1 */
+	gn_wire_ctrl_ack_put(&a, p);
+	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_ack_get(p, &h, &a2));
+	h.body_len = 1;
+	a.seq = 1;
+	gn_wire_ctrl_ack_put(&a, p);
+	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_ack_get(p, &h, &a2));
+}
+
 /* The test vector of the SipHash paper (key 00..0f, input 00..0e). */
 TEST(siphash_vector)
 {

@@ -178,6 +178,30 @@ enum gn_ctrl_kind {
 	GN_CTRL_ABORT = 2,
 };
 
+/*
+ * CTRL_ACK body, 4 bytes: the receiver of a CTRL packet acknowledges it.
+ *	0 u32 seq: the seq of the CTRL packet it has (never 0)
+ * Tensor, step, phase and codec of the header are 0.
+ */
+struct gn_wire_ctrl_ack {
+	uint32_t seq;
+};
+
+#define GN_WIRE_CTRL_ACK_LEN 4
+
+/*
+ * PING and PONG body, 8 bytes: a liveness probe and its answer.
+ *	0 u64 stamp: the prober's clock in nanoseconds; a PONG echoes the
+ *	stamp of the PING it answers, so the prober measures the round trip
+ *	on its own clock and the peers' clocks never meet.
+ * Tensor, step, phase and codec of the header are 0.
+ */
+struct gn_wire_ping {
+	uint64_t stamp;
+};
+
+#define GN_WIRE_PING_LEN 8
+
 /**
  * gn_wire_hdr_put() - write a common header
  * @h: fields
@@ -244,6 +268,47 @@ GN_EXPORT int gn_wire_ack_entry_get(const uint8_t *buf, size_t left,
 GN_EXPORT void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, uint8_t *buf);
 GN_EXPORT int gn_wire_ctrl_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			       struct gn_wire_ctrl *c);
+
+/**
+ * gn_wire_ctrl_ack_put() - write a CTRL_ACK body
+ * @a: fields
+ * @buf: the packet; the body starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_CTRL_ACK_LEN bytes
+ */
+GN_EXPORT void gn_wire_ctrl_ack_put(const struct gn_wire_ctrl_ack *a,
+				    uint8_t *buf);
+/**
+ * gn_wire_ctrl_ack_get() - parse and check a CTRL_ACK body
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @a: out
+ *
+ * Return: 0; -EBADMSG if @h is not a CTRL_ACK, the packet has a body past
+ * the fixed part, or seq is 0 (no CTRL packet has it).
+ */
+GN_EXPORT int gn_wire_ctrl_ack_get(const uint8_t *buf,
+				   const struct gn_wire_hdr *h,
+				   struct gn_wire_ctrl_ack *a);
+/**
+ * gn_wire_ping_put() - write a PING or PONG body
+ * @p: fields
+ * @buf: the packet; the body starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_PING_LEN bytes
+ *
+ * The header's type says which of the two it is.
+ */
+GN_EXPORT void gn_wire_ping_put(const struct gn_wire_ping *p, uint8_t *buf);
+/**
+ * gn_wire_ping_get() - parse and check a PING or PONG body
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @p: out
+ *
+ * Return: 0; -EBADMSG if @h is neither a PING nor a PONG or the packet has
+ * a body past the fixed part.
+ */
+GN_EXPORT int gn_wire_ping_get(const uint8_t *buf, const struct gn_wire_hdr *h,
+			       struct gn_wire_ping *p);
 
 /**
  * gn_wire_fixed_len() - bytes of a packet type's fixed part after the
