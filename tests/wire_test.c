@@ -410,4 +410,35 @@ TEST(mac_catches_every_bit)
 	ASSERT_EQ(-EBADMSG, gn_mac_check(&m, p, 48));
 }
 
+/*
+ * Tag and seal stop where the check does: past GN_WIRE_MAX_PKT the NH key
+ * has no words, so an uncapped tag would read past struct gn_mac.
+ */
+TEST(mac_length_cap)
+{
+	const size_t big = 2 * GN_WIRE_MAX_PKT, most = GN_WIRE_MAX_PKT - GN_WIRE_TAG;
+	struct gn_mac *m = malloc(sizeof(*m));
+	uint8_t *p = malloc(big);
+	size_t i;
+
+	ASSERT_NE(NULL, m);
+	ASSERT_NE(NULL, p);
+	gn_mac_init(m, key);
+	memset(p, 0xaa, big);
+	ASSERT_EQ(0, gn_mac_tag(m, p, GN_WIRE_MAX_PKT + 1));
+	ASSERT_EQ(0, gn_mac_tag(m, p, big));
+	m->isa = 0;
+	ASSERT_EQ(0, gn_mac_tag(m, p, big));
+	ASSERT_EQ(0, gn_mac_seal(m, p, most + 1));
+	ASSERT_EQ(0, gn_mac_seal(NULL, p, most + 1));
+	for (i = most + 1; i < GN_WIRE_MAX_PKT + GN_WIRE_TAG + 1; i++)
+		ASSERT_EQ(0xaa, p[i]) TH_LOG("byte %zu written", i);
+	/* The longest packet still goes through, both ways. */
+	ASSERT_EQ(GN_WIRE_MAX_PKT, gn_mac_seal(m, p, most));
+	ASSERT_EQ(0, gn_mac_check(m, p, GN_WIRE_MAX_PKT));
+	ASSERT_EQ(-EBADMSG, gn_mac_check(m, p, GN_WIRE_MAX_PKT + 1));
+	free(p);
+	free(m);
+}
+
 TEST_HARNESS_MAIN

@@ -345,10 +345,11 @@ GN_EXPORT void gn_mac_init(struct gn_mac *m, const uint8_t *key);
 /**
  * gn_mac_tag() - the tag of @len bytes
  * @m: expanded key
- * @buf: bytes to authenticate, @len <= GN_WIRE_MAX_PKT
- * @len: their length
+ * @buf: bytes to authenticate
+ * @len: their length, at most GN_WIRE_MAX_PKT
  *
- * Return: the 64-bit tag (the packet carries it little-endian).
+ * Return: the 64-bit tag (the packet carries it little-endian); 0 if @len
+ * is over GN_WIRE_MAX_PKT, which no packet that gn_mac_check() takes is.
  */
 GN_EXPORT uint64_t gn_mac_tag(const struct gn_mac *m, const uint8_t *buf,
 			      size_t len);
@@ -357,9 +358,11 @@ GN_EXPORT uint64_t gn_mac_tag(const struct gn_mac *m, const uint8_t *buf,
  * gn_mac_seal() - append the tag to a packet
  * @m: expanded key, or NULL for an insecure job (tag 0)
  * @pkt: packet, with GN_WIRE_TAG bytes of room after @len
- * @len: bytes before the tag
+ * @len: bytes before the tag, at most GN_WIRE_MAX_PKT - GN_WIRE_TAG, the
+ *	longest packet gn_mac_check() takes
  *
- * Return: the packet length with the tag.
+ * Return: the packet length with the tag; 0 if @len is over the limit, and
+ * then nothing is written.
  */
 GN_EXPORT size_t gn_mac_seal(const struct gn_mac *m, uint8_t *pkt, size_t len);
 

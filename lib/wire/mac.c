@@ -78,6 +78,9 @@ u64 gn_mac_tag(const struct gn_mac *m, const u8 *buf, size_t len)
 	u64 h1, h2, t1, t2;
 	u8 in[24], pad[8] = { 0 };
 
+	/* The NH key has words for GN_WIRE_MAX_PKT bytes, not one more. */
+	if (unlikely(len > GN_WIRE_MAX_PKT))
+		return 0;
 	nh2(m, m->nh, buf, pairs, &h1, &h2);
 	if (rest) {
 		memcpy(pad, buf + 8 * pairs, rest);
@@ -93,6 +96,9 @@ u64 gn_mac_tag(const struct gn_mac *m, const u8 *buf, size_t len)
 
 size_t gn_mac_seal(const struct gn_mac *m, u8 *pkt, size_t len)
 {
+	/* The same bound as gn_mac_check(): no receiver would take it. */
+	if (unlikely(len > GN_WIRE_MAX_PKT - GN_WIRE_TAG))
+		return 0;
 	gn_put_le64(m ? gn_mac_tag(m, pkt, len) : 0, pkt + len);
 	return len + GN_WIRE_TAG;
 }
