@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * wire_test.c - the packet format and its MAC: every header field round
- * trips, every check of the parsers rejects what it should, SipHash-2-4
+ * trips, builders and parsers agree byte for byte with the golden packets
+ * (golden/packets.h), every check of the parsers rejects what it should,
+ * SipHash-2-4
  * gives its published values, the MAC gives the known answers of an
  * independent implementation (golden/mac_vectors.h) on every NH pass the
  * CPU has, and the tag catches any changed bit.
@@ -14,6 +16,7 @@
 #include "kselftest_harness.h"
 #include <gradnet/wire.h>
 #include "golden/mac_vectors.h"
+#include "golden/packets.h"
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "0123456789abcdef";
 
@@ -103,6 +106,260 @@ TEST(header_rejects)
 	q[20] = 21;		/* body length disagrees with the packet */
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(p, GN_WIRE_MAX_PKT + 1, &h));
+}
+
+#define N_GOLDEN (sizeof(gn_golden_pkt) / sizeof(gn_golden_pkt[0]))
+
+/* Build golden packet @g from its field values into @p; its length. */
+static size_t build_golden(const struct gn_golden_pkt *g,
+			   const struct gn_mac *m, uint8_t *p)
+{
+	const struct gn_golden_pkt_hdr *gh = &g->hdr;
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = gh->version,
+		.type = gh->type, .src = gh->src, .dst = gh->dst,
+		.job = gh->job, .tensor = gh->tensor, .step = gh->step,
+		.body_len = gh->body_len, .phase = gh->phase,
+		.codec = gh->codec,
+	};
+	size_t at = GN_WIRE_HDR_LEN + (size_t)gn_wire_fixed_len(gh->type);
+	unsigned int i;
+
+	gn_wire_hdr_put(&h, p);
+	switch (gh->type) {
+	case GN_PKT_HELLO: {
+		const struct gn_golden_pkt_hello *o = &g->hello;
+		struct gn_wire_hello wo = {
+			.world = o->world, .flags = o->flags, .codec = o->codec,
+			.s = o->s, .chunk = o->chunk, .mtu = o->mtu,
+			.instance = o->instance,
+		};
+
+		gn_wire_hello_put(&wo, p);
+		break;
+	}
+	case GN_PKT_DATA: {
+		const struct gn_golden_pkt_data *d = &g->data;
+		struct gn_wire_data wd = {
+			.chunk_off = d->chunk_off, .chunk_len = d->chunk_len,
+			.first = d->first, .count = d->count, .scale = d->scale,
+			.s = d->s, .pkt = d->pkt, .npkts = d->npkts,
+		};
+
+		gn_wire_data_put(&wd, p);
+		memcpy(p + at, g->body, gh->body_len);
+		break;
+	}
+	case GN_PKT_ACK:
+		gn_wire_ack_put(g->ack_entries, p);
+		for (i = 0; i < g->ack_entries; i++) {
+			const struct gn_golden_pkt_ack_entry *e = &g->ack[i];
+			struct gn_wire_ack a = {
+				.tensor = e->tensor, .step = e->step,
+				.chunk_off = e->chunk_off, .npkts = e->npkts,
+				.base = e->base, .phase = e->phase,
+				.bytes = e->bytes,
+			};
+
+			gn_wire_ack_entry_put(&a, p + at);
+			if (e->bytes)	/* "all of it" has no bitmap (NULL) */
+				memcpy(p + at + GN_WIRE_ACK_ENTRY, e->bitmap,
+				       e->bytes);
+			at += GN_WIRE_ACK_ENTRY + e->bytes;
+		}
+		break;
+	case GN_PKT_CTRL: {
+		const struct gn_golden_pkt_ctrl *c = &g->ctrl;
+		struct gn_wire_ctrl wc = {
+			.seq = c->seq, .kind = c->kind, .flags = c->flags,
+			.value = c->value, .extra = c->extra,
+		};
+
+		gn_wire_ctrl_put(&wc, p);
+		break;
+	}
+	case GN_PKT_CTRL_ACK: {
+		struct gn_wire_ctrl_ack a = { .seq = g->ctrl_ack.seq };
+
+		gn_wire_ctrl_ack_put(&a, p);
+		break;
+	}
+	case GN_PKT_PING:
+	case GN_PKT_PONG: {
+		struct gn_wire_ping o = { .stamp = g->ping.stamp };
+
+		gn_wire_ping_put(&o, p);
+		break;
+	}
+	}
+	return gn_mac_seal(g->keyed ? m : NULL, p, g->len - GN_WIRE_TAG);
+}
+
+/* The builders make every golden packet, byte for byte, tag included. */
+TEST(golden_build)
+{
+	static uint8_t p[GN_WIRE_MAX_PKT];
+	struct gn_mac m;
+	size_t k, i;
+
+	gn_mac_init(&m, gn_golden_pkt_key);
+	for (k = 0; k < N_GOLDEN; k++) {
+		const struct gn_golden_pkt *g = &gn_golden_pkt[k];
+
+		/* Bytes a builder leaves alone, reserved ones too, show up. */
+		memset(p, 0xa5, sizeof(p));
+		ASSERT_EQ(g->len, build_golden(g, &m, p)) TH_LOG("%s", g->name);
+		/* Braces: the harness runs TH_LOG after the statement. */
+		for (i = 0; i < g->len; i++) {
+			ASSERT_EQ(g->bytes[i], p[i])
+				TH_LOG("%s: byte %zu", g->name, i);
+		}
+	}
+}
+
+/* Every type the parser knows has a golden packet. */
+TEST(golden_every_type)
+{
+	unsigned int type;
+	size_t k;
+
+	for (type = 0; type < 256; type++) {
+		if (gn_wire_fixed_len(type) < 0)
+			continue;
+		for (k = 0; k < N_GOLDEN; k++)
+			if (gn_golden_pkt[k].hdr.type == type)
+				break;
+		ASSERT_GT(N_GOLDEN, k) TH_LOG("no golden packet of type %u", type);
+	}
+}
+
+static void golden_parse_ack(struct __test_metadata *_metadata,
+			     const struct gn_golden_pkt *g, const uint8_t *p,
+			     const struct gn_wire_hdr *h)
+{
+	const uint8_t *at = p + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN;
+	size_t left = h->body_len;
+	struct gn_wire_ack a;
+	unsigned int n, i;
+
+	ASSERT_EQ(0, gn_wire_ack_get(p, h, &n));
+	ASSERT_EQ(g->ack_entries, n);
+	for (i = 0; i < n; i++) {
+		const struct gn_golden_pkt_ack_entry *e = &g->ack[i];
+		int r = gn_wire_ack_entry_get(at, left, &a);
+
+		ASSERT_EQ(GN_WIRE_ACK_ENTRY + e->bytes, r) TH_LOG("entry %u", i);
+		ASSERT_EQ(e->tensor, a.tensor);
+		ASSERT_EQ(e->step, a.step);
+		ASSERT_EQ(e->chunk_off, a.chunk_off);
+		ASSERT_EQ(e->npkts, a.npkts);
+		ASSERT_EQ(e->base, a.base);
+		ASSERT_EQ(e->phase, a.phase);
+		ASSERT_EQ(e->bytes, a.bytes);
+		if (e->bytes)
+			ASSERT_EQ(0, memcmp(e->bitmap, at + GN_WIRE_ACK_ENTRY,
+					    e->bytes));
+		at += r;
+		left -= (size_t)r;
+	}
+	ASSERT_EQ(0, left);
+}
+
+static void golden_parse_one(struct __test_metadata *_metadata,
+			     const struct gn_golden_pkt *g, const uint8_t *p,
+			     const struct gn_mac *m)
+{
+	const struct gn_golden_pkt_hdr *gh = &g->hdr;
+	struct gn_wire_hello o;
+	struct gn_wire_data d;
+	struct gn_wire_ctrl c;
+	struct gn_wire_ctrl_ack ca;
+	struct gn_wire_ping pi;
+	struct gn_wire_hdr h;
+
+	ASSERT_EQ(0, gn_wire_hdr_get(p, g->len, &h));
+	ASSERT_EQ(GN_WIRE_MAGIC, h.magic);
+	ASSERT_EQ(gh->version, h.version);
+	ASSERT_EQ(gh->type, h.type);
+	ASSERT_EQ(gh->src, h.src);
+	ASSERT_EQ(gh->dst, h.dst);
+	ASSERT_EQ(gh->job, h.job);
+	ASSERT_EQ(gh->tensor, h.tensor);
+	ASSERT_EQ(gh->step, h.step);
+	ASSERT_EQ(gh->body_len, h.body_len);
+	ASSERT_EQ(gh->phase, h.phase);
+	ASSERT_EQ(gh->codec, h.codec);
+	ASSERT_EQ(0, gn_mac_check(g->keyed ? m : NULL, p, g->len));
+	if (g->keyed)
+		ASSERT_EQ(g->tag, gn_mac_tag(m, p, g->len - GN_WIRE_TAG));
+	switch (h.type) {
+	case GN_PKT_HELLO:
+		ASSERT_EQ(0, gn_wire_hello_get(p, &h, &o));
+		ASSERT_EQ(g->hello.world, o.world);
+		ASSERT_EQ(g->hello.flags, o.flags);
+		ASSERT_EQ(g->hello.codec, o.codec);
+		ASSERT_EQ(g->hello.s, o.s);
+		ASSERT_EQ(g->hello.chunk, o.chunk);
+		ASSERT_EQ(g->hello.mtu, o.mtu);
+		ASSERT_EQ(g->hello.instance, o.instance);
+		break;
+	case GN_PKT_DATA:
+		ASSERT_EQ(0, gn_wire_data_get(p, &h, &d));
+		ASSERT_EQ(g->data.chunk_off, d.chunk_off);
+		ASSERT_EQ(g->data.chunk_len, d.chunk_len);
+		ASSERT_EQ(g->data.first, d.first);
+		ASSERT_EQ(g->data.count, d.count);
+		ASSERT_EQ(g->data.scale, d.scale);
+		ASSERT_EQ(g->data.s, d.s);
+		ASSERT_EQ(g->data.pkt, d.pkt);
+		ASSERT_EQ(g->data.npkts, d.npkts);
+		ASSERT_EQ(0, memcmp(g->body, p + GN_WIRE_DATA_HDR, h.body_len));
+		break;
+	case GN_PKT_ACK:
+		golden_parse_ack(_metadata, g, p, &h);
+		break;
+	case GN_PKT_CTRL:
+		ASSERT_EQ(0, gn_wire_ctrl_get(p, &h, &c));
+		ASSERT_EQ(g->ctrl.seq, c.seq);
+		ASSERT_EQ(g->ctrl.kind, c.kind);
+		ASSERT_EQ(g->ctrl.flags, c.flags);
+		ASSERT_EQ(g->ctrl.value, c.value);
+		ASSERT_EQ(g->ctrl.extra, c.extra);
+		break;
+	case GN_PKT_CTRL_ACK:
+		ASSERT_EQ(0, gn_wire_ctrl_ack_get(p, &h, &ca));
+		ASSERT_EQ(g->ctrl_ack.seq, ca.seq);
+		break;
+	case GN_PKT_PING:
+	case GN_PKT_PONG:
+		ASSERT_EQ(0, gn_wire_ping_get(p, &h, &pi));
+		ASSERT_EQ(g->ping.stamp, pi.stamp);
+		break;
+	default:
+		ASSERT_TRUE(0) TH_LOG("unknown type %u", h.type);
+	}
+}
+
+/*
+ * The parsers read every golden packet back into exactly its field values,
+ * from a buffer of exactly its length (ASan sees any read past it).
+ */
+TEST(golden_parse)
+{
+	struct gn_mac m;
+	size_t k;
+
+	gn_mac_init(&m, gn_golden_pkt_key);
+	for (k = 0; k < N_GOLDEN; k++) {
+		const struct gn_golden_pkt *g = &gn_golden_pkt[k];
+		uint8_t *p = malloc(g->len);
+
+		ASSERT_NE(NULL, p);
+		memcpy(p, g->bytes, g->len);
+		TH_LOG("checking %s", g->name);
+		golden_parse_one(_metadata, g, p, &m);
+		free(p);
+	}
 }
 
 /* Rewrite one DATA field; expect the parser to reject it. */
@@ -308,8 +565,9 @@ TEST(siphash_table)
 
 	for (n = 0; n < sizeof(in); n++)
 		in[n] = (uint8_t)n;
-	for (n = 0; n < 64; n++)
+	for (n = 0; n < 64; n++) {
 		ASSERT_EQ(gn_siphash_kat[n], gn_siphash(k, in, n)) TH_LOG("%zu bytes", n);
+	}
 }
 
 static bool cpu_has_avx2(void)
@@ -431,8 +689,9 @@ TEST(mac_length_cap)
 	ASSERT_EQ(0, gn_mac_tag(m, p, big));
 	ASSERT_EQ(0, gn_mac_seal(m, p, most + 1));
 	ASSERT_EQ(0, gn_mac_seal(NULL, p, most + 1));
-	for (i = most + 1; i < GN_WIRE_MAX_PKT + GN_WIRE_TAG + 1; i++)
+	for (i = most + 1; i < GN_WIRE_MAX_PKT + GN_WIRE_TAG + 1; i++) {
 		ASSERT_EQ(0xaa, p[i]) TH_LOG("byte %zu written", i);
+	}
 	/* The longest packet still goes through, both ways. */
 	ASSERT_EQ(GN_WIRE_MAX_PKT, gn_mac_seal(m, p, most));
 	ASSERT_EQ(0, gn_mac_check(m, p, GN_WIRE_MAX_PKT));
