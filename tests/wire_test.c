@@ -86,8 +86,9 @@ TEST(header_rejects)
 	gn_mac_init(&m, key);
 	len = data_packet(p, &m, 20);
 	/* Every truncation and one extra byte. */
-	for (i = 0; i < len; i++)
+	for (i = 0; i < len; i++) {
 		ASSERT_NE(0, gn_wire_hdr_get(p, i, &h)) TH_LOG("length %zu", i);
+	}
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(p, len + 1, &h));
 	memcpy(q, p, len);
 	q[0] ^= 1;
