@@ -6,9 +6,10 @@ include/gradnet/wire.h, and sealed with the Python MAC of gnmac.py:
     python3 tests/golden/gen_packets.py > tests/golden/packets.h
 
 Nothing here comes from the C builders. The field values are what
-libgradnet sends (see the comments), chosen so that no two neighbouring
-fields share a byte value where the format allows it, and every parser
-check passes.
+libgradnet sends (see the comments), and pass every parser check; where
+the format allows, they are multi-byte values with distinct bytes (job,
+step, stamps, instances, offsets past 4 GiB), so that a field written at
+the wrong offset, width or byte order shows.
 """
 import struct
 import sys
@@ -179,7 +180,7 @@ PREAMBLE = '''/* SPDX-License-Identifier: MIT */
  * include/gradnet/wire.h (struct.pack, not the C builders); do not edit.
  * For the parsers and builders of every data path: libgradnet, the tc
  * program, DPDK and the kernel module. The includer provides uint8_t,
- * uint16_t, uint32_t, uint64_t and size_t.
+ * uint16_t, uint32_t, uint64_t, size_t and NULL.
  *
  * Each entry holds the field values, then the packet's bytes: the builder
  * must produce exactly these from those values, and the parser must read

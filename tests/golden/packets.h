@@ -5,7 +5,7 @@
  * include/gradnet/wire.h (struct.pack, not the C builders); do not edit.
  * For the parsers and builders of every data path: libgradnet, the tc
  * program, DPDK and the kernel module. The includer provides uint8_t,
- * uint16_t, uint32_t, uint64_t and size_t.
+ * uint16_t, uint32_t, uint64_t, size_t and NULL.
  *
  * Each entry holds the field values, then the packet's bytes: the builder
  * must produce exactly these from those values, and the parser must read
