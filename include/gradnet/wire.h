@@ -224,6 +224,12 @@ GN_EXPORT void gn_wire_hdr_put(const struct gn_wire_hdr *h, uint8_t *buf);
 GN_EXPORT int gn_wire_hdr_get(const uint8_t *buf, size_t len,
 			      struct gn_wire_hdr *h);
 
+/**
+ * gn_wire_data_put() - write the DATA part
+ * @d: fields
+ * @buf: the packet; the part starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_DATA_LEN bytes, the body follows it
+ */
 GN_EXPORT void gn_wire_data_put(const struct gn_wire_data *d, uint8_t *buf);
 /**
  * gn_wire_data_get() - parse and check the DATA part
@@ -241,11 +247,42 @@ GN_EXPORT void gn_wire_data_put(const struct gn_wire_data *d, uint8_t *buf);
 GN_EXPORT int gn_wire_data_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			       struct gn_wire_data *d);
 
+/**
+ * gn_wire_hello_put() - write a HELLO body, reserved bytes 0
+ * @o: fields
+ * @buf: the packet; the body starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_HELLO_LEN bytes
+ */
 GN_EXPORT void gn_wire_hello_put(const struct gn_wire_hello *o, uint8_t *buf);
+/**
+ * gn_wire_hello_get() - parse and check a HELLO body
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @o: out
+ *
+ * Return: 0; -EBADMSG if @h is not a HELLO, the packet has a body past the
+ * fixed part, world is 0, the reserved bytes are not 0 or a flag is
+ * unknown. Whether the values match ours is the caller's business.
+ */
 GN_EXPORT int gn_wire_hello_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 				struct gn_wire_hello *o);
-/* The ACK fixed part: how many entries follow. */
+/**
+ * gn_wire_ack_put() - write the ACK fixed part, reserved bytes 0
+ * @entries: how many entries the body holds
+ * @buf: the packet; the part starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_ACK_LEN bytes, the entries follow it
+ */
 GN_EXPORT void gn_wire_ack_put(unsigned int entries, uint8_t *buf);
+/**
+ * gn_wire_ack_get() - parse and check the ACK fixed part
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @entries: out, how many entries follow; gn_wire_ack_entry_get() reads
+ *	them one by one
+ *
+ * Return: 0; -EBADMSG if @h is not an ACK, there are no entries, the
+ * reserved bytes are not 0 or the body cannot hold that many entries.
+ */
 GN_EXPORT int gn_wire_ack_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			      unsigned int *entries);
 /**
@@ -265,7 +302,23 @@ GN_EXPORT void gn_wire_ack_entry_put(const struct gn_wire_ack *a, uint8_t *buf);
  */
 GN_EXPORT int gn_wire_ack_entry_get(const uint8_t *buf, size_t left,
 				    struct gn_wire_ack *a);
+/**
+ * gn_wire_ctrl_put() - write a CTRL body, reserved bytes 0
+ * @c: fields
+ * @buf: the packet; the body starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_CTRL_LEN bytes
+ */
 GN_EXPORT void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, uint8_t *buf);
+/**
+ * gn_wire_ctrl_get() - parse and check a CTRL body
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @c: out
+ *
+ * Return: 0; -EBADMSG if @h is not a CTRL, the packet has a body past the
+ * fixed part, seq is 0, the reserved bytes are not 0 or the kind is
+ * unknown.
+ */
 GN_EXPORT int gn_wire_ctrl_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			       struct gn_wire_ctrl *c);
 
