@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * hdr.c - build, parse and check gradnet packet headers (gradnet/wire.h).
+ * hdr.c - build, parse and check gradnet packets (gradnet/wire.h): the
+ * common header and the fixed part of every type. libgradnet writes and
+ * reads packet fields nowhere else; tests/golden/packets.h holds this file
+ * to the documented format.
  * Integer-only and freestanding: the same file runs in the kernel module.
  * A parser never reads past the length it is given.
  */
