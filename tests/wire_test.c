@@ -17,6 +17,7 @@
 #include <gradnet/wire.h>
 #include "golden/mac_vectors.h"
 #include "golden/packets.h"
+#include "internal.h"	/* gn_test_ctx_new(), for the receive path */
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "0123456789abcdef";
 
@@ -543,6 +544,74 @@ TEST(ping_and_ctrl_ack)
 	a.seq = 1;
 	gn_wire_ctrl_ack_put(&a, p);
 	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_ack_get(p, &h, &a2));
+}
+
+/* A sealed PING, PONG or CTRL_ACK from rank 1 to rank 0 of job 77. */
+static size_t probe_packet(uint8_t *p, const struct gn_mac *m, uint8_t type,
+			   uint64_t v, uint16_t body)
+{
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = type, .src = 1, .dst = 0, .job = 77, .body_len = body,
+	};
+	struct gn_wire_ping o = { .stamp = v };
+	struct gn_wire_ctrl_ack a = { .seq = (uint32_t)v };
+	size_t len = GN_WIRE_HDR_LEN + (size_t)gn_wire_fixed_len(type) + body;
+
+	gn_wire_hdr_put(&h, p);
+	if (type == GN_PKT_CTRL_ACK)
+		gn_wire_ctrl_ack_put(&a, p);
+	else
+		gn_wire_ping_put(&o, p);
+	memset(p + len - body, 0, body);
+	return gn_mac_seal(m, p, len);
+}
+
+/*
+ * The receive path goes through those parsers: an authentic probe is
+ * answered, a PONG feeds the RTT, and an authentic but malformed one is
+ * counted as such and answered by nothing.
+ */
+TEST(probes_received)
+{
+	struct gn_stats st = { .sz = sizeof(st) };
+	struct gn_ctx *ctx;
+	uint8_t p[128];
+	struct gn_mac m;
+	uint64_t ctl;
+	size_t len;
+
+	gn_mac_init(&m, key);
+	ASSERT_EQ(0, gn_test_ctx_new(3, 0, key, 77, &ctx));
+	len = probe_packet(p, &m, GN_PKT_PING, 12345, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(0, st.drops[GN_DROP_MALFORMED]);
+	ASSERT_EQ(1, st.ctl_packets);	/* the PONG */
+	ctl = st.ctl_packets;
+
+	len = probe_packet(p, &m, GN_PKT_PING, 12345, 3);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(1, st.drops[GN_DROP_MALFORMED]);
+	ASSERT_EQ(ctl, st.ctl_packets);
+
+	ASSERT_EQ(0, ctx->peers[1].srtt_ns);
+	len = probe_packet(p, &m, GN_PKT_PONG, gn_now_ns() - 1000000, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_LT(0, ctx->peers[1].srtt_ns);
+
+	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 5, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 0, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 5, 2);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(3, st.drops[GN_DROP_MALFORMED]);
+	ASSERT_EQ(0, st.drops[GN_DROP_MAC]);
+	ASSERT_EQ(ctl, st.ctl_packets);
+	gn_test_ctx_free(ctx);
 }
 
 /* The test vector of the SipHash paper (key 00..0f, input 00..0e). */
