@@ -9,7 +9,6 @@
  * reason. Only then does the packet's type matter.
  */
 #include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -240,25 +239,33 @@ static void handshake_tick(struct gn_ctx *ctx, u64 start, u64 *next)
 
 /* ---- liveness ------------------------------------------------------------- */
 
-static u64 gn_get_stamp(const u8 *b)
-{
-	u64 v;
-
-	memcpy(&v, b, sizeof(v));
-	return le64toh(v);
-}
-
 static void send_ping(struct gn_ctx *ctx, struct gn_peer *p, u8 type, u64 stamp)
 {
-	u8 pkt[GN_WIRE_HDR_LEN + 8 + GN_WIRE_TAG];
+	u8 pkt[GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN + GN_WIRE_TAG];
+	struct gn_wire_ping o = { .stamp = stamp };
 	struct gn_wire_hdr h;
 
 	gn_hdr_init(ctx, &h, type, p->rank);
 	gn_wire_hdr_put(&h, pkt);
-	stamp = htole64(stamp);
-	memcpy(pkt + GN_WIRE_HDR_LEN, &stamp, sizeof(stamp));
+	gn_wire_ping_put(&o, pkt);
 	gn_send_now(ctx, p->rank, pkt,
-		    (u16)gn_mac_seal(ctx->mac, pkt, GN_WIRE_HDR_LEN + 8));
+		    (u16)gn_mac_seal(ctx->mac, pkt, sizeof(pkt) - GN_WIRE_TAG));
+}
+
+static void ping_in(struct gn_ctx *ctx, struct gn_peer *p,
+		    const struct gn_wire_hdr *h, const u8 *pkt)
+{
+	struct gn_wire_ping o;
+
+	if (gn_wire_ping_get(pkt, h, &o)) {
+		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+		return;
+	}
+	if (h->type == GN_PKT_PING)
+		/* Echo the prober's clock: it measures the round trip. */
+		send_ping(ctx, p, GN_PKT_PONG, o.stamp);
+	else
+		gn_peer_rtt(p, ctx->now_ns - o.stamp);
 }
 
 /*
@@ -366,15 +373,18 @@ static void ctrl_tick(struct gn_ctx *ctx)
 	}
 }
 
-static void ctrl_ack_in(struct gn_peer *p, const u8 *pkt)
+static void ctrl_ack_in(struct gn_ctx *ctx, struct gn_peer *p,
+			const struct gn_wire_hdr *h, const u8 *pkt)
 {
-	u32 seq;
+	struct gn_wire_ctrl_ack a;
 	struct gn_ctrl_out **c;
 
-	memcpy(&seq, pkt + GN_WIRE_HDR_LEN, sizeof(seq));
-	seq = le32toh(seq);
+	if (gn_wire_ctrl_ack_get(pkt, h, &a)) {
+		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+		return;
+	}
 	for (c = &p->ctrl_q; *c; c = &(*c)->next)
-		if ((*c)->seq == seq) {
+		if ((*c)->seq == a.seq) {
 			struct gn_ctrl_out *done = *c;
 
 			*c = done->next;
@@ -406,10 +416,10 @@ static int ctrl_seen(struct gn_peer *p, u32 seq)
 static void ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
 		    const struct gn_wire_hdr *h, const u8 *pkt)
 {
-	u8 ack[GN_WIRE_HDR_LEN + 4 + GN_WIRE_TAG];
+	u8 ack[GN_WIRE_HDR_LEN + GN_WIRE_CTRL_ACK_LEN + GN_WIRE_TAG];
 	struct gn_wire_ctrl c;
+	struct gn_wire_ctrl_ack ca;
 	struct gn_wire_hdr ah;
-	u32 le;
 	int seen;
 
 	if (gn_wire_ctrl_get(pkt, h, &c)) {
@@ -421,10 +431,10 @@ static void ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
 		return;	/* beyond the window: the sender will try again */
 	gn_hdr_init(ctx, &ah, GN_PKT_CTRL_ACK, p->rank);
 	gn_wire_hdr_put(&ah, ack);
-	le = htole32(c.seq);
-	memcpy(ack + GN_WIRE_HDR_LEN, &le, sizeof(le));
+	ca.seq = c.seq;
+	gn_wire_ctrl_ack_put(&ca, ack);
 	gn_send_now(ctx, p->rank, ack,
-		    (u16)gn_mac_seal(ctx->mac, ack, GN_WIRE_HDR_LEN + 4));
+		    (u16)gn_mac_seal(ctx->mac, ack, sizeof(ack) - GN_WIRE_TAG));
 	if (seen)
 		gn_count_drop(ctx, p, GN_DROP_DUPLICATE);
 	else
@@ -512,15 +522,11 @@ static void packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
 		hello_in(ctx, p, &h, rx->data);
 		break;
 	case GN_PKT_PING:
-		/* Echo the prober's clock: it measures the round trip. */
-		send_ping(ctx, p, GN_PKT_PONG,
-			  gn_get_stamp(rx->data + GN_WIRE_HDR_LEN));
-		break;
 	case GN_PKT_PONG:
-		gn_peer_rtt(p, ctx->now_ns - gn_get_stamp(rx->data + GN_WIRE_HDR_LEN));
+		ping_in(ctx, p, &h, rx->data);
 		break;
 	case GN_PKT_CTRL_ACK:
-		ctrl_ack_in(p, rx->data);
+		ctrl_ack_in(ctx, p, &h, rx->data);
 		break;
 	case GN_PKT_CTRL:
 		/* A faster peer's tensor descriptor may come before our own

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * wire_test.c - the packet format and its MAC: every header field round
- * trips, every check of the parsers rejects what it should, SipHash-2-4
- * gives its published value, and the tag catches any changed bit.
+ * trips, builders and parsers agree byte for byte with the golden packets
+ * (golden/packets.h), every check of the parsers rejects what it should,
+ * SipHash-2-4
+ * gives its published values, the MAC gives the known answers of an
+ * independent implementation (golden/mac_vectors.h) on every NH pass the
+ * CPU has, and the tag catches any changed bit.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -11,6 +15,9 @@
 
 #include "kselftest_harness.h"
 #include <gradnet/wire.h>
+#include "golden/mac_vectors.h"
+#include "golden/packets.h"
+#include "internal.h"	/* gn_test_ctx_new(), for the receive path */
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "0123456789abcdef";
 
@@ -80,8 +87,9 @@ TEST(header_rejects)
 	gn_mac_init(&m, key);
 	len = data_packet(p, &m, 20);
 	/* Every truncation and one extra byte. */
-	for (i = 0; i < len; i++)
+	for (i = 0; i < len; i++) {
 		ASSERT_NE(0, gn_wire_hdr_get(p, i, &h)) TH_LOG("length %zu", i);
+	}
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(p, len + 1, &h));
 	memcpy(q, p, len);
 	q[0] ^= 1;
@@ -100,6 +108,260 @@ TEST(header_rejects)
 	q[20] = 21;		/* body length disagrees with the packet */
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(p, GN_WIRE_MAX_PKT + 1, &h));
+}
+
+#define N_GOLDEN (sizeof(gn_golden_pkt) / sizeof(gn_golden_pkt[0]))
+
+/* Build golden packet @g from its field values into @p; its length. */
+static size_t build_golden(const struct gn_golden_pkt *g,
+			   const struct gn_mac *m, uint8_t *p)
+{
+	const struct gn_golden_pkt_hdr *gh = &g->hdr;
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = gh->version,
+		.type = gh->type, .src = gh->src, .dst = gh->dst,
+		.job = gh->job, .tensor = gh->tensor, .step = gh->step,
+		.body_len = gh->body_len, .phase = gh->phase,
+		.codec = gh->codec,
+	};
+	size_t at = GN_WIRE_HDR_LEN + (size_t)gn_wire_fixed_len(gh->type);
+	unsigned int i;
+
+	gn_wire_hdr_put(&h, p);
+	switch (gh->type) {
+	case GN_PKT_HELLO: {
+		const struct gn_golden_pkt_hello *o = &g->hello;
+		struct gn_wire_hello wo = {
+			.world = o->world, .flags = o->flags, .codec = o->codec,
+			.s = o->s, .chunk = o->chunk, .mtu = o->mtu,
+			.instance = o->instance,
+		};
+
+		gn_wire_hello_put(&wo, p);
+		break;
+	}
+	case GN_PKT_DATA: {
+		const struct gn_golden_pkt_data *d = &g->data;
+		struct gn_wire_data wd = {
+			.chunk_off = d->chunk_off, .chunk_len = d->chunk_len,
+			.first = d->first, .count = d->count, .scale = d->scale,
+			.s = d->s, .pkt = d->pkt, .npkts = d->npkts,
+		};
+
+		gn_wire_data_put(&wd, p);
+		memcpy(p + at, g->body, gh->body_len);
+		break;
+	}
+	case GN_PKT_ACK:
+		gn_wire_ack_put(g->ack_entries, p);
+		for (i = 0; i < g->ack_entries; i++) {
+			const struct gn_golden_pkt_ack_entry *e = &g->ack[i];
+			struct gn_wire_ack a = {
+				.tensor = e->tensor, .step = e->step,
+				.chunk_off = e->chunk_off, .npkts = e->npkts,
+				.base = e->base, .phase = e->phase,
+				.bytes = e->bytes,
+			};
+
+			gn_wire_ack_entry_put(&a, p + at);
+			if (e->bytes)	/* "all of it" has no bitmap (NULL) */
+				memcpy(p + at + GN_WIRE_ACK_ENTRY, e->bitmap,
+				       e->bytes);
+			at += GN_WIRE_ACK_ENTRY + e->bytes;
+		}
+		break;
+	case GN_PKT_CTRL: {
+		const struct gn_golden_pkt_ctrl *c = &g->ctrl;
+		struct gn_wire_ctrl wc = {
+			.seq = c->seq, .kind = c->kind, .flags = c->flags,
+			.value = c->value, .extra = c->extra,
+		};
+
+		gn_wire_ctrl_put(&wc, p);
+		break;
+	}
+	case GN_PKT_CTRL_ACK: {
+		struct gn_wire_ctrl_ack a = { .seq = g->ctrl_ack.seq };
+
+		gn_wire_ctrl_ack_put(&a, p);
+		break;
+	}
+	case GN_PKT_PING:
+	case GN_PKT_PONG: {
+		struct gn_wire_ping o = { .stamp = g->ping.stamp };
+
+		gn_wire_ping_put(&o, p);
+		break;
+	}
+	}
+	return gn_mac_seal(g->keyed ? m : NULL, p, g->len - GN_WIRE_TAG);
+}
+
+/* The builders make every golden packet, byte for byte, tag included. */
+TEST(golden_build)
+{
+	static uint8_t p[GN_WIRE_MAX_PKT];
+	struct gn_mac m;
+	size_t k, i;
+
+	gn_mac_init(&m, gn_golden_pkt_key);
+	for (k = 0; k < N_GOLDEN; k++) {
+		const struct gn_golden_pkt *g = &gn_golden_pkt[k];
+
+		/* Bytes a builder leaves alone, reserved ones too, show up. */
+		memset(p, 0xa5, sizeof(p));
+		ASSERT_EQ(g->len, build_golden(g, &m, p)) TH_LOG("%s", g->name);
+		/* Braces: the harness runs TH_LOG after the statement. */
+		for (i = 0; i < g->len; i++) {
+			ASSERT_EQ(g->bytes[i], p[i])
+				TH_LOG("%s: byte %zu", g->name, i);
+		}
+	}
+}
+
+/* Every type the parser knows has a golden packet. */
+TEST(golden_every_type)
+{
+	unsigned int type;
+	size_t k;
+
+	for (type = 0; type < 256; type++) {
+		if (gn_wire_fixed_len(type) < 0)
+			continue;
+		for (k = 0; k < N_GOLDEN; k++)
+			if (gn_golden_pkt[k].hdr.type == type)
+				break;
+		ASSERT_GT(N_GOLDEN, k) TH_LOG("no golden packet of type %u", type);
+	}
+}
+
+static void golden_parse_ack(struct __test_metadata *_metadata,
+			     const struct gn_golden_pkt *g, const uint8_t *p,
+			     const struct gn_wire_hdr *h)
+{
+	const uint8_t *at = p + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN;
+	size_t left = h->body_len;
+	struct gn_wire_ack a;
+	unsigned int n, i;
+
+	ASSERT_EQ(0, gn_wire_ack_get(p, h, &n));
+	ASSERT_EQ(g->ack_entries, n);
+	for (i = 0; i < n; i++) {
+		const struct gn_golden_pkt_ack_entry *e = &g->ack[i];
+		int r = gn_wire_ack_entry_get(at, left, &a);
+
+		ASSERT_EQ(GN_WIRE_ACK_ENTRY + e->bytes, r) TH_LOG("entry %u", i);
+		ASSERT_EQ(e->tensor, a.tensor);
+		ASSERT_EQ(e->step, a.step);
+		ASSERT_EQ(e->chunk_off, a.chunk_off);
+		ASSERT_EQ(e->npkts, a.npkts);
+		ASSERT_EQ(e->base, a.base);
+		ASSERT_EQ(e->phase, a.phase);
+		ASSERT_EQ(e->bytes, a.bytes);
+		if (e->bytes)
+			ASSERT_EQ(0, memcmp(e->bitmap, at + GN_WIRE_ACK_ENTRY,
+					    e->bytes));
+		at += r;
+		left -= (size_t)r;
+	}
+	ASSERT_EQ(0, left);
+}
+
+static void golden_parse_one(struct __test_metadata *_metadata,
+			     const struct gn_golden_pkt *g, const uint8_t *p,
+			     const struct gn_mac *m)
+{
+	const struct gn_golden_pkt_hdr *gh = &g->hdr;
+	struct gn_wire_hello o;
+	struct gn_wire_data d;
+	struct gn_wire_ctrl c;
+	struct gn_wire_ctrl_ack ca;
+	struct gn_wire_ping pi;
+	struct gn_wire_hdr h;
+
+	ASSERT_EQ(0, gn_wire_hdr_get(p, g->len, &h));
+	ASSERT_EQ(GN_WIRE_MAGIC, h.magic);
+	ASSERT_EQ(gh->version, h.version);
+	ASSERT_EQ(gh->type, h.type);
+	ASSERT_EQ(gh->src, h.src);
+	ASSERT_EQ(gh->dst, h.dst);
+	ASSERT_EQ(gh->job, h.job);
+	ASSERT_EQ(gh->tensor, h.tensor);
+	ASSERT_EQ(gh->step, h.step);
+	ASSERT_EQ(gh->body_len, h.body_len);
+	ASSERT_EQ(gh->phase, h.phase);
+	ASSERT_EQ(gh->codec, h.codec);
+	ASSERT_EQ(0, gn_mac_check(g->keyed ? m : NULL, p, g->len));
+	if (g->keyed)
+		ASSERT_EQ(g->tag, gn_mac_tag(m, p, g->len - GN_WIRE_TAG));
+	switch (h.type) {
+	case GN_PKT_HELLO:
+		ASSERT_EQ(0, gn_wire_hello_get(p, &h, &o));
+		ASSERT_EQ(g->hello.world, o.world);
+		ASSERT_EQ(g->hello.flags, o.flags);
+		ASSERT_EQ(g->hello.codec, o.codec);
+		ASSERT_EQ(g->hello.s, o.s);
+		ASSERT_EQ(g->hello.chunk, o.chunk);
+		ASSERT_EQ(g->hello.mtu, o.mtu);
+		ASSERT_EQ(g->hello.instance, o.instance);
+		break;
+	case GN_PKT_DATA:
+		ASSERT_EQ(0, gn_wire_data_get(p, &h, &d));
+		ASSERT_EQ(g->data.chunk_off, d.chunk_off);
+		ASSERT_EQ(g->data.chunk_len, d.chunk_len);
+		ASSERT_EQ(g->data.first, d.first);
+		ASSERT_EQ(g->data.count, d.count);
+		ASSERT_EQ(g->data.scale, d.scale);
+		ASSERT_EQ(g->data.s, d.s);
+		ASSERT_EQ(g->data.pkt, d.pkt);
+		ASSERT_EQ(g->data.npkts, d.npkts);
+		ASSERT_EQ(0, memcmp(g->body, p + GN_WIRE_DATA_HDR, h.body_len));
+		break;
+	case GN_PKT_ACK:
+		golden_parse_ack(_metadata, g, p, &h);
+		break;
+	case GN_PKT_CTRL:
+		ASSERT_EQ(0, gn_wire_ctrl_get(p, &h, &c));
+		ASSERT_EQ(g->ctrl.seq, c.seq);
+		ASSERT_EQ(g->ctrl.kind, c.kind);
+		ASSERT_EQ(g->ctrl.flags, c.flags);
+		ASSERT_EQ(g->ctrl.value, c.value);
+		ASSERT_EQ(g->ctrl.extra, c.extra);
+		break;
+	case GN_PKT_CTRL_ACK:
+		ASSERT_EQ(0, gn_wire_ctrl_ack_get(p, &h, &ca));
+		ASSERT_EQ(g->ctrl_ack.seq, ca.seq);
+		break;
+	case GN_PKT_PING:
+	case GN_PKT_PONG:
+		ASSERT_EQ(0, gn_wire_ping_get(p, &h, &pi));
+		ASSERT_EQ(g->ping.stamp, pi.stamp);
+		break;
+	default:
+		ASSERT_TRUE(0) TH_LOG("unknown type %u", h.type);
+	}
+}
+
+/*
+ * The parsers read every golden packet back into exactly its field values,
+ * from a buffer of exactly its length (ASan sees any read past it).
+ */
+TEST(golden_parse)
+{
+	struct gn_mac m;
+	size_t k;
+
+	gn_mac_init(&m, gn_golden_pkt_key);
+	for (k = 0; k < N_GOLDEN; k++) {
+		const struct gn_golden_pkt *g = &gn_golden_pkt[k];
+		uint8_t *p = malloc(g->len);
+
+		ASSERT_NE(NULL, p);
+		memcpy(p, g->bytes, g->len);
+		TH_LOG("checking %s", g->name);
+		golden_parse_one(_metadata, g, p, &m);
+		free(p);
+	}
 }
 
 /* Rewrite one DATA field; expect the parser to reject it. */
@@ -235,6 +497,123 @@ TEST(hello_and_ctrl)
 	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_get(p, &h, &c2));
 }
 
+/* PING, PONG and CTRL_ACK: one fixed part each, no body, seq never 0. */
+TEST(ping_and_ctrl_ack)
+{
+	uint8_t p[64];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_PING, .src = 1, .dst = 3, .job = 6,
+	};
+	struct gn_wire_ping o = { 0x0102030405060708ull }, o2;
+	struct gn_wire_ctrl_ack a = { 0xdeadbeef }, a2;
+	size_t len = GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN + GN_WIRE_TAG;
+
+	gn_wire_hdr_put(&h, p);
+	gn_wire_ping_put(&o, p);
+	ASSERT_EQ(0x08, p[GN_WIRE_HDR_LEN]);	/* little-endian */
+	ASSERT_EQ(0, gn_wire_hdr_get(p, len, &h));
+	ASSERT_EQ(0, gn_wire_ping_get(p, &h, &o2));
+	ASSERT_EQ(o.stamp, o2.stamp);
+	h.type = GN_PKT_PONG;
+	ASSERT_EQ(0, gn_wire_ping_get(p, &h, &o2));
+	h.type = GN_PKT_CTRL_ACK;
+	ASSERT_EQ(-EBADMSG, gn_wire_ping_get(p, &h, &o2));
+	/* A body after the stamp passes the header check, not this one. */
+	h.type = GN_PKT_PING;
+	h.body_len = 3;
+	gn_wire_hdr_put(&h, p);
+	ASSERT_EQ(0, gn_wire_hdr_get(p, len + 3, &h));
+	ASSERT_EQ(-EBADMSG, gn_wire_ping_get(p, &h, &o2));
+
+	h.type = GN_PKT_CTRL_ACK;
+	h.body_len = 0;
+	len = GN_WIRE_HDR_LEN + GN_WIRE_CTRL_ACK_LEN + GN_WIRE_TAG;
+	gn_wire_hdr_put(&h, p);
+	gn_wire_ctrl_ack_put(&a, p);
+	ASSERT_EQ(0, gn_wire_hdr_get(p, len, &h));
+	ASSERT_EQ(0, gn_wire_ctrl_ack_get(p, &h, &a2));
+	ASSERT_EQ(0xdeadbeef, a2.seq);
+	h.type = GN_PKT_CTRL;
+	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_ack_get(p, &h, &a2));
+	h.type = GN_PKT_CTRL_ACK;
+	a.seq = 0;		/* CTRL sequence numbers start at 1 */
+	gn_wire_ctrl_ack_put(&a, p);
+	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_ack_get(p, &h, &a2));
+	h.body_len = 1;
+	a.seq = 1;
+	gn_wire_ctrl_ack_put(&a, p);
+	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_ack_get(p, &h, &a2));
+}
+
+/* A sealed PING, PONG or CTRL_ACK from rank 1 to rank 0 of job 77. */
+static size_t probe_packet(uint8_t *p, const struct gn_mac *m, uint8_t type,
+			   uint64_t v, uint16_t body)
+{
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = type, .src = 1, .dst = 0, .job = 77, .body_len = body,
+	};
+	struct gn_wire_ping o = { .stamp = v };
+	struct gn_wire_ctrl_ack a = { .seq = (uint32_t)v };
+	size_t len = GN_WIRE_HDR_LEN + (size_t)gn_wire_fixed_len(type) + body;
+
+	gn_wire_hdr_put(&h, p);
+	if (type == GN_PKT_CTRL_ACK)
+		gn_wire_ctrl_ack_put(&a, p);
+	else
+		gn_wire_ping_put(&o, p);
+	memset(p + len - body, 0, body);
+	return gn_mac_seal(m, p, len);
+}
+
+/*
+ * The receive path goes through those parsers: an authentic probe is
+ * answered, a PONG feeds the RTT, and an authentic but malformed one is
+ * counted as such and answered by nothing.
+ */
+TEST(probes_received)
+{
+	struct gn_stats st = { .sz = sizeof(st) };
+	struct gn_ctx *ctx;
+	uint8_t p[128];
+	struct gn_mac m;
+	uint64_t ctl;
+	size_t len;
+
+	gn_mac_init(&m, key);
+	ASSERT_EQ(0, gn_test_ctx_new(3, 0, key, 77, &ctx));
+	len = probe_packet(p, &m, GN_PKT_PING, 12345, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(0, st.drops[GN_DROP_MALFORMED]);
+	ASSERT_EQ(1, st.ctl_packets);	/* the PONG */
+	ctl = st.ctl_packets;
+
+	len = probe_packet(p, &m, GN_PKT_PING, 12345, 3);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(1, st.drops[GN_DROP_MALFORMED]);
+	ASSERT_EQ(ctl, st.ctl_packets);
+
+	ASSERT_EQ(0, ctx->peers[1].srtt_ns);
+	len = probe_packet(p, &m, GN_PKT_PONG, gn_now_ns() - 1000000, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_LT(0, ctx->peers[1].srtt_ns);
+
+	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 5, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 0, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 5, 2);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(3, st.drops[GN_DROP_MALFORMED]);
+	ASSERT_EQ(0, st.drops[GN_DROP_MAC]);
+	ASSERT_EQ(ctl, st.ctl_packets);
+	gn_test_ctx_free(ctx);
+}
+
 /* The test vector of the SipHash paper (key 00..0f, input 00..0e). */
 TEST(siphash_vector)
 {
@@ -245,6 +624,77 @@ TEST(siphash_vector)
 	for (i = 0; i < 15; i++)
 		in[i] = (uint8_t)i;
 	ASSERT_EQ(0xa129ca6149be45e5ull, gn_siphash(k, in, sizeof(in)));
+}
+
+/* The reference implementation's table, with key 00..0f. */
+TEST(siphash_table)
+{
+	uint64_t k[2] = { 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull };
+	uint8_t in[64];
+	size_t n;
+
+	for (n = 0; n < sizeof(in); n++)
+		in[n] = (uint8_t)n;
+	for (n = 0; n < 64; n++) {
+		ASSERT_EQ(gn_siphash_kat[n], gn_siphash(k, in, n)) TH_LOG("%zu bytes", n);
+	}
+}
+
+static bool cpu_has_avx2(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+}
+
+/*
+ * Every known answer of golden/mac_vectors.h with the NH pass @isa (0
+ * scalar, 1 AVX2). The message lives in a buffer of exactly its length,
+ * so ASan sees any read past it.
+ */
+static void mac_known_answers(struct __test_metadata *_metadata, int isa)
+{
+	static struct gn_mac m;
+	size_t v, i;
+
+	for (v = 0; v < sizeof(gn_mac_kat) / sizeof(gn_mac_kat[0]); v++) {
+		const struct gn_mac_kat *kat = &gn_mac_kat[v];
+		const struct gn_mac_kat_expanded *x = &gn_mac_kat_expanded[kat->key];
+		uint8_t *msg = malloc(kat->len ? kat->len : 1);
+
+		ASSERT_NE(NULL, msg);
+		gn_mac_init(&m, gn_mac_kat_key[kat->key]);
+		ASSERT_EQ(GN_MAC_KAT_NH_WORDS, sizeof(m.nh) / sizeof(m.nh[0]));
+		ASSERT_EQ(x->prf[0], m.prf[0]);
+		ASSERT_EQ(x->prf[1], m.prf[1]);
+		for (i = 0; i < 8; i++)
+			ASSERT_EQ(x->nh_head[i], m.nh[i]);
+		for (i = 0; i < 4; i++)
+			ASSERT_EQ(x->nh_tail[i], m.nh[GN_MAC_KAT_NH_WORDS - 4 + i]);
+		m.isa = isa;
+		for (i = 0; i < kat->len; i++)
+			msg[i] = GN_MAC_KAT_BYTE(kat->pattern, i);
+		EXPECT_EQ(kat->tag, gn_mac_tag(&m, msg, kat->len))
+			TH_LOG("key %u pattern %u, %zu bytes", kat->key,
+			       kat->pattern, kat->len);
+		free(msg);
+	}
+}
+
+TEST(mac_known_answers_scalar)
+{
+	mac_known_answers(_metadata, 0);
+}
+
+TEST(mac_known_answers_avx2)
+{
+	struct gn_mac m;
+
+	if (!cpu_has_avx2())
+		SKIP(return, "CPU lacks AVX2: its NH pass is not tested");
+	/* gn_mac_init() picks the AVX2 pass wherever the CPU has it. */
+	gn_mac_init(&m, gn_mac_kat_key[0]);
+	ASSERT_EQ(1, m.isa);
+	mac_known_answers(_metadata, 1);
 }
 
 /* Any one changed bit, any length, any key change: the check fails. */
@@ -286,6 +736,38 @@ TEST(mac_catches_every_bit)
 	gn_mac_seal(NULL, p, 40);
 	ASSERT_EQ(0, gn_mac_check(NULL, p, 48));
 	ASSERT_EQ(-EBADMSG, gn_mac_check(&m, p, 48));
+}
+
+/*
+ * Tag and seal stop where the check does: past GN_WIRE_MAX_PKT the NH key
+ * has no words, so an uncapped tag would read past struct gn_mac.
+ */
+TEST(mac_length_cap)
+{
+	const size_t big = 2 * GN_WIRE_MAX_PKT, most = GN_WIRE_MAX_PKT - GN_WIRE_TAG;
+	struct gn_mac *m = malloc(sizeof(*m));
+	uint8_t *p = malloc(big);
+	size_t i;
+
+	ASSERT_NE(NULL, m);
+	ASSERT_NE(NULL, p);
+	gn_mac_init(m, key);
+	memset(p, 0xaa, big);
+	ASSERT_EQ(0, gn_mac_tag(m, p, GN_WIRE_MAX_PKT + 1));
+	ASSERT_EQ(0, gn_mac_tag(m, p, big));
+	m->isa = 0;
+	ASSERT_EQ(0, gn_mac_tag(m, p, big));
+	ASSERT_EQ(0, gn_mac_seal(m, p, most + 1));
+	ASSERT_EQ(0, gn_mac_seal(NULL, p, most + 1));
+	for (i = most + 1; i < GN_WIRE_MAX_PKT + GN_WIRE_TAG + 1; i++) {
+		ASSERT_EQ(0xaa, p[i]) TH_LOG("byte %zu written", i);
+	}
+	/* The longest packet still goes through, both ways. */
+	ASSERT_EQ(GN_WIRE_MAX_PKT, gn_mac_seal(m, p, most));
+	ASSERT_EQ(0, gn_mac_check(m, p, GN_WIRE_MAX_PKT));
+	ASSERT_EQ(-EBADMSG, gn_mac_check(m, p, GN_WIRE_MAX_PKT + 1));
+	free(p);
+	free(m);
 }
 
 TEST_HARNESS_MAIN

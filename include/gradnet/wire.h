@@ -178,6 +178,30 @@ enum gn_ctrl_kind {
 	GN_CTRL_ABORT = 2,
 };
 
+/*
+ * CTRL_ACK body, 4 bytes: the receiver of a CTRL packet acknowledges it.
+ *	0 u32 seq: the seq of the CTRL packet it has (never 0)
+ * Tensor, step, phase and codec of the header are 0.
+ */
+struct gn_wire_ctrl_ack {
+	uint32_t seq;
+};
+
+#define GN_WIRE_CTRL_ACK_LEN 4
+
+/*
+ * PING and PONG body, 8 bytes: a liveness probe and its answer.
+ *	0 u64 stamp: the prober's clock in nanoseconds; a PONG echoes the
+ *	stamp of the PING it answers, so the prober measures the round trip
+ *	on its own clock and the peers' clocks never meet.
+ * Tensor, step, phase and codec of the header are 0.
+ */
+struct gn_wire_ping {
+	uint64_t stamp;
+};
+
+#define GN_WIRE_PING_LEN 8
+
 /**
  * gn_wire_hdr_put() - write a common header
  * @h: fields
@@ -200,6 +224,12 @@ GN_EXPORT void gn_wire_hdr_put(const struct gn_wire_hdr *h, uint8_t *buf);
 GN_EXPORT int gn_wire_hdr_get(const uint8_t *buf, size_t len,
 			      struct gn_wire_hdr *h);
 
+/**
+ * gn_wire_data_put() - write the DATA part
+ * @d: fields
+ * @buf: the packet; the part starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_DATA_LEN bytes, the body follows it
+ */
 GN_EXPORT void gn_wire_data_put(const struct gn_wire_data *d, uint8_t *buf);
 /**
  * gn_wire_data_get() - parse and check the DATA part
@@ -217,11 +247,42 @@ GN_EXPORT void gn_wire_data_put(const struct gn_wire_data *d, uint8_t *buf);
 GN_EXPORT int gn_wire_data_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			       struct gn_wire_data *d);
 
+/**
+ * gn_wire_hello_put() - write a HELLO body, reserved bytes 0
+ * @o: fields
+ * @buf: the packet; the body starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_HELLO_LEN bytes
+ */
 GN_EXPORT void gn_wire_hello_put(const struct gn_wire_hello *o, uint8_t *buf);
+/**
+ * gn_wire_hello_get() - parse and check a HELLO body
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @o: out
+ *
+ * Return: 0; -EBADMSG if @h is not a HELLO, the packet has a body past the
+ * fixed part, world is 0, the reserved bytes are not 0 or a flag is
+ * unknown. Whether the values match ours is the caller's business.
+ */
 GN_EXPORT int gn_wire_hello_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 				struct gn_wire_hello *o);
-/* The ACK fixed part: how many entries follow. */
+/**
+ * gn_wire_ack_put() - write the ACK fixed part, reserved bytes 0
+ * @entries: how many entries the body holds
+ * @buf: the packet; the part starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_ACK_LEN bytes, the entries follow it
+ */
 GN_EXPORT void gn_wire_ack_put(unsigned int entries, uint8_t *buf);
+/**
+ * gn_wire_ack_get() - parse and check the ACK fixed part
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @entries: out, how many entries follow; gn_wire_ack_entry_get() reads
+ *	them one by one
+ *
+ * Return: 0; -EBADMSG if @h is not an ACK, there are no entries, the
+ * reserved bytes are not 0 or the body cannot hold that many entries.
+ */
 GN_EXPORT int gn_wire_ack_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			      unsigned int *entries);
 /**
@@ -241,9 +302,66 @@ GN_EXPORT void gn_wire_ack_entry_put(const struct gn_wire_ack *a, uint8_t *buf);
  */
 GN_EXPORT int gn_wire_ack_entry_get(const uint8_t *buf, size_t left,
 				    struct gn_wire_ack *a);
+/**
+ * gn_wire_ctrl_put() - write a CTRL body, reserved bytes 0
+ * @c: fields
+ * @buf: the packet; the body starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_CTRL_LEN bytes
+ */
 GN_EXPORT void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, uint8_t *buf);
+/**
+ * gn_wire_ctrl_get() - parse and check a CTRL body
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @c: out
+ *
+ * Return: 0; -EBADMSG if @h is not a CTRL, the packet has a body past the
+ * fixed part, seq is 0, the reserved bytes are not 0 or the kind is
+ * unknown.
+ */
 GN_EXPORT int gn_wire_ctrl_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			       struct gn_wire_ctrl *c);
+
+/**
+ * gn_wire_ctrl_ack_put() - write a CTRL_ACK body
+ * @a: fields
+ * @buf: the packet; the body starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_CTRL_ACK_LEN bytes
+ */
+GN_EXPORT void gn_wire_ctrl_ack_put(const struct gn_wire_ctrl_ack *a,
+				    uint8_t *buf);
+/**
+ * gn_wire_ctrl_ack_get() - parse and check a CTRL_ACK body
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @a: out
+ *
+ * Return: 0; -EBADMSG if @h is not a CTRL_ACK, the packet has a body past
+ * the fixed part, or seq is 0 (no CTRL packet has it).
+ */
+GN_EXPORT int gn_wire_ctrl_ack_get(const uint8_t *buf,
+				   const struct gn_wire_hdr *h,
+				   struct gn_wire_ctrl_ack *a);
+/**
+ * gn_wire_ping_put() - write a PING or PONG body
+ * @p: fields
+ * @buf: the packet; the body starts at GN_WIRE_HDR_LEN and takes
+ *	GN_WIRE_PING_LEN bytes
+ *
+ * The header's type says which of the two it is.
+ */
+GN_EXPORT void gn_wire_ping_put(const struct gn_wire_ping *p, uint8_t *buf);
+/**
+ * gn_wire_ping_get() - parse and check a PING or PONG body
+ * @buf: the packet, its common header already checked by gn_wire_hdr_get()
+ * @h: that header
+ * @p: out
+ *
+ * Return: 0; -EBADMSG if @h is neither a PING nor a PONG or the packet has
+ * a body past the fixed part.
+ */
+GN_EXPORT int gn_wire_ping_get(const uint8_t *buf, const struct gn_wire_hdr *h,
+			       struct gn_wire_ping *p);
 
 /**
  * gn_wire_fixed_len() - bytes of a packet type's fixed part after the
@@ -280,10 +398,11 @@ GN_EXPORT void gn_mac_init(struct gn_mac *m, const uint8_t *key);
 /**
  * gn_mac_tag() - the tag of @len bytes
  * @m: expanded key
- * @buf: bytes to authenticate, @len <= GN_WIRE_MAX_PKT
- * @len: their length
+ * @buf: bytes to authenticate
+ * @len: their length, at most GN_WIRE_MAX_PKT
  *
- * Return: the 64-bit tag (the packet carries it little-endian).
+ * Return: the 64-bit tag (the packet carries it little-endian); 0 if @len
+ * is over GN_WIRE_MAX_PKT, which no packet that gn_mac_check() takes is.
  */
 GN_EXPORT uint64_t gn_mac_tag(const struct gn_mac *m, const uint8_t *buf,
 			      size_t len);
@@ -292,9 +411,11 @@ GN_EXPORT uint64_t gn_mac_tag(const struct gn_mac *m, const uint8_t *buf,
  * gn_mac_seal() - append the tag to a packet
  * @m: expanded key, or NULL for an insecure job (tag 0)
  * @pkt: packet, with GN_WIRE_TAG bytes of room after @len
- * @len: bytes before the tag
+ * @len: bytes before the tag, at most GN_WIRE_MAX_PKT - GN_WIRE_TAG, the
+ *	longest packet gn_mac_check() takes
  *
- * Return: the packet length with the tag.
+ * Return: the packet length with the tag; 0 if @len is over the limit, and
+ * then nothing is written.
  */
 GN_EXPORT size_t gn_mac_seal(const struct gn_mac *m, uint8_t *pkt, size_t len);
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * hdr.c - build, parse and check gradnet packet headers (gradnet/wire.h).
+ * hdr.c - build, parse and check gradnet packets (gradnet/wire.h): the
+ * common header and the fixed part of every type. libgradnet writes and
+ * reads packet fields nowhere else; tests/golden/packets.h holds this file
+ * to the documented format.
  * Integer-only and freestanding: the same file runs in the kernel module.
  * A parser never reads past the length it is given.
  */
@@ -10,6 +13,12 @@
 GN_STATIC_ASSERT(GN_WIRE_HDR_LEN == 24, "common header is 24 bytes");
 GN_STATIC_ASSERT(GN_WIRE_DATA_HDR == 60, "DATA header is 60 bytes");
 GN_STATIC_ASSERT(GN_WIRE_DATA_OVERHEAD == 68, "DATA overhead is 68 bytes");
+GN_STATIC_ASSERT(GN_WIRE_HELLO_LEN == 24, "HELLO part is 24 bytes");
+GN_STATIC_ASSERT(GN_WIRE_ACK_LEN == 4 && GN_WIRE_ACK_ENTRY == 28,
+		 "ACK part is 4 bytes, an entry 28 before its bitmap");
+GN_STATIC_ASSERT(GN_WIRE_CTRL_LEN == 20, "CTRL part is 20 bytes");
+GN_STATIC_ASSERT(GN_WIRE_CTRL_ACK_LEN == 4, "CTRL_ACK part is 4 bytes");
+GN_STATIC_ASSERT(GN_WIRE_PING_LEN == 8, "PING and PONG parts are 8 bytes");
 
 /* Fixed part after the common header, by packet type. */
 static const u8 fixed_len[] = {
@@ -17,9 +26,9 @@ static const u8 fixed_len[] = {
 	[GN_PKT_DATA] = GN_WIRE_DATA_LEN,
 	[GN_PKT_ACK] = GN_WIRE_ACK_LEN,
 	[GN_PKT_CTRL] = GN_WIRE_CTRL_LEN,
-	[GN_PKT_CTRL_ACK] = 4,
-	[GN_PKT_PING] = 8,
-	[GN_PKT_PONG] = 8,
+	[GN_PKT_CTRL_ACK] = GN_WIRE_CTRL_ACK_LEN,
+	[GN_PKT_PING] = GN_WIRE_PING_LEN,
+	[GN_PKT_PONG] = GN_WIRE_PING_LEN,
 };
 
 int gn_wire_fixed_len(unsigned int type)
@@ -240,6 +249,34 @@ int gn_wire_ctrl_get(const u8 *b, const struct gn_wire_hdr *h,
 	if (h->type != GN_PKT_CTRL || h->body_len || !c->seq ||
 	    gn_get_le16(b + 6) ||
 	    (c->kind != GN_CTRL_TENSOR && c->kind != GN_CTRL_ABORT))
+		return -EBADMSG;
+	return 0;
+}
+
+void gn_wire_ctrl_ack_put(const struct gn_wire_ctrl_ack *a, u8 *b)
+{
+	gn_put_le32(a->seq, b + GN_WIRE_HDR_LEN);
+}
+
+int gn_wire_ctrl_ack_get(const u8 *b, const struct gn_wire_hdr *h,
+			 struct gn_wire_ctrl_ack *a)
+{
+	a->seq = gn_get_le32(b + GN_WIRE_HDR_LEN);
+	if (h->type != GN_PKT_CTRL_ACK || h->body_len || !a->seq)
+		return -EBADMSG;
+	return 0;
+}
+
+void gn_wire_ping_put(const struct gn_wire_ping *p, u8 *b)
+{
+	gn_put_le64(p->stamp, b + GN_WIRE_HDR_LEN);
+}
+
+int gn_wire_ping_get(const u8 *b, const struct gn_wire_hdr *h,
+		     struct gn_wire_ping *p)
+{
+	p->stamp = gn_get_le64(b + GN_WIRE_HDR_LEN);
+	if ((h->type != GN_PKT_PING && h->type != GN_PKT_PONG) || h->body_len)
 		return -EBADMSG;
 	return 0;
 }

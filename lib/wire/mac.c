@@ -13,25 +13,96 @@
  * job run without a key; the dense path, which moves 30-300x more, is what
  * made SipHash alone too slow.
  *
- * Construction (the UMAC pattern): the packet, zero-padded to a multiple of
- * 8 bytes, is read as 32-bit words w; with key words k,
- *	NH_k(w) = sum_i (w[2i] + k[2i] mod 2^32) * (w[2i+1] + k[2i+1] mod 2^32)
- * mod 2^64 collides for two different equal-length inputs with probability
- * at most 2^-32 over the key; two passes with the key offset by four words
- * (a Toeplitz extension) bring that to about 2^-64. The 64-bit tag is
- * SipHash-2-4 of (NH pass 1, NH pass 2, length) under a separate key, so
- * tags reveal nothing about the hash key and padding cannot be exploited.
- * Replays are not the MAC's job: step numbers and per-packet state are.
+ * Construction (the UMAC pattern). The 16-byte job key J is expanded once,
+ * in gn_mac_init(), by SipHash-2-4 under J of the 16 bytes
+ * "gradnet " || le64(i):
+ *	i = 0, 1	the two halves of P, the key of the final SipHash
+ *	i = 2, 3, ...	the NH key words k[0], k[1], k[2], ..., low half first
+ * The len bytes to authenticate (the packet before its tag, at most
+ * GN_WIRE_MAX_PKT), zero-padded to a multiple of 8, are read as
+ * little-endian 32-bit words w; with + on words taken mod 2^32,
+ *	NH1 = sum_i (w[2i] + k[2i])   * (w[2i+1] + k[2i+1])	mod 2^64
+ *	NH2 = sum_i (w[2i] + k[2i+4]) * (w[2i+1] + k[2i+5])	mod 2^64
+ * (the second pass is the first with the key moved by four words, a
+ * Toeplitz extension), and the tag is
+ *	SipHash-2-4_P(le64(NH1) || le64(NH2) || le64(len)).
+ * tests/golden/gnmac.py is this paragraph in Python; the known answers it
+ * writes (tests/golden/mac_vectors.h) hold the C code to it.
+ *
+ * Security argument. Assume J is uniform and secret and SipHash-2-4 is a
+ * PRF. Then P and the NH key, its outputs on distinct inputs, are (up to
+ * its PRF advantage) independent and uniform, and we argue with them so.
+ *
+ * One NH pass. For two different inputs of the same length, the chance
+ * over the key that NH1 collides is at most 2^-32: NH is 2^-w-almost
+ * universal on equal-length strings of w-bit words (Black, Halevi,
+ * Krawczyk, Krovetz, Rogaway, "UMAC: fast and secure message
+ * authentication", CRYPTO 1999). The argument below needs it pair by pair,
+ * as that proof goes: with every key word fixed but the two of a pair j
+ * where the inputs differ, the difference of the two products at j equals
+ * any given constant (what the other pairs add) with chance at most 2^-32.
+ * Counting directly gives nearly as much: if the inputs differ in one word
+ * of the pair, then for each value of one key word at most one of the 2^32
+ * values of the other reaches the constant (d * x = c mod 2^64 with
+ * 0 < |d| < 2^32 has at most one solution x < 2^32); if they differ in
+ * both, at most two, as one word sum wraps or not: 2^-31, and
+ * 2^-62 for both passes below, which moves no conclusion by more than a
+ * factor of four. The same holds for NH2 alone.
+ *
+ * Both passes. Let j be the last pair where the inputs differ. NH1's
+ * difference involves key pairs 0..j only (past j the terms cancel); NH2's
+ * term at j uses key pair j+2, which no other term of either difference
+ * uses. NH1 collides with chance at most 2^-32 over the key words it
+ * uses, none of which is in pair j+2; whatever their values, NH2 then
+ * collides with chance at most 2^-32 over pair j+2 alone: both collide
+ * with chance at most eps = 2^-64.
+ * Inputs of different lengths never collide, as len is hashed with the
+ * sums; so the zero padding cannot be exploited, and H(M) = (NH1, NH2,
+ * len) is 2^-64-almost universal on everything up to GN_WIRE_MAX_PKT
+ * bytes (the NH key has words for that many, hence the cap in
+ * gn_mac_tag()).
+ *
+ * The tag. SipHash_P(H(M)) is hash-then-PRF. With SipHash replaced by a
+ * random function, as long as no two hashed inputs collide every tag is a
+ * fresh uniform 64-bit value, independent of the NH key, so tags leak
+ * nothing about it (which NH alone would). An attacker who sees the tags
+ * of q packets, even of its choosing, and tries v forgeries is accepted at
+ * least once with chance at most
+ *	(q(q - 1)/2 + q v) eps + v 2^-64 + SipHash's PRF advantage,
+ * about (q^2/2 + q v + v) / 2^64: a collision among the q, a forgery
+ * colliding with one of them, or a guessed tag. With v = q:
+ *	q = 2^16: 2^-31	 q = 2^20: 2^-23	 q = 2^24: 2^-15
+ *	q = 2^28: 2^-7	 q = 2^32: no bound
+ * The q^2 term is a birthday bound in the packets made under one key (a
+ * nonce in the tag, as UMAC has, would remove it). q counts every packet
+ * of every rank in every run that used the key: with one job key for a
+ * long job it can pass 2^28, so keys must change per run (issue 13's
+ * session keys), and within a run before about 2^24 packets for a bound
+ * under 2^-15.
+ *
+ * What the tag binds: all len bytes before it, which are the whole common
+ * header (magic, version, type, src and dst ranks, job, tensor, step, body
+ * length, phase, codec), the type's fixed part and the body, and len
+ * itself. It does not bind the IP addresses and ports (checked apart, and
+ * spoofable), nor which rank made it: every rank holds J, so any rank can
+ * tag a packet with any src. Nor does it bind time: a recorded packet stays
+ * valid as long as its key is used. Replays are not the MAC's job: step
+ * numbers, sequence numbers and per-packet state are (and per-run keys
+ * will be). A job without a key sends tag 0 and authenticates nothing.
+ *
+ * Key separation: J keys only this expansion; P keys only the final
+ * SipHash; the NH words are used only inside NH. No other part of gradnet
+ * uses J, P or the NH key.
  */
 #include "gn_deps.h"
 #include <gradnet/wire.h>
 
 #include "nh.h"
 
-/* Key material i, from the job key: SipHash of a labelled counter. */
+/* Key material i, from the job key: SipHash of "gradnet " || le64(i). */
 static u64 derive(const u64 k[2], u64 i)
 {
-	u8 in[16] = "gradnet key exp";
+	u8 in[16] = "gradnet ";
 
 	gn_put_le64(i, in + 8);
 	return gn_siphash(k, in, sizeof(in));
@@ -78,6 +149,9 @@ u64 gn_mac_tag(const struct gn_mac *m, const u8 *buf, size_t len)
 	u64 h1, h2, t1, t2;
 	u8 in[24], pad[8] = { 0 };
 
+	/* The NH key has words for GN_WIRE_MAX_PKT bytes, not one more. */
+	if (unlikely(len > GN_WIRE_MAX_PKT))
+		return 0;
 	nh2(m, m->nh, buf, pairs, &h1, &h2);
 	if (rest) {
 		memcpy(pad, buf + 8 * pairs, rest);
@@ -93,6 +167,9 @@ u64 gn_mac_tag(const struct gn_mac *m, const u8 *buf, size_t len)
 
 size_t gn_mac_seal(const struct gn_mac *m, u8 *pkt, size_t len)
 {
+	/* The same bound as gn_mac_check(): no receiver would take it. */
+	if (unlikely(len > GN_WIRE_MAX_PKT - GN_WIRE_TAG))
+		return 0;
 	gn_put_le64(m ? gn_mac_tag(m, pkt, len) : 0, pkt + len);
 	return len + GN_WIRE_TAG;
 }
