@@ -224,6 +224,8 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o)
 	struct gn_tensor *t;
 	int r;
 
+	if (!ctx)
+		return -EINVAL;
 	if (!tensor_opts_valid(o) || !o->elems || o->elems > (1ull << 40) ||
 	    (o->codec != GN_CODEC_DEFAULT && o->codec != GN_CODEC_NONE &&
 	     o->codec != GN_CODEC_3LC) ||

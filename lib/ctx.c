@@ -110,12 +110,12 @@ void gn_count_drop(struct gn_ctx *ctx, struct gn_peer *p, int reason)
 
 int gn_ctx_rank(const struct gn_ctx *ctx)
 {
-	return ctx->rank;
+	return ctx ? ctx->rank : -EINVAL;
 }
 
 int gn_ctx_world_size(const struct gn_ctx *ctx)
 {
-	return ctx->world;
+	return ctx ? ctx->world : -EINVAL;
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -507,6 +507,8 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	int r;
 
 	open_errmsg[0] = 0;
+	if (!out)
+		return open_fail(-EINVAL, "gn_ctx_open: the context out-pointer is NULL");
 	*out = NULL;
 	if (o && !opts_valid(o, o->sz, sizeof(*o)))
 		return open_fail(-EINVAL, "gn_ctx_opts: bad sz %zu or unknown nonzero fields",
@@ -720,6 +722,8 @@ int gn_stats_ctx(struct gn_ctx *ctx, struct gn_stats *st)
 {
 	int r;
 
+	if (!ctx)
+		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	r = stats_copy(st, &ctx->stats);
 	pthread_mutex_unlock(&ctx->lock);
@@ -730,7 +734,7 @@ int gn_stats_peer(struct gn_ctx *ctx, int peer, struct gn_stats *st)
 {
 	int r;
 
-	if (peer < 0 || peer >= ctx->world)
+	if (!ctx || peer < 0 || peer >= ctx->world)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	r = stats_copy(st, &ctx->peers[peer].stats);
@@ -743,6 +747,8 @@ int gn_stats_tensor(struct gn_ctx *ctx, u32 id, struct gn_stats *st)
 	struct gn_tensor *t;
 	int r = -ENOENT;
 
+	if (!ctx)
+		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	t = gn_tensor_find(ctx, id);
 	if (t)

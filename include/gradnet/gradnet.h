@@ -13,7 +13,8 @@
  *
  * Every function returns 0 (or a count) on success and a negative errno on
  * failure; gn_ctx_errmsg() then says what went wrong: which peer, which
- * tensor, which parameter.
+ * tensor, which parameter. A NULL context, options, stats or data pointer
+ * is refused with -EINVAL, never dereferenced.
  */
 #ifndef GRADNET_GRADNET_H
 #define GRADNET_GRADNET_H
@@ -123,7 +124,7 @@ struct gn_tensor_opts {
  * agree on protocol version, job id, world size and codec parameters.
  * A job without a key is refused unless GN_CTX_INSECURE is set.
  *
- * Return: 0; -EINVAL for bad options; -EPROTO if a peer disagrees (the
+ * Return: 0; -EINVAL for bad options or a NULL @ctx; -EPROTO if a peer disagrees (the
  * message names the peer and the difference); -ETIMEDOUT if a peer never
  * answered; -EKEYREJECTED if a peer's packets fail authentication; other
  * -errno from the socket layer. *@ctx is NULL on failure, with the reason
@@ -162,6 +163,7 @@ GN_EXPORT const char *gn_last_errmsg(void);
  */
 GN_EXPORT const char *gn_strerror(int err);
 
+/* Return: this context's rank, or its job's world size; -EINVAL if NULL. */
 GN_EXPORT int gn_ctx_rank(const struct gn_ctx *ctx);
 GN_EXPORT int gn_ctx_world_size(const struct gn_ctx *ctx);
 
@@ -173,7 +175,7 @@ GN_EXPORT int gn_ctx_world_size(const struct gn_ctx *ctx);
  * Sizes and codec parameters are compared with every peer at the first
  * allreduce; a difference fails it with -EPROTO on every rank.
  *
- * Return: 0; -EINVAL for bad options; -EEXIST if the id is taken;
+ * Return: 0; -EINVAL for bad options or a NULL pointer; -EEXIST if the id is taken;
  * -ENOMEM.
  */
 GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
@@ -262,7 +264,7 @@ struct gn_stats {
 	uint64_t stream_bytes;
 };
 
-/* Return: 0, -EINVAL (bad sz or peer), -ENOENT (unknown tensor). */
+/* Return: 0, -EINVAL (NULL, bad sz or peer), -ENOENT (unknown tensor). */
 GN_EXPORT int gn_stats_ctx(struct gn_ctx *ctx, struct gn_stats *st);
 GN_EXPORT int gn_stats_peer(struct gn_ctx *ctx, int peer, struct gn_stats *st);
 GN_EXPORT int gn_stats_tensor(struct gn_ctx *ctx, uint32_t id,
