@@ -120,18 +120,22 @@ int gn_ctx_world_size(const struct gn_ctx *ctx)
 
 /* ---- options ------------------------------------------------------------ */
 
-/* Options from an older or newer caller: unknown trailing bytes must be 0. */
-static bool opts_valid(const void *opts, size_t sz, size_t known)
+/*
+ * Options from an older or newer caller: @sz must cover the size field,
+ * and bytes past the @known size this library understands must be zero.
+ * Return: 0, -EINVAL (too small) or -E2BIG (unknown nonzero bytes).
+ */
+int gn_opts_check(const void *opts, size_t sz, size_t known)
 {
 	const u8 *p = opts;
 	size_t i;
 
 	if (sz < sizeof(size_t))
-		return false;
+		return -EINVAL;
 	for (i = known; i < sz; i++)
 		if (p[i])
-			return false;
-	return true;
+			return -E2BIG;
+	return 0;
 }
 
 #define OPT(o, field)                                                         \
@@ -277,18 +281,22 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 	static const char *const step_vars[] = { "GN_STEP_TIMEOUT_MS", NULL };
 	static const char *const chunk_vars[] = { "GN_CHUNK", NULL };
 	static const char *const job_vars[] = { "GN_JOB", NULL };
-	long rank = o ? o->rank : -1, world = OPT(o, world_size);
+	long rank = OPT(o, rank), world = OPT(o, world_size);
 	long mtu = OPT(o, mtu), to = OPT(o, timeout_ms), chunk = OPT(o, chunk);
 	long step = OPT(o, step_timeout_ms), job = 0;
 	int r;
 
-	if (!o || rank < 0) {
+	if (!world && (r = env_int(world_vars, 1, 65534, &world)) < 0)
+		return r;
+	/* Rank 0 is also what a zeroed struct holds: it counts only with
+	 * GN_CTX_RANK, else the launcher's variables say. */
+	if (rank < 0 || (!rank && !(OPT(o, flags) & GN_CTX_RANK))) {
 		rank = -1;
 		if ((r = env_int(rank_vars, 0, 65534, &rank)) < 0)
 			return r;
+		if (!r && world == 1)
+			rank = 0;
 	}
-	if (!world && (r = env_int(world_vars, 1, 65534, &world)) < 0)
-		return r;
 	if (rank < 0 || world < 1 || rank >= world)
 		return open_fail(-EINVAL,
 				 "rank %ld and world size %ld: set gn_ctx_opts or GN_RANK and GN_WORLD_SIZE (0 <= rank < world)",
@@ -503,6 +511,7 @@ static void ctx_stop(struct gn_ctx *ctx)
 int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 {
 	struct gn_ctx tmp = { 0 }, *ctx;
+	struct gn_ctx_opts copy = { 0 };
 	const char *peers;
 	int r;
 
@@ -510,9 +519,18 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	if (!out)
 		return open_fail(-EINVAL, "gn_ctx_open: the context out-pointer is NULL");
 	*out = NULL;
-	if (o && !opts_valid(o, o->sz, sizeof(*o)))
-		return open_fail(-EINVAL, "gn_ctx_opts: bad sz %zu or unknown nonzero fields",
-				 o->sz);
+	if (o) {
+		r = gn_opts_check(o, o->sz, sizeof(*o));
+		if (r == -EINVAL)
+			return open_fail(r, "gn_ctx_opts: sz %zu is too small; use GN_OPTS()",
+					 o->sz);
+		if (r)
+			return open_fail(r, "gn_ctx_opts: sz %zu is larger than this library's %zu and the extra bytes are not zero",
+					 o->sz, sizeof(*o));
+		/* Fields past the caller's sz are zero, the defaults. */
+		memcpy(&copy, o, o->sz < sizeof(copy) ? o->sz : sizeof(copy));
+		o = &copy;
+	}
 	r = read_basics(&tmp, o, &peers);
 	if (r)
 		return r;

@@ -452,7 +452,7 @@ TEST(single_rank_and_api_errors)
 		} big = { .o = o, .future = 1 };
 
 		big.o.sz = sizeof(big);
-		ASSERT_EQ(-EINVAL, gn_ctx_open(&big.o, &ctx));
+		ASSERT_EQ(-E2BIG, gn_ctx_open(&big.o, &ctx));
 	}
 }
 

@@ -61,4 +61,113 @@ TEST(null_pointers)
 	gn_ctx_close(ctx);
 }
 
+/*
+ * A zeroed options struct means "the launcher's environment": rank 0 in it
+ * is not an explicit rank 0, so every process does not become rank 0.
+ */
+TEST(zeroed_opts_take_rank_from_env)
+{
+	GN_OPTS(gn_ctx_opts, o, .world_size = 2,
+		.peers = "127.0.0.1:29921,127.0.0.1:29922",
+		.flags = GN_CTX_INSECURE, .timeout_ms = 300);
+	struct gn_ctx *ctx;
+
+	/* No rank anywhere: refused, naming the variable. */
+	unsetenv("GN_RANK");
+	unsetenv("OMPI_COMM_WORLD_RANK");
+	unsetenv("PMI_RANK");
+	unsetenv("PMIX_RANK");
+	unsetenv("SLURM_PROCID");
+	unsetenv("RANK");
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_RANK")) TH_LOG("%s", gn_last_errmsg());
+
+	/* GN_RANK=1 binds rank 1's address; rank 0 never answers. */
+	setenv("GN_RANK", "1", 1);
+	ASSERT_EQ(-ETIMEDOUT, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 0")) TH_LOG("%s", gn_last_errmsg());
+
+	/* An explicit rank 0 wins over the environment. */
+	o.flags |= GN_CTX_RANK;
+	ASSERT_EQ(-ETIMEDOUT, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 1")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_RANK");
+
+	/* A job of one rank needs no rank at all. */
+	o.flags = GN_CTX_INSECURE;
+	o.world_size = 1;
+	o.peers = "127.0.0.1:29923";
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(0, gn_ctx_rank(ctx));
+	ASSERT_EQ(1, gn_ctx_world_size(ctx));
+	gn_ctx_close(ctx);
+}
+
+/*
+ * An older caller's short struct: only the fields its sz covers are read,
+ * the rest are defaults, whatever lies in memory after it.
+ */
+TEST(opts_fields_past_sz_are_defaults)
+{
+	struct gn_ctx_opts o;
+	struct gn_tensor_opts t;
+	struct gn_ctx *ctx;
+
+	/* Garbage past sz: a bad codec, s and flags if they were read. */
+	memset(&o, 0xff, sizeof(o));
+	o.sz = offsetof(struct gn_ctx_opts, rank) + sizeof(o.rank);
+	o.rank = 0;
+	setenv("GN_WORLD_SIZE", "1", 1);
+	setenv("GN_PEERS", "127.0.0.1:29931", 1);
+	setenv("GN_INSECURE", "1", 1);
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_WORLD_SIZE");
+	unsetenv("GN_PEERS");
+	unsetenv("GN_INSECURE");
+
+	memset(&t, 0xff, sizeof(t));
+	t.sz = offsetof(struct gn_tensor_opts, elems) + sizeof(t.elems);
+	t.id = 7;
+	t.elems = 100;
+	ASSERT_EQ(0, gn_tensor_register(ctx, &t)) TH_LOG("%s", gn_ctx_errmsg(ctx));
+	/* Too short to hold elems. */
+	t.id = 8;
+	t.sz = offsetof(struct gn_tensor_opts, elems);
+	ASSERT_EQ(-EINVAL, gn_tensor_register(ctx, &t));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "tensor 8"));
+	gn_ctx_close(ctx);
+
+	/* Too short to hold sz. */
+	o.sz = 4;
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "too small"));
+}
+
+/* A newer caller's longer struct: zero tail accepted, nonzero is -E2BIG. */
+TEST(opts_unknown_tail_is_e2big)
+{
+	struct {
+		struct gn_ctx_opts o;
+		uint64_t future;
+	} big = { .o = { .sz = sizeof(big), .world_size = 1,
+			 .peers = "127.0.0.1:29941", .flags = GN_CTX_INSECURE } };
+	struct {
+		struct gn_tensor_opts t;
+		uint64_t future;
+	} tbig = { .t = { .sz = sizeof(tbig), .id = 3, .elems = 10 } };
+	struct gn_ctx *ctx;
+
+	big.future = 1;
+	ASSERT_EQ(-E2BIG, gn_ctx_open(&big.o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "not zero"));
+	big.future = 0;
+	ASSERT_EQ(0, gn_ctx_open(&big.o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	tbig.future = 1;
+	ASSERT_EQ(-E2BIG, gn_tensor_register(ctx, &tbig.t));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "tensor 3"));
+	tbig.future = 0;
+	ASSERT_EQ(0, gn_tensor_register(ctx, &tbig.t));
+	gn_ctx_close(ctx);
+}
+
 TEST_HARNESS_MAIN

@@ -138,7 +138,7 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 	static const uint8_t key[16] = "gradnet test key";
 	GN_OPTS(gn_ctx_opts, o, .rank = rank, .world_size = s->world,
 		.peers = peers, .timeout_ms = s->timeout_ms ? s->timeout_ms : 5000,
-		.flags = s->keyed ? 0 : GN_CTX_INSECURE, .s = s->s,
+		.flags = (s->keyed ? 0 : GN_CTX_INSECURE) | GN_CTX_RANK, .s = s->s,
 		.chunk = s->chunk, .job_id = job);
 	float *x[JOB_MAX_TENSORS], *final = out->data;
 	struct gn_ctx *ctx;

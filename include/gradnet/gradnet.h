@@ -32,8 +32,11 @@ struct gn_ctx;
 
 /*
  * Declare and fill an options struct: GN_OPTS(gn_ctx_opts, o, .rank = 1).
- * The first field of every options struct is its size, so the ABI can grow;
- * the library refuses nonzero bytes it does not know.
+ * The first field of every options struct is its size, so the ABI can grow:
+ * fields past a caller's sz (an older caller) take their defaults, and
+ * nonzero bytes past the library's own size (a newer caller asking for
+ * something this library cannot do) are refused with -E2BIG. A sz smaller
+ * than the size field, or one that misses a required field, is -EINVAL.
  */
 #define GN_OPTS(type, name, ...)                                              \
 	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
@@ -47,19 +50,24 @@ enum gn_codec {
 
 /* gn_ctx_opts.flags */
 #define GN_CTX_INSECURE (1u << 0)	/* run without a key: no authentication */
+#define GN_CTX_RANK	(1u << 1)	/* gn_ctx_opts.rank is set, even if 0 */
 
 /* gn_tensor_opts.flags */
 #define GN_TENSOR_AVERAGE (1u << 0)	/* result is the mean, not the sum */
 
 /*
- * struct gn_ctx_opts - how to join a job. Fields left zero (NULL, -1 for
- * rank) are taken from the environment:
+ * struct gn_ctx_opts - how to join a job. Fields left zero or NULL are
+ * taken from the environment, so a zeroed struct (or NULL) joins the job
+ * the launcher describes:
  *	GN_RANK, GN_WORLD_SIZE, GN_PEERS (host:port,... in rank order),
  *	GN_KEY (32 hex digits), GN_JOB (job id, decimal or 0x hex),
  *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (none or 3lc),
  *	GN_S, GN_INSECURE=1.
  * @sz: sizeof(struct gn_ctx_opts)
- * @rank: this process, 0..world_size-1; -1 to take GN_RANK
+ * @rank: this process, 0..world_size-1. Zero (or negative) without
+ *	GN_CTX_RANK in @flags takes GN_RANK (or the MPI, PMI, Slurm or torch
+ *	launcher's rank variable), or 0 in a job of one rank; to give rank 0
+ *	explicitly, set GN_CTX_RANK.
  * @world_size: ranks in the job
  * @peers: every rank's UDP address, "host:port,host:port,...", rank order;
  *	this rank binds its own entry
@@ -124,7 +132,8 @@ struct gn_tensor_opts {
  * agree on protocol version, job id, world size and codec parameters.
  * A job without a key is refused unless GN_CTX_INSECURE is set.
  *
- * Return: 0; -EINVAL for bad options or a NULL @ctx; -EPROTO if a peer disagrees (the
+ * Return: 0; -EINVAL for bad options or a NULL @ctx; -E2BIG if @opts
+ * sets fields this library does not know; -EPROTO if a peer disagrees (the
  * message names the peer and the difference); -ETIMEDOUT if a peer never
  * answered; -EKEYREJECTED if a peer's packets fail authentication; other
  * -errno from the socket layer. *@ctx is NULL on failure, with the reason
@@ -175,7 +184,8 @@ GN_EXPORT int gn_ctx_world_size(const struct gn_ctx *ctx);
  * Sizes and codec parameters are compared with every peer at the first
  * allreduce; a difference fails it with -EPROTO on every rank.
  *
- * Return: 0; -EINVAL for bad options or a NULL pointer; -EEXIST if the id is taken;
+ * Return: 0; -EINVAL for bad options or a NULL pointer; -E2BIG if @opts
+ * sets fields this library does not know; -EEXIST if the id is taken;
  * -ENOMEM.
  */
 GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
