@@ -724,6 +724,11 @@ void gn_test_ctx_free(struct gn_ctx *ctx)
 
 /* ---- counters ------------------------------------------------------------ */
 
+/* The stats layout is ABI: a field that moves breaks every older caller. */
+_Static_assert(offsetof(struct gn_stats, allreduces) == 56, "gn_stats ABI");
+_Static_assert(offsetof(struct gn_stats, drops) == 96, "gn_stats ABI");
+_Static_assert(GN_DROP_COUNT <= GN_DROP_MAX, "gn_stats.drops is full");
+
 static int stats_copy(struct gn_stats *dst, const struct gn_stats *src)
 {
 	size_t sz;
@@ -733,6 +738,9 @@ static int stats_copy(struct gn_stats *dst, const struct gn_stats *src)
 	sz = dst->sz < sizeof(*src) ? dst->sz : sizeof(*src);
 	memcpy((u8 *)dst + sizeof(size_t), (const u8 *)src + sizeof(size_t),
 	       sz - sizeof(size_t));
+	/* A newer caller's counters this library does not keep read 0. */
+	if (dst->sz > sizeof(*src))
+		memset((u8 *)dst + sizeof(*src), 0, dst->sz - sizeof(*src));
 	return 0;
 }
 

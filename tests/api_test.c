@@ -170,4 +170,55 @@ TEST(opts_unknown_tail_is_e2big)
 	gn_ctx_close(ctx);
 }
 
+/*
+ * struct gn_stats is ABI: its counters stay where they are when a drop
+ * reason is added, and the struct is filled only as far as sz says.
+ */
+TEST(stats_layout_and_sz)
+{
+	struct {
+		struct gn_stats st;
+		uint64_t future[2];
+	} big;
+	struct gn_stats st;
+	struct gn_ctx *ctx;
+	float x[16] = { 1 };
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 16);
+
+	ASSERT_EQ(8, offsetof(struct gn_stats, tx_packets));
+	ASSERT_EQ(48, offsetof(struct gn_stats, retransmits));
+	ASSERT_EQ(56, offsetof(struct gn_stats, allreduces));
+	ASSERT_EQ(64, offsetof(struct gn_stats, ctl_packets));
+	ASSERT_EQ(72, offsetof(struct gn_stats, ctl_bytes));
+	ASSERT_EQ(80, offsetof(struct gn_stats, messages));
+	ASSERT_EQ(88, offsetof(struct gn_stats, stream_bytes));
+	ASSERT_EQ(96, offsetof(struct gn_stats, drops));
+	ASSERT_EQ(96 + 8 * GN_DROP_MAX, sizeof(struct gn_stats));
+	ASSERT_GE(GN_DROP_MAX, GN_DROP_COUNT);
+
+	ASSERT_EQ(0, open_one(&ctx, 29951)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+	ASSERT_EQ(0, gn_allreduce(ctx, 1, x));
+
+	/* An older caller's struct that ends before allreduces. */
+	memset(&st, 0xab, sizeof(st));
+	st.sz = offsetof(struct gn_stats, allreduces);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(0, st.retransmits);
+	ASSERT_EQ(0xababababababababull, st.allreduces);
+
+	/* A newer caller's: counters this version lacks read 0. */
+	memset(&big, 0xab, sizeof(big));
+	big.st.sz = sizeof(big);
+	ASSERT_EQ(0, gn_stats_tensor(ctx, 1, &big.st));
+	ASSERT_EQ(1, big.st.allreduces);
+	ASSERT_EQ(0, big.st.drops[GN_DROP_MAX - 1]);
+	ASSERT_EQ(0, big.future[0]);
+	ASSERT_EQ(0, big.future[1]);
+
+	st.sz = 4;
+	ASSERT_EQ(-EINVAL, gn_stats_ctx(ctx, &st));
+	gn_ctx_close(ctx);
+}
+
 TEST_HARNESS_MAIN

@@ -239,24 +239,32 @@ enum gn_drop {
 	GN_DROP_REPLAY,		/* a step that is over, or too far ahead */
 	GN_DROP_DUPLICATE,	/* a packet already received */
 	GN_DROP_TENSOR,		/* unknown tensor or mismatched parameters */
-	GN_DROP_COUNT,
+	GN_DROP_COUNT,		/* reasons this version knows; may grow */
 };
+
+/* Room for drop reasons in gn_stats: GN_DROP_COUNT may grow up to it. */
+#define GN_DROP_MAX 32
 
 /*
  * struct gn_stats - traffic counters of a peer, a tensor or the context.
- * @sz: sizeof(struct gn_stats), set by the caller
+ * The layout only grows: new counters go after @drops, and @drops keeps
+ * room for GN_DROP_MAX reasons, so a new drop reason moves nothing.
+ * @sz: sizeof(struct gn_stats), set by the caller; the library fills the
+ *	fields that sz covers and zeroes bytes of a longer struct it does not
+ *	know
  * @tx_packets, @rx_packets: data packets sent and accepted
  * @raw_bytes: float32 bytes the packets stand for (4 per value)
  * @wire_bytes: UDP payload bytes sent (headers and MAC included)
  * @rx_wire_bytes: UDP payload bytes received and accepted
  * @retransmits: data packets sent again
- * @drops: received packets dropped, by enum gn_drop
  * @allreduces: allreduces completed (tensor and context stats)
  * @ctl_packets, @ctl_bytes: acknowledgements, handshake, probes and control
  *	messages sent (not in @wire_bytes)
  * @messages: chunk messages sent (one per chunk and receiver)
  * @stream_bytes: what those chunks are as bare chunk streams (the codec's
  *	bytes plus a 4-byte scale per chunk), for the cost of packetization
+ * @drops: received packets dropped, by enum gn_drop; entries from
+ *	GN_DROP_COUNT on are 0 in this version
  */
 struct gn_stats {
 	size_t sz;
@@ -266,12 +274,12 @@ struct gn_stats {
 	uint64_t wire_bytes;
 	uint64_t rx_wire_bytes;
 	uint64_t retransmits;
-	uint64_t drops[GN_DROP_COUNT];
 	uint64_t allreduces;
 	uint64_t ctl_packets;
 	uint64_t ctl_bytes;
 	uint64_t messages;
 	uint64_t stream_bytes;
+	uint64_t drops[GN_DROP_MAX];
 };
 
 /* Return: 0, -EINVAL (NULL, bad sz or peer), -ENOENT (unknown tensor). */
