@@ -80,8 +80,12 @@ const char *gn_strerror(int err)
 		return "tensor id already registered";
 	case -EINVAL:
 		return "invalid argument";
+	case -E2BIG:
+		return "options set fields this library does not know";
 	default:
-		return strerror(err < 0 ? -err : err);
+		/* strerror() may write a shared or per-thread buffer that the
+		 * next call overwrites; the descriptions are static. */
+		return strerrordesc_np(err < 0 ? -err : err) ?: "unknown error";
 	}
 }
 

@@ -5,6 +5,7 @@
  * Contexts here are single-rank jobs on loopback.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,50 @@ TEST(stats_layout_and_sz)
 	st.sz = 4;
 	ASSERT_EQ(-EINVAL, gn_stats_ctx(ctx, &st));
 	gn_ctx_close(ctx);
+}
+
+/* The header's version macros, the string and the run-time number agree. */
+TEST(version)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%d.%d.%d", GN_VERSION_MAJOR,
+		 GN_VERSION_MINOR, GN_VERSION_PATCH);
+	ASSERT_STREQ(want, gn_version());
+	ASSERT_EQ(GN_VERSION_NUMBER, gn_version_number());
+	ASSERT_EQ((unsigned int)GN_VERSION_MAJOR, gn_version_number() >> 16);
+}
+
+static void *strerror_thread(void *arg)
+{
+	return (void *)gn_strerror(-(int)(intptr_t)arg);
+}
+
+/*
+ * gn_strerror()'s text is static: a later call, in this thread or another,
+ * does not overwrite what an earlier one returned.
+ */
+TEST(strerror_static)
+{
+	const char *a = gn_strerror(-ENOTCONN), *u = gn_strerror(-4000);
+	char a_copy[128], u_copy[128];
+	pthread_t th;
+	void *other;
+
+	snprintf(a_copy, sizeof(a_copy), "%s", a);
+	snprintf(u_copy, sizeof(u_copy), "%s", u);
+	ASSERT_NE(NULL, strstr(a, "connected")) TH_LOG("%s", a);
+	ASSERT_STRNE("", u);
+	gn_strerror(-4001);
+	ASSERT_STREQ(u_copy, u);
+	ASSERT_STREQ("unknown error", gn_strerror(-4001));
+	ASSERT_EQ(0, pthread_create(&th, NULL, strerror_thread, (void *)(intptr_t)4002));
+	ASSERT_EQ(0, pthread_join(th, &other));
+	ASSERT_STREQ("unknown error", (const char *)other);
+	gn_strerror(-ENOSPC);
+	ASSERT_STREQ(a_copy, a);
+	ASSERT_STREQ(u_copy, u);
+	ASSERT_NE(NULL, strstr(gn_strerror(-E2BIG), "does not know"));
 }
 
 TEST_HARNESS_MAIN

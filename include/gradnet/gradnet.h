@@ -15,6 +15,23 @@
  * failure; gn_ctx_errmsg() then says what went wrong: which peer, which
  * tensor, which parameter. A NULL context, options, stats or data pointer
  * is refused with -EINVAL, never dereferenced.
+ *
+ * Threads:
+ *  - Calls on different contexts are independent and may run at once.
+ *  - On one context, gn_tensor_register(), gn_allreduce_start(),
+ *    gn_allreduce_wait(), gn_allreduce() and gn_stats_*() may be called
+ *    from several threads at once, as long as each tensor is driven by one
+ *    thread at a time (its start and its wait are not raced).
+ *  - gn_ctx_errmsg() describes the last failing call on the context by any
+ *    thread; with several threads, read it in the thread that failed before
+ *    another call can fail.
+ *  - gn_ctx_close() must not race any other call on the same context, and
+ *    the context must not be used after it.
+ *  - gn_ctx_open() may run in several threads at once; gn_last_errmsg() is
+ *    per thread. gn_ctx_open() reads the environment (getenv()), so it must
+ *    not race setenv() or putenv() in another thread.
+ *  - gn_strerror(), gn_drop_name(), gn_version() and gn_version_number()
+ *    return static text or values and are safe from any thread.
  */
 #ifndef GRADNET_GRADNET_H
 #define GRADNET_GRADNET_H
@@ -27,6 +44,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* This header's version; gn_version_number() is the library's. */
+#define GN_VERSION_MAJOR 0
+#define GN_VERSION_MINOR 1
+#define GN_VERSION_PATCH 0
+#define GN_VERSION_NUMBER                                                     \
+	((GN_VERSION_MAJOR << 16) | (GN_VERSION_MINOR << 8) | GN_VERSION_PATCH)
 
 struct gn_ctx;
 
@@ -168,7 +192,9 @@ GN_EXPORT const char *gn_last_errmsg(void);
  * gn_strerror() - a short text for a gradnet return value
  * @err: a negative errno returned by gradnet
  *
- * Return: static text.
+ * Safe from any thread, unlike strerror().
+ *
+ * Return: static text, never overwritten by a later call.
  */
 GN_EXPORT const char *gn_strerror(int err);
 
@@ -289,7 +315,16 @@ GN_EXPORT int gn_stats_tensor(struct gn_ctx *ctx, uint32_t id,
 			      struct gn_stats *st);
 GN_EXPORT const char *gn_drop_name(int reason);
 
+/* Return: the library's version as text, "MAJOR.MINOR.PATCH". */
 GN_EXPORT const char *gn_version(void);
+
+/*
+ * gn_version_number() - the version of the library running, which may be
+ * newer than the header a program was built with
+ *
+ * Return: (major << 16) | (minor << 8) | patch, as GN_VERSION_NUMBER.
+ */
+GN_EXPORT unsigned int gn_version_number(void);
 
 #ifdef __cplusplus
 }
