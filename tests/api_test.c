@@ -5,12 +5,19 @@
  * Contexts here are single-rank jobs on loopback.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gradnet/gradnet.h>
+#include <gradnet/wire.h>
 
 #include "kselftest_harness.h"
 
@@ -264,6 +271,221 @@ TEST(strerror_static)
 	ASSERT_STREQ(a_copy, a);
 	ASSERT_STREQ(u_copy, u);
 	ASSERT_NE(NULL, strstr(gn_strerror(-E2BIG), "does not know"));
+}
+
+/* ---- keys ---------------------------------------------------------------- */
+
+#define TEST_KEY "gradnet test key"
+/* @key in hex, as a file or a pipe would hold it. */
+static void key_hex(char *out, const char *key)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", (unsigned char)key[i]);
+}
+
+static void clear_key_env(void)
+{
+	unsetenv("GN_KEY");
+	unsetenv("GN_KEY_FILE");
+	unsetenv("GN_KEY_FD");
+	unsetenv("GN_INSECURE");
+}
+
+/*
+ * A keyed job of two ranks on @port, @port + 1: rank 1 (a child) takes
+ * TEST_KEY from the options, rank 0 (this process) whatever the
+ * environment says. Return: rank 0's gn_ctx_open().
+ */
+static int open_pair(int port)
+{
+	static const uint8_t key[16] = TEST_KEY;
+	char peers[64];
+	GN_OPTS(gn_ctx_opts, o, .rank = 0, .world_size = 2, .peers = peers,
+		.timeout_ms = 1500, .flags = GN_CTX_RANK, .job_id = 77);
+	struct gn_ctx *ctx;
+	pid_t pid;
+	int r;
+
+	snprintf(peers, sizeof(peers), "127.0.0.1:%d,127.0.0.1:%d", port, port + 1);
+	pid = fork();
+	if (pid == 0) {
+		o.rank = 1;
+		o.key = key;
+		o.key_len = sizeof(key);
+		clear_key_env();
+		r = gn_ctx_open(&o, &ctx);
+		gn_ctx_close(ctx);
+		_exit(r ? 1 : 0);
+	}
+	r = gn_ctx_open(&o, &ctx);
+	gn_ctx_close(ctx);
+	if (r)	/* the child waits for a peer that is not coming */
+		kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return r;
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd >= 0) {
+		if (write(fd, text, strlen(text)) < 0)
+			perror("write");
+		fchmod(fd, mode);
+		close(fd);
+	}
+}
+
+/* GN_KEY_FILE: the key is used; loose modes and bad contents are refused. */
+TEST(key_file)
+{
+	char dir[] = "/tmp/gn-api-key-XXXXXX", path[64], hex[40];
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/key", dir);
+	clear_key_env();
+	setenv("GN_KEY_FILE", path, 1);
+
+	/* Missing. */
+	ASSERT_EQ(-ENOENT, open_pair(29961));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FILE")) TH_LOG("%s", gn_last_errmsg());
+
+	/* The right key, with a newline: both ranks authenticate. */
+	key_hex(hex, TEST_KEY);
+	strcat(hex, "\n");
+	write_file(path, hex, 0600);
+	ASSERT_EQ(0, open_pair(29963)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_STREQ(path, getenv("GN_KEY_FILE"));
+
+	/* Another key: the peers reject each other. */
+	write_file(path, "00112233445566778899aabbccddeeff", 0400);
+	ASSERT_EQ(-EKEYREJECTED, open_pair(29965)) TH_LOG("%s", gn_last_errmsg());
+
+	/* Readable by the group or by others: refused, naming the mode. */
+	write_file(path, hex, 0640);
+	ASSERT_EQ(-EACCES, open_pair(29967));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FILE")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "640")) TH_LOG("%s", gn_last_errmsg());
+	write_file(path, hex, 0604);
+	ASSERT_EQ(-EACCES, open_pair(29969));
+
+	/* Not a key. */
+	write_file(path, "0011", 0600);
+	ASSERT_EQ(-EINVAL, open_pair(29971));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FILE: the key must be 32 hex digits"))
+		TH_LOG("%s", gn_last_errmsg());
+	write_file(path, "0011223344556677889900112233445566", 0600);
+	ASSERT_EQ(-EINVAL, open_pair(29973));
+	write_file(path, "zz112233445566778899aabbccddeeff", 0600);
+	ASSERT_EQ(-EINVAL, open_pair(29975));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "non-hex")) TH_LOG("%s", gn_last_errmsg());
+
+	/* Two sources at once. */
+	write_file(path, hex, 0600);
+	setenv("GN_KEY", "00112233445566778899aabbccddeeff", 1);
+	ASSERT_EQ(-EINVAL, open_pair(29977));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "pick one")) TH_LOG("%s", gn_last_errmsg());
+
+	clear_key_env();
+	unlink(path);
+	rmdir(dir);
+}
+
+/* GN_KEY_FD: read from a launcher's pipe, then closed and unset. */
+TEST(key_fd)
+{
+	char hex[40], num[16];
+	int p[2];
+
+	clear_key_env();
+	key_hex(hex, TEST_KEY);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(32, write(p[1], hex, 32));
+	close(p[1]);
+	snprintf(num, sizeof(num), "%d", p[0]);
+	setenv("GN_KEY_FD", num, 1);
+	ASSERT_EQ(0, open_pair(29981)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(NULL, getenv("GN_KEY_FD"));
+	ASSERT_EQ(-1, fcntl(p[0], F_GETFD));
+	ASSERT_EQ(EBADF, errno);
+
+	/* Not an open descriptor, or not a number. */
+	setenv("GN_KEY_FD", num, 1);
+	ASSERT_EQ(-EBADF, open_pair(29983));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FD")) TH_LOG("%s", gn_last_errmsg());
+	setenv("GN_KEY_FD", "three", 1);
+	ASSERT_EQ(-EINVAL, open_pair(29985));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FD=three")) TH_LOG("%s", gn_last_errmsg());
+	clear_key_env();
+}
+
+/*
+ * GN_KEY is gone from the environment after gn_ctx_open(): a child does
+ * not inherit it, and the string it was is wiped.
+ */
+TEST(key_env_removed)
+{
+	char hex[40], out[64] = "";
+	const char *was;
+	FILE *child;
+
+	clear_key_env();
+	key_hex(hex, TEST_KEY);
+	setenv("GN_KEY", hex, 1);
+	was = getenv("GN_KEY");
+	ASSERT_EQ(0, open_pair(29991)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(NULL, getenv("GN_KEY"));
+	ASSERT_EQ(0, was[0]);
+	child = popen("echo \"${GN_KEY-unset}\"", "r");
+	ASSERT_NE(NULL, child);
+	ASSERT_NE(NULL, fgets(out, sizeof(out), child));
+	pclose(child);
+	ASSERT_STREQ("unset\n", out);
+
+	/* A bad GN_KEY names the variable, and is removed all the same. */
+	setenv("GN_KEY", "12345", 1);
+	ASSERT_EQ(-EINVAL, open_pair(29993));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY: the key must be 32 hex digits"))
+		TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(NULL, getenv("GN_KEY"));
+}
+
+/*
+ * Nothing freed by the library holds the expanded key: free() is wrapped
+ * (-Wl,--wrap=free) to look for the MAC's PRF key in every block freed
+ * while key_wiped_on_close runs.
+ */
+static struct gn_mac wipe_mac;
+static volatile int wipe_watch, wipe_found;
+
+void __real_free(void *p);
+void __wrap_free(void *p);
+
+void __wrap_free(void *p)
+{
+	if (wipe_watch && p &&
+	    memmem(p, malloc_usable_size(p), wipe_mac.prf, sizeof(wipe_mac.prf)))
+		wipe_found++;
+	__real_free(p);
+}
+
+TEST(key_wiped_on_close)
+{
+	static const uint8_t key[16] = TEST_KEY;
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = "127.0.0.1:29995",
+		.key = key, .key_len = sizeof(key));
+	struct gn_ctx *ctx;
+
+	clear_key_env();
+	gn_mac_init(&wipe_mac, key);
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	wipe_watch = 1;
+	gn_ctx_close(ctx);
+	wipe_watch = 0;
+	ASSERT_EQ(0, wipe_found);
 }
 
 TEST_HARNESS_MAIN

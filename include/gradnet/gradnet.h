@@ -28,8 +28,9 @@
  *  - gn_ctx_close() must not race any other call on the same context, and
  *    the context must not be used after it.
  *  - gn_ctx_open() may run in several threads at once; gn_last_errmsg() is
- *    per thread. gn_ctx_open() reads the environment (getenv()), so it must
- *    not race setenv() or putenv() in another thread.
+ *    per thread. gn_ctx_open() reads the environment, and removes GN_KEY
+ *    and GN_KEY_FD from it, so it must not race getenv(), setenv() or
+ *    putenv() in another thread.
  *  - gn_strerror(), gn_drop_name(), gn_version() and gn_version_number()
  *    return static text or values and are safe from any thread.
  */
@@ -84,7 +85,10 @@ enum gn_codec {
  * taken from the environment, so a zeroed struct (or NULL) joins the job
  * the launcher describes:
  *	GN_RANK, GN_WORLD_SIZE, GN_PEERS (host:port,... in rank order),
- *	GN_KEY (32 hex digits), GN_JOB (job id, decimal or 0x hex),
+ *	GN_KEY (32 hex digits), or GN_KEY_FILE (a file holding them, which
+ *	only its owner may access: mode 0600 or stricter, else -EACCES), or
+ *	GN_KEY_FD (a descriptor to read them from, a launcher's pipe; at
+ *	most one of the three), GN_JOB (job id, decimal or 0x hex),
  *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (none or 3lc),
  *	GN_S, GN_INSECURE=1.
  * @sz: sizeof(struct gn_ctx_opts)
@@ -95,7 +99,8 @@ enum gn_codec {
  * @world_size: ranks in the job
  * @peers: every rank's UDP address, "host:port,host:port,...", rank order;
  *	this rank binds its own entry
- * @key: the job's 16-byte authentication key, the same on every rank
+ * @key: the job's 16-byte authentication key, the same on every rank;
+ *	it takes precedence over the key variables
  * @key_len: 16
  * @job_id: tells concurrent jobs apart; packets of other jobs are dropped
  * @mtu: IP MTU of the path, 576..9000 (default 1500); packets fit in it
@@ -155,6 +160,12 @@ struct gn_tensor_opts {
  * Every rank must call this; it returns once all peers have answered and
  * agree on protocol version, job id, world size and codec parameters.
  * A job without a key is refused unless GN_CTX_INSECURE is set.
+ *
+ * Keys from the environment are read once: GN_KEY is wiped and removed
+ * from the environment, and GN_KEY_FD closed and removed, so processes
+ * started later do not inherit the key (a second gn_ctx_open() in the
+ * same process needs GN_KEY_FILE or @opts->key). The library wipes its
+ * copies of the key, and the MAC state on gn_ctx_close().
  *
  * Return: 0; -EINVAL for bad options or a NULL @ctx; -E2BIG if @opts
  * sets fields this library does not know; -EPROTO if a peer disagrees (the
