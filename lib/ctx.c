@@ -409,7 +409,7 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 	}
 	if (rank < 0 || world < 1 || rank >= world)
 		return open_fail(-EINVAL,
-				 "rank %ld and world size %ld: set gn_ctx_opts or GN_RANK and GN_WORLD_SIZE (0 <= rank < world)",
+				 "rank %ld and world size %ld: set gn_ctx_opts (.rank, with GN_CTX_RANK for rank 0) or GN_RANK and GN_WORLD_SIZE (0 <= rank < world)",
 				 rank, world);
 	if (!mtu && (r = env_int(mtu_vars, 576, 9000, &mtu)) < 0)
 		return r;
