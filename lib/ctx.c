@@ -657,6 +657,9 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 		/* Fields past the caller's sz are zero, the defaults. */
 		memcpy(&copy, o, o->sz < sizeof(copy) ? o->sz : sizeof(copy));
 		o = &copy;
+		if (o->flags & ~(GN_CTX_INSECURE | GN_CTX_RANK))
+			return open_fail(-EINVAL, "gn_ctx_opts.flags %#x has bits this library does not know",
+					 o->flags);
 	}
 	r = read_basics(&tmp, o, &peers);
 	if (r)

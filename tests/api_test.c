@@ -169,6 +169,11 @@ TEST(opts_unknown_tail_is_e2big)
 	ASSERT_EQ(-E2BIG, gn_ctx_open(&big.o, &ctx));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "not zero"));
 	big.future = 0;
+	/* Unknown flags too. */
+	big.o.flags |= 1u << 20;
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&big.o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "flags 0x100001")) TH_LOG("%s", gn_last_errmsg());
+	big.o.flags = GN_CTX_INSECURE;
 	ASSERT_EQ(0, gn_ctx_open(&big.o, &ctx)) TH_LOG("%s", gn_last_errmsg());
 	tbig.future = 1;
 	ASSERT_EQ(-E2BIG, gn_tensor_register(ctx, &tbig.t));

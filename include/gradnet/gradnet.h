@@ -106,7 +106,7 @@ enum gn_codec {
  * @mtu: IP MTU of the path, 576..9000 (default 1500); packets fit in it
  * @timeout_ms: a peer silent for this long fails the call with -ETIMEDOUT
  *	(default 10000)
- * @flags: GN_CTX_*
+ * @flags: GN_CTX_*; other bits are refused with -EINVAL
  * @codec: job default codec for tensors (default GN_CODEC_3LC)
  * @s: job default 3LC sparsity multiplier, 1 <= s < 2 (default 1.0)
  * @chunk: values per 3LC chunk, each with its own scale (default 65536)
