@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <gradnet/codec.h>
 #include <gradnet/gradnet.h>
 #include <gradnet/wire.h>
 

@@ -20,7 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "TAP version 13"
-echo "1..5"
+echo "1..7"
 
 if ! meson install -C "$build" --no-rebuild --destdir "$tmp" >"$tmp/install.log" 2>&1; then
 	sed 's/^/# /' "$tmp/install.log"
@@ -75,6 +75,44 @@ elif "$bindir/gradnet-bench" allreduce --ranks 2 --link none --elems 4096 \
 else
 	fail "installed gradnet-bench allreduce runs a 2-rank job"
 fi
+# A trainer built against the installed header and shared library only.
+inc=$(find "$tmp" -path '*/include/gradnet/gradnet.h' | head -1)
+so=$(find "$tmp" -name 'libgradnet.so' | head -1)
+cat >"$tmp/trainer.c" <<'C'
+#include <stdio.h>
+#include <gradnet/gradnet.h>
+
+int main(void)
+{
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = "127.0.0.1:29098",
+		.flags = GN_CTX_INSECURE);
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 4, .codec = GN_CODEC_NONE);
+	float x[4] = { 1, 2, 3, 4 };
+	struct gn_ctx *ctx;
+
+	if (gn_version_number() != GN_VERSION_NUMBER || gn_ctx_open(&o, &ctx))
+		return 1;
+	if (gn_tensor_register(ctx, &t) || gn_allreduce(ctx, 1, x) || x[3] != 4)
+		return 1;
+	gn_ctx_close(ctx);
+	printf("gradnet %s\n", gn_version());
+	return 0;
+}
+C
+if [ -n "$inc" ] && [ -n "$so" ] &&
+	cc -Wall -Werror -I"$(dirname "$(dirname "$inc")")" "$tmp/trainer.c" \
+		-L"$(dirname "$so")" -lgradnet -o "$tmp/trainer" >"$tmp/out" 2>&1 &&
+	LD_LIBRARY_PATH=$(dirname "$so") "$tmp/trainer" >"$tmp/out" 2>&1; then
+	ok "a trainer builds and runs on the installed gradnet.h and libgradnet.so alone"
+else
+	fail "a trainer builds and runs on the installed gradnet.h and libgradnet.so"
+fi
+ls "$(dirname "$inc")" >"$tmp/out"
+if [ "$(cat "$tmp/out")" = gradnet.h ]; then
+	ok "only gradnet.h is installed (codec.h and wire.h are internal)"
+else
+	fail "headers besides gradnet.h are installed"
+fi
 CHECKS
 
 hidden=0
@@ -87,7 +125,7 @@ else
 	bash "$tmp/checks.sh" "$tmp" "$bindir"
 fi
 if [ -f "$(dirname "$bindir")/share/gradnet/gradients/mlp-small-seq/manifest.tsv" ]; then
-	echo "ok 5 - gradient samples installed in datadir (source and build trees hidden: $hidden)"
+	echo "ok 7 - gradient samples installed in datadir (source and build trees hidden: $hidden)"
 else
-	echo "not ok 5 - no share/gradnet/gradients/mlp-small-seq/manifest.tsv"
+	echo "not ok 7 - no share/gradnet/gradients/mlp-small-seq/manifest.tsv"
 fi

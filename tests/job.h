@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gradnet/codec.h>
 #include <gradnet/gradnet.h>
 #include "testutil.h"
 

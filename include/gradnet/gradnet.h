@@ -40,7 +40,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <gradnet/codec.h>
+#ifndef GN_EXPORT
+#define GN_EXPORT __attribute__((visibility("default")))
+#endif
 
 #ifdef __cplusplus
 extern "C" {
