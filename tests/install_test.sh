@@ -99,8 +99,13 @@ int main(void)
 	return 0;
 }
 C
+# A sanitizer build's library needs its runtime linked into the program.
+san=
+if [ -n "$so" ] && ldd "$so" | grep -q libasan; then
+	san=-fsanitize=address,undefined
+fi
 if [ -n "$inc" ] && [ -n "$so" ] &&
-	cc -Wall -Werror -I"$(dirname "$(dirname "$inc")")" "$tmp/trainer.c" \
+	cc -Wall -Werror $san -I"$(dirname "$(dirname "$inc")")" "$tmp/trainer.c" \
 		-L"$(dirname "$so")" -lgradnet -o "$tmp/trainer" >"$tmp/out" 2>&1 &&
 	LD_LIBRARY_PATH=$(dirname "$so") "$tmp/trainer" >"$tmp/out" 2>&1; then
 	ok "a trainer builds and runs on the installed gradnet.h and libgradnet.so alone"
