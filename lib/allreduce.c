@@ -148,19 +148,6 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 	return 0;
 }
 
-static bool tensor_opts_valid(const struct gn_tensor_opts *o)
-{
-	const u8 *p = (const u8 *)o;
-	size_t i;
-
-	if (!o || o->sz < offsetof(struct gn_tensor_opts, elems) + sizeof(o->elems))
-		return false;
-	for (i = sizeof(*o); i < o->sz; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 static const char *codec_name(u8 c)
 {
 	return c == GN_WIRE_CODEC_NONE ? "none" : "3lc";
@@ -184,7 +171,7 @@ static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
 {
 	struct gn_tensor *t = calloc(1, sizeof(*t));
 	int codec = o->codec, j;
-	float s = o->sz > offsetof(struct gn_tensor_opts, s) ? o->s : 0.0f;
+	float s = o->s;
 
 	if (!t)
 		return -ENOMEM;
@@ -199,7 +186,7 @@ static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
 	memcpy(&t->s_bits, &t->s, sizeof(t->s_bits));
 	if (t->codec == GN_WIRE_CODEC_NONE)
 		t->s_bits = 0;
-	t->flags = o->sz > offsetof(struct gn_tensor_opts, flags) ? o->flags : 0;
+	t->flags = o->flags;
 	t->lo = calloc((size_t)ctx->world + 1, sizeof(size_t));
 	t->chunks = calloc((size_t)ctx->world, sizeof(u32));
 	t->gat_off = calloc((size_t)ctx->world, sizeof(u32));
@@ -218,20 +205,36 @@ out_free:
 	return -ENOMEM;
 }
 
-int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o)
+int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 {
+	struct gn_tensor_opts copy = { 0 }, *o = &copy;
 	struct gn_pending_desc **pp;
 	struct gn_tensor *t;
 	int r;
 
-	if (!tensor_opts_valid(o) || !o->elems || o->elems > (1ull << 40) ||
+	if (!ctx)
+		return -EINVAL;
+	r = opts ? gn_opts_check(opts, opts->sz, sizeof(*opts)) : -EINVAL;
+	if (r == -E2BIG) {
+		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
+			 "tensor %u: gn_tensor_opts sz %zu is larger than this library's %zu and the extra bytes are not zero",
+			 opts->id, opts->sz, sizeof(*opts));
+		return r;
+	}
+	if (!r) {
+		/* Fields past the caller's sz are zero, the defaults. */
+		memcpy(&copy, opts, opts->sz < sizeof(copy) ? opts->sz : sizeof(copy));
+		if (opts->sz < offsetof(struct gn_tensor_opts, elems) + sizeof(opts->elems))
+			r = -EINVAL;
+	}
+	if (r || !o->elems || o->elems > (1ull << 40) ||
 	    (o->codec != GN_CODEC_DEFAULT && o->codec != GN_CODEC_NONE &&
 	     o->codec != GN_CODEC_3LC) ||
 	    (o->s != 0.0f && !(o->s >= 1.0f && o->s < 2.0f)) ||
 	    (o->flags & ~GN_TENSOR_AVERAGE)) {
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
 			 "tensor %u: bad options (sz, elems 1..2^40, codec, s in [1, 2), flags)",
-			 o ? o->id : 0);
+			 o->id);
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&ctx->lock);

@@ -4,13 +4,16 @@
  * error messages and counters.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -80,8 +83,12 @@ const char *gn_strerror(int err)
 		return "tensor id already registered";
 	case -EINVAL:
 		return "invalid argument";
+	case -E2BIG:
+		return "options set fields this library does not know";
 	default:
-		return strerror(err < 0 ? -err : err);
+		/* strerror() may write a shared or per-thread buffer that the
+		 * next call overwrites; the descriptions are static. */
+		return strerrordesc_np(err < 0 ? -err : err) ?: "unknown error";
 	}
 }
 
@@ -110,28 +117,32 @@ void gn_count_drop(struct gn_ctx *ctx, struct gn_peer *p, int reason)
 
 int gn_ctx_rank(const struct gn_ctx *ctx)
 {
-	return ctx->rank;
+	return ctx ? ctx->rank : -EINVAL;
 }
 
 int gn_ctx_world_size(const struct gn_ctx *ctx)
 {
-	return ctx->world;
+	return ctx ? ctx->world : -EINVAL;
 }
 
 /* ---- options ------------------------------------------------------------ */
 
-/* Options from an older or newer caller: unknown trailing bytes must be 0. */
-static bool opts_valid(const void *opts, size_t sz, size_t known)
+/*
+ * Options from an older or newer caller: @sz must cover the size field,
+ * and bytes past the @known size this library understands must be zero.
+ * Return: 0, -EINVAL (too small) or -E2BIG (unknown nonzero bytes).
+ */
+int gn_opts_check(const void *opts, size_t sz, size_t known)
 {
 	const u8 *p = opts;
 	size_t i;
 
 	if (sz < sizeof(size_t))
-		return false;
+		return -EINVAL;
 	for (i = known; i < sz; i++)
 		if (p[i])
-			return false;
-	return true;
+			return -E2BIG;
+	return 0;
 }
 
 #define OPT(o, field)                                                         \
@@ -178,22 +189,125 @@ static int hexval(char c)
 	return -1;
 }
 
-static int parse_key(const char *hex, u8 *key)
+/* 32 hex digits, from the variable @var; a final newline is allowed. */
+static int parse_key(const char *var, const char *hex, size_t len, u8 *key)
 {
 	size_t i;
 
-	if (strlen(hex) != 2 * GN_MAC_KEY_LEN)
-		return open_fail(-EINVAL, "GN_KEY must be %d hex digits, got %zu",
-				 2 * GN_MAC_KEY_LEN, strlen(hex));
+	if (len && hex[len - 1] == '\n')
+		len--;
+	if (len && hex[len - 1] == '\r')
+		len--;
+	if (len != 2 * GN_MAC_KEY_LEN)
+		return open_fail(-EINVAL, "%s: the key must be %d hex digits, got %zu characters",
+				 var, 2 * GN_MAC_KEY_LEN, len);
 	for (i = 0; i < GN_MAC_KEY_LEN; i++) {
 		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
-			return open_fail(-EINVAL, "GN_KEY has a non-hex digit at %zu",
-					 2 * i);
+			return open_fail(-EINVAL, "%s: the key has a non-hex digit at %zu",
+					 var, 2 * i);
 		key[i] = (u8)(hi << 4 | lo);
 	}
 	return 0;
+}
+
+/*
+ * The key from a file descriptor: read to end of file (a pipe from a
+ * launcher, or an open file), then parse. @var names the source.
+ */
+static int read_key_fd(const char *var, int fd, u8 *key)
+{
+	char buf[2 * GN_MAC_KEY_LEN + 3];
+	size_t have = 0;
+	int r;
+
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = open_fail(-errno, "%s: cannot read the key: %s", var,
+				      strerror(errno));
+			goto out;
+		}
+		if (!n)
+			break;
+		have += (size_t)n;
+		if (have == sizeof(buf)) {
+			r = open_fail(-EINVAL, "%s: more than a key (%d hex digits and a newline)",
+				      var, 2 * GN_MAC_KEY_LEN);
+			goto out;
+		}
+	}
+	r = parse_key(var, buf, have, key);
+out:
+	explicit_bzero(buf, sizeof(buf));
+	return r;
+}
+
+/*
+ * GN_KEY_FILE: like an ssh private key, a file that others than its owner
+ * may read or write is refused, so a key does not leak by a loose umask.
+ */
+static int key_from_file(const char *path, u8 *key)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return open_fail(-errno, "GN_KEY_FILE=%s: %s", path, strerror(errno));
+	if (fstat(fd, &st)) {
+		r = open_fail(-errno, "GN_KEY_FILE=%s: %s", path, strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		r = open_fail(-EINVAL, "GN_KEY_FILE=%s is not a regular file", path);
+	} else if (st.st_mode & 077) {
+		r = open_fail(-EACCES,
+			      "GN_KEY_FILE=%s has mode %03o: group and others must have no access (chmod 600)",
+			      path, (unsigned int)(st.st_mode & 0777));
+	} else {
+		r = read_key_fd("GN_KEY_FILE", fd, key);
+	}
+	close(fd);
+	return r;
+}
+
+/*
+ * GN_KEY_FD: a descriptor the launcher opened (a pipe, say). It is read
+ * once and closed, and the variable removed, so children inherit neither.
+ */
+static int key_from_fd(const char *num, u8 *key)
+{
+	char *end;
+	long fd;
+	int r;
+
+	errno = 0;
+	fd = strtol(num, &end, 10);
+	if (errno || *end || end == num || fd < 0 || fd > 0x7fffffff)
+		return open_fail(-EINVAL, "GN_KEY_FD=%s is not a file descriptor", num);
+	r = read_key_fd("GN_KEY_FD", (int)fd, key);
+	if (r == -EBADF)
+		return open_fail(r, "GN_KEY_FD=%ld is not an open file descriptor", fd);
+	close((int)fd);
+	unsetenv("GN_KEY_FD");
+	return r;
+}
+
+/*
+ * GN_KEY: read, then wiped from the environment (the string itself, which
+ * /proc/PID/environ shows for the initial environment, then the variable),
+ * so processes this one starts do not inherit the key.
+ */
+static int key_from_env(char *hex, u8 *key)
+{
+	int r = parse_key("GN_KEY", hex, strlen(hex), key);
+
+	explicit_bzero(hex, strlen(hex));
+	unsetenv("GN_KEY");
+	return r;
 }
 
 /* "host:port" or "[v6 host]:port" */
@@ -277,21 +391,25 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 	static const char *const step_vars[] = { "GN_STEP_TIMEOUT_MS", NULL };
 	static const char *const chunk_vars[] = { "GN_CHUNK", NULL };
 	static const char *const job_vars[] = { "GN_JOB", NULL };
-	long rank = o ? o->rank : -1, world = OPT(o, world_size);
+	long rank = OPT(o, rank), world = OPT(o, world_size);
 	long mtu = OPT(o, mtu), to = OPT(o, timeout_ms), chunk = OPT(o, chunk);
 	long step = OPT(o, step_timeout_ms), job = 0;
 	int r;
 
-	if (!o || rank < 0) {
+	if (!world && (r = env_int(world_vars, 1, 65534, &world)) < 0)
+		return r;
+	/* Rank 0 is also what a zeroed struct holds: it counts only with
+	 * GN_CTX_RANK, else the launcher's variables say. */
+	if (rank < 0 || (!rank && !(OPT(o, flags) & GN_CTX_RANK))) {
 		rank = -1;
 		if ((r = env_int(rank_vars, 0, 65534, &rank)) < 0)
 			return r;
+		if (!r && world == 1)
+			rank = 0;
 	}
-	if (!world && (r = env_int(world_vars, 1, 65534, &world)) < 0)
-		return r;
 	if (rank < 0 || world < 1 || rank >= world)
 		return open_fail(-EINVAL,
-				 "rank %ld and world size %ld: set gn_ctx_opts or GN_RANK and GN_WORLD_SIZE (0 <= rank < world)",
+				 "rank %ld and world size %ld: set gn_ctx_opts (.rank, with GN_CTX_RANK for rank 0) or GN_RANK and GN_WORLD_SIZE (0 <= rank < world)",
 				 rank, world);
 	if (!mtu && (r = env_int(mtu_vars, 576, 9000, &mtu)) < 0)
 		return r;
@@ -379,37 +497,51 @@ static int read_codec(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
 
 static int read_key(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
 {
-	const char *ins = getenv("GN_INSECURE"), *hex = getenv("GN_KEY");
+	const char *ins = getenv("GN_INSECURE"), *file = getenv("GN_KEY_FILE");
+	const char *fd = getenv("GN_KEY_FD");
+	char *hex = getenv("GN_KEY");
 	u8 key[GN_MAC_KEY_LEN];
 	const u8 *given;
-	int r;
+	int r = 0;
 
 	ctx->insecure = (OPT(o, flags) & GN_CTX_INSECURE) ||
 			(ins && !strcmp(ins, "1"));
 	given = OPT(o, key);
+	if (!given && (!!(hex && *hex) + !!(file && *file) + !!(fd && *fd)) > 1)
+		return open_fail(-EINVAL,
+				 "more than one of GN_KEY, GN_KEY_FILE and GN_KEY_FD is set; pick one");
 	if (given) {
 		if (OPT(o, key_len) != GN_MAC_KEY_LEN)
 			return open_fail(-EINVAL, "key_len is %zu, must be %d",
 					 OPT(o, key_len), GN_MAC_KEY_LEN);
 		memcpy(key, given, GN_MAC_KEY_LEN);
-	} else if (hex) {
-		r = parse_key(hex, key);
-		if (r)
-			return r;
+	} else if (fd && *fd) {
+		r = key_from_fd(fd, key);
+	} else if (file && *file) {
+		r = key_from_file(file, key);
+	} else if (hex && *hex) {
+		r = key_from_env(hex, key);
 	} else if (ctx->insecure) {
 		return 0;
 	} else {
 		return open_fail(-EINVAL,
-				 "no job key: set GN_KEY (32 hex digits) or gn_ctx_opts.key; GN_INSECURE=1 (or GN_CTX_INSECURE) runs without authentication");
+				 "no job key: set GN_KEY (32 hex digits), GN_KEY_FILE, GN_KEY_FD or gn_ctx_opts.key; GN_INSECURE=1 (or GN_CTX_INSECURE) runs without authentication");
 	}
-	if (ctx->insecure)
-		return open_fail(-EINVAL,
-				 "a key and GN_INSECURE are both set; pick one");
+	if (r)
+		goto out;
+	if (ctx->insecure) {
+		r = open_fail(-EINVAL, "a key and GN_INSECURE are both set; pick one");
+		goto out;
+	}
 	ctx->mac = malloc(sizeof(*ctx->mac));
-	if (!ctx->mac)
-		return open_fail(-ENOMEM, "out of memory");
+	if (!ctx->mac) {
+		r = open_fail(-ENOMEM, "out of memory");
+		goto out;
+	}
 	gn_mac_init(ctx->mac, key);
-	return 0;
+out:
+	explicit_bzero(key, sizeof(key));
+	return r;
 }
 
 static int ctx_alloc(struct gn_ctx **out, int world)
@@ -468,6 +600,9 @@ static void ctx_free(struct gn_ctx *ctx)
 	free(ctx->ackq);
 	free(ctx->peers);
 	free(ctx->addrs);
+	/* The MAC state is the key, expanded: leave none of it in the heap. */
+	if (ctx->mac)
+		explicit_bzero(ctx->mac, sizeof(*ctx->mac));
 	free(ctx->mac);
 	free(ctx);
 }
@@ -525,14 +660,29 @@ static void ctx_stop(struct gn_ctx *ctx)
 int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 {
 	struct gn_ctx tmp = { 0 }, *ctx;
+	struct gn_ctx_opts copy = { 0 };
 	const char *peers;
 	int r;
 
 	open_errmsg[0] = 0;
+	if (!out)
+		return open_fail(-EINVAL, "gn_ctx_open: the context out-pointer is NULL");
 	*out = NULL;
-	if (o && !opts_valid(o, o->sz, sizeof(*o)))
-		return open_fail(-EINVAL, "gn_ctx_opts: bad sz %zu or unknown nonzero fields",
-				 o->sz);
+	if (o) {
+		r = gn_opts_check(o, o->sz, sizeof(*o));
+		if (r == -EINVAL)
+			return open_fail(r, "gn_ctx_opts: sz %zu is too small; use GN_OPTS()",
+					 o->sz);
+		if (r)
+			return open_fail(r, "gn_ctx_opts: sz %zu is larger than this library's %zu and the extra bytes are not zero",
+					 o->sz, sizeof(*o));
+		/* Fields past the caller's sz are zero, the defaults. */
+		memcpy(&copy, o, o->sz < sizeof(copy) ? o->sz : sizeof(copy));
+		o = &copy;
+		if (o->flags & ~(GN_CTX_INSECURE | GN_CTX_RANK))
+			return open_fail(-EINVAL, "gn_ctx_opts.flags %#x has bits this library does not know",
+					 o->flags);
+	}
 	r = read_basics(&tmp, o, &peers);
 	if (r)
 		return r;
@@ -726,6 +876,11 @@ void gn_test_ctx_free(struct gn_ctx *ctx)
 
 /* ---- counters ------------------------------------------------------------ */
 
+/* The stats layout is ABI: a field that moves breaks every older caller. */
+_Static_assert(offsetof(struct gn_stats, allreduces) == 56, "gn_stats ABI");
+_Static_assert(offsetof(struct gn_stats, drops) == 96, "gn_stats ABI");
+_Static_assert(GN_DROP_COUNT <= GN_DROP_MAX, "gn_stats.drops is full");
+
 static int stats_copy(struct gn_stats *dst, const struct gn_stats *src)
 {
 	size_t sz;
@@ -735,6 +890,9 @@ static int stats_copy(struct gn_stats *dst, const struct gn_stats *src)
 	sz = dst->sz < sizeof(*src) ? dst->sz : sizeof(*src);
 	memcpy((u8 *)dst + sizeof(size_t), (const u8 *)src + sizeof(size_t),
 	       sz - sizeof(size_t));
+	/* A newer caller's counters this library does not keep read 0. */
+	if (dst->sz > sizeof(*src))
+		memset((u8 *)dst + sizeof(*src), 0, dst->sz - sizeof(*src));
 	return 0;
 }
 
@@ -742,6 +900,8 @@ int gn_stats_ctx(struct gn_ctx *ctx, struct gn_stats *st)
 {
 	int r;
 
+	if (!ctx)
+		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	r = stats_copy(st, &ctx->stats);
 	pthread_mutex_unlock(&ctx->lock);
@@ -752,7 +912,7 @@ int gn_stats_peer(struct gn_ctx *ctx, int peer, struct gn_stats *st)
 {
 	int r;
 
-	if (peer < 0 || peer >= ctx->world)
+	if (!ctx || peer < 0 || peer >= ctx->world)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	r = stats_copy(st, &ctx->peers[peer].stats);
@@ -765,6 +925,8 @@ int gn_stats_tensor(struct gn_ctx *ctx, u32 id, struct gn_stats *st)
 	struct gn_tensor *t;
 	int r = -ENOENT;
 
+	if (!ctx)
+		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	t = gn_tensor_find(ctx, id);
 	if (t)

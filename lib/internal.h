@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <gradnet/codec.h>
 #include <gradnet/gradnet.h>
 #include <gradnet/wire.h>
 
@@ -297,6 +298,7 @@ u64 gn_now_ns(void) GN_HIDDEN;
 void gn_set_err(struct gn_ctx *ctx, char *buf, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4))) GN_HIDDEN;
 void gn_count_drop(struct gn_ctx *ctx, struct gn_peer *p, int reason) GN_HIDDEN;
+int gn_opts_check(const void *opts, size_t sz, size_t known) GN_HIDDEN;
 
 /* For the receive-path fuzzer (tests/fuzz/fuzz_rx.c). */
 int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,

@@ -453,31 +453,69 @@ TEST(codec_isa_from_env)
 	unsetenv("GN_CODEC_ISA");
 }
 
-/* A job of one rank is its own sum; bad arguments get clear errors. */
+/*
+ * A job of one rank: the result is the reference's (its own share,
+ * through the owner's 3LC error feedback), and every misuse gets its
+ * errno and a message that names what was wrong.
+ */
 TEST(single_rank_and_api_errors)
 {
-	GN_OPTS(gn_ctx_opts, o, .rank = 0, .world_size = 1,
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1,
 		.peers = "127.0.0.1:29998", .flags = GN_CTX_INSECURE);
 	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 1000);
-	struct gn_ctx *ctx;
-	float x[1000];
-	int i;
+	GN_OPTS(gn_stats, st);
+	struct job_spec s = { .world = 1, .steps = 1, .ntensors = 1,
+			      .elems = { 1000 }, .codec = { GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = -1 };
+	struct gn_ctx *ctx = NULL;
+	float x[1000], ref[1000];
+	uint64_t hash[JOB_MAX_STEPS];
 
-	ASSERT_EQ(0, gn_ctx_open(&o, &ctx));
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, ctx);
+	ASSERT_STREQ("", gn_last_errmsg());
+	ASSERT_EQ(0, gn_ctx_rank(ctx));
+	ASSERT_EQ(1, gn_ctx_world_size(ctx));
 	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+
 	ASSERT_EQ(-EEXIST, gn_tensor_register(ctx, &t));
+	ASSERT_STREQ("tensor 1 is already registered", gn_ctx_errmsg(ctx));
+	ASSERT_STREQ("tensor id already registered", gn_strerror(-EEXIST));
 	t.id = 2;
 	t.s = 2.5f;
 	ASSERT_EQ(-EINVAL, gn_tensor_register(ctx, &t));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "tensor 2: bad options"))
+		TH_LOG("%s", gn_ctx_errmsg(ctx));
+	ASSERT_EQ(-ENOENT, gn_stats_tensor(ctx, 2, &st));
+	t.s = 0;
+	t.elems = 0;
+	ASSERT_EQ(-EINVAL, gn_tensor_register(ctx, &t));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "tensor 2: bad options"));
 	ASSERT_EQ(-ENOENT, gn_allreduce(ctx, 9, x));
-	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "9"));
-	for (i = 0; i < 1000; i++)
-		x[i] = (float)i;
+	ASSERT_STREQ("tensor 9 is not registered", gn_ctx_errmsg(ctx));
+	ASSERT_STREQ("no such tensor", gn_strerror(-ENOENT));
+	ASSERT_EQ(-ENOENT, gn_allreduce_wait(ctx, 9));
+	ASSERT_STREQ("tensor 9: no allreduce in flight", gn_ctx_errmsg(ctx));
+	ASSERT_EQ(-EINVAL, gn_stats_peer(ctx, 1, &st));
+
+	job_grad(x, 1000, 0, 0, 0);
 	ASSERT_EQ(0, gn_allreduce_start(ctx, 1, x));
 	ASSERT_EQ(-EBUSY, gn_allreduce_start(ctx, 1, x));
-	ASSERT_EQ(0, gn_allreduce_wait(ctx, 1));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "tensor 1: allreduce already in flight"))
+		TH_LOG("%s", gn_ctx_errmsg(ctx));
+	ASSERT_EQ(0, gn_allreduce_wait(ctx, 1)) TH_LOG("%s", gn_ctx_errmsg(ctx));
+	ASSERT_STREQ("", gn_ctx_errmsg(ctx));
+	job_reference(&s, 0, NULL, hash, ref);
+	ASSERT_EQ(0, memcmp(ref, x, sizeof(x)));
+	ASSERT_EQ(hash[0], job_fnv(x, 1000));
 	ASSERT_EQ(-EINVAL, gn_allreduce_wait(ctx, 1));
+	ASSERT_STREQ("tensor 1: no allreduce in flight", gn_ctx_errmsg(ctx));
+	ASSERT_EQ(0, gn_stats_tensor(ctx, 1, &st));
+	ASSERT_EQ(1, st.allreduces);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(1, st.allreduces);
 	gn_ctx_close(ctx);
+
 	/* Unknown trailing option bytes are refused. */
 	{
 		struct {
@@ -486,7 +524,11 @@ TEST(single_rank_and_api_errors)
 		} big = { .o = o, .future = 1 };
 
 		big.o.sz = sizeof(big);
-		ASSERT_EQ(-EINVAL, gn_ctx_open(&big.o, &ctx));
+		ctx = (void *)1;
+		ASSERT_EQ(-E2BIG, gn_ctx_open(&big.o, &ctx));
+		ASSERT_EQ(NULL, ctx);
+		ASSERT_NE(NULL, strstr(gn_last_errmsg(), "gn_ctx_opts: sz"))
+			TH_LOG("%s", gn_last_errmsg());
 	}
 }
 

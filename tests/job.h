@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gradnet/codec.h>
 #include <gradnet/gradnet.h>
 #include "testutil.h"
 
@@ -46,6 +47,9 @@ struct job_spec {
 						   have ended it */
 	const char *env[JOB_MAX_RANKS];		/* "K=V;K=V" per rank */
 	size_t register_elems_rank1;		/* != 0: rank 1 registers tensor 0 so */
+	/* job_reference()'s gradients, if not job_grad()'s (tests/net/gn-ref.c) */
+	void (*grad)(float *x, size_t n, int rank, int t, int step, void *arg);
+	void *grad_arg;
 };
 
 /* What each rank saw, in shared memory. */
@@ -139,7 +143,7 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 	static const uint8_t key[16] = "gradnet test key";
 	GN_OPTS(gn_ctx_opts, o, .rank = rank, .world_size = s->world,
 		.peers = peers, .timeout_ms = s->timeout_ms ? s->timeout_ms : 5000,
-		.flags = s->keyed ? 0 : GN_CTX_INSECURE, .s = s->s,
+		.flags = (s->keyed ? 0 : GN_CTX_INSECURE) | GN_CTX_RANK, .s = s->s,
 		.chunk = s->chunk, .job_id = job);
 	float *x[JOB_MAX_TENSORS], *final = out->data;
 	struct gn_ctx *ctx;
@@ -326,7 +330,10 @@ static inline void job_reference(const struct job_spec *s, int k,
 	}
 	for (step = 0; step < s->steps; step++) {
 		for (r = 0; r < W; r++) {
-			job_grad(g[r], n, r, k, step);
+			if (s->grad)
+				s->grad(g[r], n, r, k, step, s->grad_arg);
+			else
+				job_grad(g[r], n, r, k, step);
 			memcpy(e_try[r], e[r], n * sizeof(float));
 		}
 		memcpy(eag_try, eag, n * sizeof(float));

@@ -11,8 +11,13 @@
 # usage: bench-allreduce.sh [--ranks 2,4] [--link none,1gbit,10gbit]
 #                           [--elems 1048576,26214400] [--loss 0,0.01]
 #                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
-#                           [--json] [--build DIR]
+#                           [--json] [--build DIR] [--rank-bin P]
+#                           [--mpi-bin P] [--loss-bin P] [--where]
 # Each value list is swept; every configuration gets a fresh topology.
+# gradnet-bench allreduce runs this with the paths of gradnet-rank,
+# mpi-allreduce and gn-loss, in the build tree or where they are installed
+# (--build DIR takes them from a build directory); --where prints the
+# paths and stops.
 # gradnet_nomac_s is the same job without a key, so the MAC's share shows.
 # Times are the slowest rank's median seconds per allreduce; bytes are UDP
 # payload bytes per rank per allreduce (gradnet's own counters): wire_bytes
@@ -22,10 +27,20 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=tests/net/lib.sh
-. "$here/../tests/net/lib.sh"
+# Installed, lib.sh sits next to this script (libexecdir/gradnet).
+if [ -f "$here/lib.sh" ]; then
+	# shellcheck source=tests/net/lib.sh
+	. "$here/lib.sh"
+else
+	# shellcheck source=tests/net/lib.sh
+	. "$here/../tests/net/lib.sh"
+fi
 
 build=$here/../build
+rank_bin=
+mpi_bin=
+loss_bin=
+where=
 ranks_list=2,4
 link_list=none,1gbit,10gbit
 elems_list=1048576,26214400
@@ -45,6 +60,10 @@ while [ $# -gt 0 ]; do
 	--steps)	steps=$2; shift 2 ;;
 	--mtu)		mtu=$2; shift 2 ;;
 	--build)	build=$2; shift 2 ;;
+	--rank-bin)	rank_bin=$2; shift 2 ;;
+	--mpi-bin)	mpi_bin=$2; shift 2 ;;
+	--loss-bin)	loss_bin=$2; shift 2 ;;
+	--where)	where=1; shift ;;
 	--json)		json=1; shift ;;
 	--no-mpi)	mpi=; shift ;;
 	--no-dense)	dense=; shift ;;
@@ -52,10 +71,17 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-rank_bin=$build/tools/gradnet-rank
-mpi_bin=$build/tools/mpi-allreduce
-loss_bin=$build/tests/net/gn-loss
+rank_bin=${rank_bin:-$build/tools/gradnet-rank}
+mpi_bin=${mpi_bin:-$build/tools/mpi-allreduce}
+loss_bin=${loss_bin:-$build/tests/net/gn-loss}
 [ -x "$rank_bin" ] || { echo "no $rank_bin: build first" >&2; exit 1; }
+if [ -n "$where" ]; then
+	echo "rank_bin=$rank_bin"
+	echo "mpi_bin=$mpi_bin"
+	echo "loss_bin=$loss_bin"
+	echo "lib=$(declare -F gn_net_setup >/dev/null && echo loaded)"
+	exit 0
+fi
 if [ -n "$mpi" ] && { [ ! -x "$mpi_bin" ] || ! command -v mpirun >/dev/null; }; then
 	echo "# no Open MPI (mpirun, $mpi_bin): MPI columns left empty" >&2
 	mpi=

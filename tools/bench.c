@@ -14,6 +14,7 @@
 #include <gradnet/codec.h>
 
 #include "bench.h"
+#include "paths.h"
 
 double bench_now(void)
 {
@@ -46,16 +47,19 @@ void *bench_alloc(size_t bytes)
 	return p;
 }
 
+/* GN_DATA_DIR, else the samples of this build or installation. */
 const char *bench_data_dir(void)
 {
-	const char *d = getenv("GN_DATA_DIR");
+	static struct gn_tool_paths p;
 
-	return d ? d : GN_DATA_DIR;
+	if (!p.data[0] && gn_tool_paths(&p))
+		bench_die("cannot find my own executable: %s", strerror(errno));
+	return p.data;
 }
 
 float *bench_load_f32(const char *rel, size_t *n)
 {
-	char path[4096];
+	char path[PATH_MAX + 256];
 	float *buf;
 	long size;
 	FILE *f;
@@ -83,7 +87,7 @@ float *bench_load_f32(const char *rel, size_t *n)
 /* Rows "model step tensor elems file" of a sample manifest. */
 size_t bench_manifest(const char *rel, struct bench_tensor *t, size_t max)
 {
-	char path[4096], line[512], model[64];
+	char path[PATH_MAX + 256], line[512], model[64];
 	size_t k = 0;
 	FILE *f;
 
@@ -111,30 +115,41 @@ void bench_pin_cpu(void)
 
 /*
  * `gradnet-bench allreduce` is orchestration: namespaces, tc, several
- * processes per run, Open MPI. That is a shell script's job; hand over to
- * tools/bench-allreduce.sh with this build's directory.
+ * processes per run, Open MPI. That is a shell script's job: hand over to
+ * bench-allreduce.sh (tools/ in the source tree, libexecdir once
+ * installed) with the paths of the programs it runs.
  */
 static int bench_allreduce(int argc, char **argv)
 {
-	char exe[4096], build[4096], *slash;
-	char **args = calloc((size_t)argc + 4, sizeof(char *));
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	static char script[PATH_MAX + 32], rank[PATH_MAX + 32];
+	static char mpi[PATH_MAX + 32], loss[PATH_MAX + 32];
+	char **args = calloc((size_t)argc + 8, sizeof(char *));
+	struct gn_tool_paths p;
 	int i, k = 0;
 
-	if (n <= 0 || !args)
-		bench_die("cannot find my own build directory");
-	exe[n] = 0;
-	snprintf(build, sizeof(build), "%s", exe);
-	for (i = 0; i < 2 && (slash = strrchr(build, '/')); i++)
-		*slash = 0;
-	args[k++] = GN_BENCH_ALLREDUCE;
-	args[k++] = "--build";
-	args[k++] = build;
+	if (!args || gn_tool_paths(&p))
+		bench_die("cannot find my own executable");
+	snprintf(script, sizeof(script), "%s/bench-allreduce.sh", p.libexec);
+	snprintf(rank, sizeof(rank), "%s/gradnet-rank", p.bindir);
+	if (p.build_tree) {
+		snprintf(mpi, sizeof(mpi), "%s/mpi-allreduce", p.bindir);
+		snprintf(loss, sizeof(loss), "%s/../tests/net/gn-loss", p.bindir);
+	} else {
+		snprintf(mpi, sizeof(mpi), "%s/mpi-allreduce", p.libexec);
+		snprintf(loss, sizeof(loss), "%s/gn-loss", p.libexec);
+	}
+	args[k++] = script;
+	args[k++] = "--rank-bin";
+	args[k++] = rank;
+	args[k++] = "--mpi-bin";
+	args[k++] = mpi;
+	args[k++] = "--loss-bin";
+	args[k++] = loss;
 	for (i = 1; i < argc; i++)
 		args[k++] = argv[i];
 	fflush(stdout);
-	execv(GN_BENCH_ALLREDUCE, args);
-	bench_die("cannot run %s: %s", GN_BENCH_ALLREDUCE, strerror(errno));
+	execv(script, args);
+	bench_die("cannot run %s: %s", script, strerror(errno));
 }
 
 static void usage(void)

@@ -20,6 +20,8 @@
 
 #include <gradnet/gradnet.h>
 
+#include "paths.h"
+
 #define SEQ_STEPS 48
 #define SEQ_FIRST 200
 
@@ -61,7 +63,7 @@ static float *load_step(const char *dir, int step, size_t *n)
 	size_t k, have = 0;
 
 	for (k = 0; k < sizeof(seq_tensors) / sizeof(seq_tensors[0]); k++) {
-		char path[4096];
+		char path[PATH_MAX + 256];
 		FILE *f;
 		long size;
 
@@ -194,7 +196,8 @@ static void parse(int argc, char **argv, struct opts *o)
 int main(int argc, char **argv)
 {
 	struct opts o = { .elems = 1 << 20, .steps = 5, .warmup = 1,
-			  .codec = GN_CODEC_3LC, .data = GN_DATA_DIR };
+			  .codec = GN_CODEC_3LC };
+	struct gn_tool_paths paths;
 	GN_OPTS(gn_stats, st);
 	float *seq[SEQ_STEPS], *x;
 	double *sec;
@@ -203,6 +206,9 @@ int main(int argc, char **argv)
 	int k, r, rank, total;
 	uint64_t hash = 0;
 
+	if (gn_tool_paths(&paths))
+		die("cannot find my own %s", "executable");
+	o.data = paths.data;
 	parse(argc, argv, &o);
 	for (k = 0; k < SEQ_STEPS; k++)
 		seq[k] = load_step(o.data, SEQ_FIRST + k, &seq_n);

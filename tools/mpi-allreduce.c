@@ -26,9 +26,7 @@
 
 #include <mpi.h>
 
-#ifndef GN_DATA_DIR
-#define GN_DATA_DIR "data/gradients"
-#endif
+#include "paths.h"
 
 #define CHECK_SAMPLES	4096
 
@@ -56,7 +54,7 @@ static int f32_filter(const struct dirent *d)
 static int pool_load(struct grad_pool *pool, const char *dir)
 {
 	struct dirent **names;
-	char path[4096];
+	char path[2 * PATH_MAX];
 	int i, nr, err = 0;
 
 	pool->v = NULL;
@@ -229,10 +227,10 @@ static int parse_args(int argc, char **argv, struct mpi_args *a)
 
 int main(int argc, char **argv)
 {
-	struct mpi_args a = {
-		.elems = 1 << 20, .iters = 10, .warmup = 2,
-		.data = GN_DATA_DIR "/mlp-digits",
-	};
+	struct mpi_args a = { .elems = 1 << 20, .iters = 10, .warmup = 2,
+			      .data = "data/gradients/mlp-digits" };
+	static char digits[PATH_MAX + 16];
+	struct gn_tool_paths paths;
 	unsigned long long tx0 = 0, rx0 = 0, tx1 = 0, rx1 = 0;
 	double *times = NULL, bytes[2], sum_bytes[2], t0, t, tmax;
 	struct grad_pool pool;
@@ -245,6 +243,10 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
+	if (!gn_tool_paths(&paths)) {
+		snprintf(digits, sizeof(digits), "%s/mlp-digits", paths.data);
+		a.data = digits;
+	}
 	bad_args = parse_args(argc, argv, &a);
 	if (bad_args) {
 		if (!rank)

@@ -13,7 +13,26 @@
  *
  * Every function returns 0 (or a count) on success and a negative errno on
  * failure; gn_ctx_errmsg() then says what went wrong: which peer, which
- * tensor, which parameter.
+ * tensor, which parameter. A NULL context, options, stats or data pointer
+ * is refused with -EINVAL, never dereferenced.
+ *
+ * Threads:
+ *  - Calls on different contexts are independent and may run at once.
+ *  - On one context, gn_tensor_register(), gn_allreduce_start(),
+ *    gn_allreduce_wait(), gn_allreduce() and gn_stats_*() may be called
+ *    from several threads at once, as long as each tensor is driven by one
+ *    thread at a time (its start and its wait are not raced).
+ *  - gn_ctx_errmsg() describes the last failing call on the context by any
+ *    thread; with several threads, read it in the thread that failed before
+ *    another call can fail.
+ *  - gn_ctx_close() must not race any other call on the same context, and
+ *    the context must not be used after it.
+ *  - gn_ctx_open() may run in several threads at once; gn_last_errmsg() is
+ *    per thread. gn_ctx_open() reads the environment, and removes GN_KEY
+ *    and GN_KEY_FD from it, so it must not race getenv(), setenv() or
+ *    putenv() in another thread.
+ *  - gn_strerror(), gn_drop_name(), gn_version() and gn_version_number()
+ *    return static text or values and are safe from any thread.
  */
 #ifndef GRADNET_GRADNET_H
 #define GRADNET_GRADNET_H
@@ -21,18 +40,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <gradnet/codec.h>
+#ifndef GN_EXPORT
+#define GN_EXPORT __attribute__((visibility("default")))
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* This header's version; gn_version_number() is the library's. */
+#define GN_VERSION_MAJOR 0
+#define GN_VERSION_MINOR 1
+#define GN_VERSION_PATCH 0
+#define GN_VERSION_NUMBER                                                     \
+	((GN_VERSION_MAJOR << 16) | (GN_VERSION_MINOR << 8) | GN_VERSION_PATCH)
+
 struct gn_ctx;
 
 /*
  * Declare and fill an options struct: GN_OPTS(gn_ctx_opts, o, .rank = 1).
- * The first field of every options struct is its size, so the ABI can grow;
- * the library refuses nonzero bytes it does not know.
+ * The first field of every options struct is its size, so the ABI can grow:
+ * fields past a caller's sz (an older caller) take their defaults, and
+ * nonzero bytes past the library's own size (a newer caller asking for
+ * something this library cannot do) are refused with -E2BIG. A sz smaller
+ * than the size field, or one that misses a required field, is -EINVAL.
  */
 #define GN_OPTS(type, name, ...)                                              \
 	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
@@ -46,29 +77,38 @@ enum gn_codec {
 
 /* gn_ctx_opts.flags */
 #define GN_CTX_INSECURE (1u << 0)	/* run without a key: no authentication */
+#define GN_CTX_RANK	(1u << 1)	/* gn_ctx_opts.rank is set, even if 0 */
 
 /* gn_tensor_opts.flags */
 #define GN_TENSOR_AVERAGE (1u << 0)	/* result is the mean, not the sum */
 
 /*
- * struct gn_ctx_opts - how to join a job. Fields left zero (NULL, -1 for
- * rank) are taken from the environment:
+ * struct gn_ctx_opts - how to join a job. Fields left zero or NULL are
+ * taken from the environment, so a zeroed struct (or NULL) joins the job
+ * the launcher describes:
  *	GN_RANK, GN_WORLD_SIZE, GN_PEERS (host:port,... in rank order),
- *	GN_KEY (32 hex digits), GN_JOB (job id, decimal or 0x hex),
+ *	GN_KEY (32 hex digits), or GN_KEY_FILE (a file holding them, which
+ *	only its owner may access: mode 0600 or stricter, else -EACCES), or
+ *	GN_KEY_FD (a descriptor to read them from, a launcher's pipe; at
+ *	most one of the three), GN_JOB (job id, decimal or 0x hex),
  *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (none or 3lc),
  *	GN_S, GN_INSECURE=1.
  * @sz: sizeof(struct gn_ctx_opts)
- * @rank: this process, 0..world_size-1; -1 to take GN_RANK
+ * @rank: this process, 0..world_size-1. Zero (or negative) without
+ *	GN_CTX_RANK in @flags takes GN_RANK (or the MPI, PMI, Slurm or torch
+ *	launcher's rank variable), or 0 in a job of one rank; to give rank 0
+ *	explicitly, set GN_CTX_RANK.
  * @world_size: ranks in the job
  * @peers: every rank's UDP address, "host:port,host:port,...", rank order;
  *	this rank binds its own entry
- * @key: the job's 16-byte authentication key, the same on every rank
+ * @key: the job's 16-byte authentication key, the same on every rank;
+ *	it takes precedence over the key variables
  * @key_len: 16
  * @job_id: tells concurrent jobs apart; packets of other jobs are dropped
  * @mtu: IP MTU of the path, 576..9000 (default 1500); packets fit in it
  * @timeout_ms: a peer silent for this long fails the call with -ETIMEDOUT
  *	(default 10000)
- * @flags: GN_CTX_*
+ * @flags: GN_CTX_*; other bits are refused with -EINVAL
  * @codec: job default codec for tensors (default GN_CODEC_3LC)
  * @s: job default 3LC sparsity multiplier, 1 <= s < 2 (default 1.0)
  * @chunk: values per 3LC chunk, each with its own scale (default 65536)
@@ -123,7 +163,14 @@ struct gn_tensor_opts {
  * agree on protocol version, job id, world size and codec parameters.
  * A job without a key is refused unless GN_CTX_INSECURE is set.
  *
- * Return: 0; -EINVAL for bad options; -EPROTO if a peer disagrees (the
+ * Keys from the environment are read once: GN_KEY is wiped and removed
+ * from the environment, and GN_KEY_FD closed and removed, so processes
+ * started later do not inherit the key (a second gn_ctx_open() in the
+ * same process needs GN_KEY_FILE or @opts->key). The library wipes its
+ * copies of the key, and the MAC state on gn_ctx_close().
+ *
+ * Return: 0; -EINVAL for bad options or a NULL @ctx; -E2BIG if @opts
+ * sets fields this library does not know; -EPROTO if a peer disagrees (the
  * message names the peer and the difference); -ETIMEDOUT if a peer never
  * answered; -EKEYREJECTED if a peer's packets fail authentication; other
  * -errno from the socket layer. *@ctx is NULL on failure, with the reason
@@ -158,10 +205,13 @@ GN_EXPORT const char *gn_last_errmsg(void);
  * gn_strerror() - a short text for a gradnet return value
  * @err: a negative errno returned by gradnet
  *
- * Return: static text.
+ * Safe from any thread, unlike strerror().
+ *
+ * Return: static text, never overwritten by a later call.
  */
 GN_EXPORT const char *gn_strerror(int err);
 
+/* Return: this context's rank, or its job's world size; -EINVAL if NULL. */
 GN_EXPORT int gn_ctx_rank(const struct gn_ctx *ctx);
 GN_EXPORT int gn_ctx_world_size(const struct gn_ctx *ctx);
 
@@ -173,7 +223,8 @@ GN_EXPORT int gn_ctx_world_size(const struct gn_ctx *ctx);
  * Sizes and codec parameters are compared with every peer at the first
  * allreduce; a difference fails it with -EPROTO on every rank.
  *
- * Return: 0; -EINVAL for bad options; -EEXIST if the id is taken;
+ * Return: 0; -EINVAL for bad options or a NULL pointer; -E2BIG if @opts
+ * sets fields this library does not know; -EEXIST if the id is taken;
  * -ENOMEM.
  */
 GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
@@ -227,24 +278,32 @@ enum gn_drop {
 	GN_DROP_REPLAY,		/* a step that is over, or too far ahead */
 	GN_DROP_DUPLICATE,	/* a packet already received */
 	GN_DROP_TENSOR,		/* unknown tensor or mismatched parameters */
-	GN_DROP_COUNT,
+	GN_DROP_COUNT,		/* reasons this version knows; may grow */
 };
+
+/* Room for drop reasons in gn_stats: GN_DROP_COUNT may grow up to it. */
+#define GN_DROP_MAX 32
 
 /*
  * struct gn_stats - traffic counters of a peer, a tensor or the context.
- * @sz: sizeof(struct gn_stats), set by the caller
+ * The layout only grows: new counters go after @drops, and @drops keeps
+ * room for GN_DROP_MAX reasons, so a new drop reason moves nothing.
+ * @sz: sizeof(struct gn_stats), set by the caller; the library fills the
+ *	fields that sz covers and zeroes bytes of a longer struct it does not
+ *	know
  * @tx_packets, @rx_packets: data packets sent and accepted
  * @raw_bytes: float32 bytes the packets stand for (4 per value)
  * @wire_bytes: UDP payload bytes sent (headers and MAC included)
  * @rx_wire_bytes: UDP payload bytes received and accepted
  * @retransmits: data packets sent again
- * @drops: received packets dropped, by enum gn_drop
  * @allreduces: allreduces completed (tensor and context stats)
  * @ctl_packets, @ctl_bytes: acknowledgements, handshake, probes and control
  *	messages sent (not in @wire_bytes)
  * @messages: chunk messages sent (one per chunk and receiver)
  * @stream_bytes: what those chunks are as bare chunk streams (the codec's
  *	bytes plus a 4-byte scale per chunk), for the cost of packetization
+ * @drops: received packets dropped, by enum gn_drop; entries from
+ *	GN_DROP_COUNT on are 0 in this version
  */
 struct gn_stats {
 	size_t sz;
@@ -254,22 +313,31 @@ struct gn_stats {
 	uint64_t wire_bytes;
 	uint64_t rx_wire_bytes;
 	uint64_t retransmits;
-	uint64_t drops[GN_DROP_COUNT];
 	uint64_t allreduces;
 	uint64_t ctl_packets;
 	uint64_t ctl_bytes;
 	uint64_t messages;
 	uint64_t stream_bytes;
+	uint64_t drops[GN_DROP_MAX];
 };
 
-/* Return: 0, -EINVAL (bad sz or peer), -ENOENT (unknown tensor). */
+/* Return: 0, -EINVAL (NULL, bad sz or peer), -ENOENT (unknown tensor). */
 GN_EXPORT int gn_stats_ctx(struct gn_ctx *ctx, struct gn_stats *st);
 GN_EXPORT int gn_stats_peer(struct gn_ctx *ctx, int peer, struct gn_stats *st);
 GN_EXPORT int gn_stats_tensor(struct gn_ctx *ctx, uint32_t id,
 			      struct gn_stats *st);
 GN_EXPORT const char *gn_drop_name(int reason);
 
+/* Return: the library's version as text, "MAJOR.MINOR.PATCH". */
 GN_EXPORT const char *gn_version(void);
+
+/*
+ * gn_version_number() - the version of the library running, which may be
+ * newer than the header a program was built with
+ *
+ * Return: (major << 16) | (minor << 8) | patch, as GN_VERSION_NUMBER.
+ */
+GN_EXPORT unsigned int gn_version_number(void);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,9 @@
 # processes, one per network namespace on a bridge (lib.sh), and a fourth
 # host for an attacker.
 #
-#  loss   a clean run gives bit-identical results on every rank; runs with
+#  loss   a clean run gives, on every rank, exactly the single-process
+#         reference that gn-ref computes with the codec (tests/job.h), so a
+#         deterministic bug cannot pass by agreeing with itself; runs with
 #         1% and 10% loss (gn-loss on every host's egress, gradnet's port
 #         only) and with duplication, reordering and loss in the sender
 #         (GN_TEST_FAULTS) give the clean run's results bit for bit; so
@@ -26,7 +28,8 @@
 #
 # usage: allreduce_net.sh GRADNET_RANK GN_FORGE [GN_LOSS]
 # Without GN_LOSS (no clang, bpftool or libbpf) the gn-loss cases skip.
-# Env: GN_NET_TESTS, a subset of "loss kill forge" (default all).
+# Env: GN_NET_TESTS, a subset of "loss kill forge" (default all); GN_REF,
+# the gn-ref binary (tests/net/gn-ref.c): without it the clean cases fail.
 # Exit: 0 pass, 1 fail, 4 skip (not root, no netns, tools not built);
 # GN_SKIP_RC overrides the skip code (meson wants 77).
 
@@ -39,6 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 GN_RANK_BIN=${1:-}
 GN_FORGE=${2:-}
 GN_LOSS=${3:-}
+GN_REF=${GN_REF:-}
 TESTS=${GN_NET_TESTS:-loss kill forge}
 WORLD=3
 PORT=7000
@@ -289,7 +293,8 @@ lossy_case() {
 	gn_result "$ok" "$name: results bit-identical to the clean run, loss seen and repaired"
 }
 
-# clean_case NAME CODEC: the reference run of CODEC.
+# clean_case NAME CODEC: the reference run of CODEC: every rank's result
+# equals gn-ref's single-process reference of the same job.
 clean_case() {
 	local name=$1 codec=$2 ok=1
 
@@ -298,8 +303,16 @@ clean_case() {
 	gn_diag "$name: retransmits $(sum_field retransmits "$name")," \
 		"drops tensor $(sum_drops tensor "$name") duplicate" \
 		"$(sum_drops duplicate "$name") replay $(sum_drops replay "$name")"
-	[ "$ok" -eq 1 ] && same_out "$name" "$name" || ok=0
-	gn_result "$ok" "$name: $WORLD ranks, $ELEMS floats, $LOSS_STEPS steps: results bit-identical on every rank"
+	if [ -z "$GN_REF" ] || [ ! -x "$GN_REF" ]; then
+		gn_diag "$name: no gn-ref (GN_REF=$GN_REF) to compute the reference"
+		ok=0
+	elif ! "$GN_REF" --world "$WORLD" --elems "$ELEMS" \
+			--steps "$LOSS_STEPS" --codec "$codec" \
+			--out "$tmp/$name-ref.0.out" >&2; then
+		ok=0
+	fi
+	[ "$ok" -eq 1 ] && same_out "$name" "$name-ref" || ok=0
+	gn_result "$ok" "$name: $WORLD ranks, $ELEMS floats, $LOSS_STEPS steps: every rank's result equals the single-process reference"
 }
 
 test_loss() {

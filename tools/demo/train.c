@@ -231,7 +231,7 @@ static int run_gradnet_phase(const struct demo_opts *o,
 		GN_OPTS(gn_ctx_opts, co, .rank = (int)r, .world_size = (int)o->ranks,
 			.peers = peers, .key = key, .key_len = sizeof(key),
 			.job_id = (uint64_t)getpid() * 2 + (codec == GN_CODEC_3LC),
-			.codec = codec, .s = o->s);
+			.codec = codec, .s = o->s, .flags = GN_CTX_RANK);
 
 		rep[r].ret = -ECHILD;
 		if (fork() == 0)

@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# abi_symbols.sh - libgradnet.so exports exactly the functions gradnet.h
+# declares, all in the GRADNET_0 version node: no codec or wire internals.
+#
+# usage: abi_symbols.sh LIBGRADNET_SO GRADNET_H
+
+set -eu
+
+so=$1
+hdr=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+sed -n 's/^GN_EXPORT .*[ *]\(gn_[a-z0-9_]*\)(.*/\1/p' "$hdr" | sort -u >"$tmp/api"
+nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort -u >"$tmp/exported"
+
+echo "TAP version 13"
+echo "1..3"
+if [ "$(wc -l <"$tmp/api")" -ge 15 ]; then
+	echo "ok 1 - gradnet.h declares $(wc -l <"$tmp/api") functions"
+else
+	echo "not ok 1 - gradnet.h declares too few functions: $(cat "$tmp/api")"
+fi
+# Every exported symbol carries the version node; strip it to compare.
+if sed 's/@@GRADNET_0$//' "$tmp/exported" | cmp -s - "$tmp/api" &&
+	! grep -qv '@@GRADNET_0$' "$tmp/exported"; then
+	echo "ok 2 - exported symbols are gradnet.h's API, versioned GRADNET_0"
+else
+	echo "not ok 2 - exported symbols differ from gradnet.h's API"
+	diff <(sed 's/@@GRADNET_0$//' "$tmp/exported") "$tmp/api" | sed 's/^/# /'
+fi
+if grep -qE '^gn_(wire|mac|siphash|tlc|zre|codec)_?' "$tmp/exported"; then
+	echo "not ok 3 - codec or wire internals are exported"
+	grep -E '^gn_(wire|mac|siphash|tlc|zre|codec)_?' "$tmp/exported" | sed 's/^/# /'
+else
+	echo "ok 3 - no codec or wire symbol is exported"
+fi

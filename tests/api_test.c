@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: MIT
+/*
+ * api_test.c - the public API's contract on its own: argument checks,
+ * options and stats structs of other sizes, the version, the key sources.
+ * Contexts here are single-rank jobs on loopback.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gradnet/gradnet.h>
+#include <gradnet/wire.h>
+
+#include "kselftest_harness.h"
+
+/* A one-rank insecure job on @port: needs no peer to answer. */
+static int open_one(struct gn_ctx **ctx, int port)
+{
+	char peers[32];
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = peers,
+		.flags = GN_CTX_INSECURE);
+
+	snprintf(peers, sizeof(peers), "127.0.0.1:%d", port);
+	return gn_ctx_open(&o, ctx);
+}
+
+/* Every entry point refuses a NULL pointer with -EINVAL instead of crashing. */
+TEST(null_pointers)
+{
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 8);
+	GN_OPTS(gn_stats, st);
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = "127.0.0.1:29911",
+		.flags = GN_CTX_INSECURE);
+	struct gn_ctx *ctx;
+	float x[8] = { 0 };
+
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&o, NULL));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "NULL"));
+	ASSERT_EQ(-EINVAL, gn_ctx_rank(NULL));
+	ASSERT_EQ(-EINVAL, gn_ctx_world_size(NULL));
+	ASSERT_EQ(-EINVAL, gn_tensor_register(NULL, &t));
+	ASSERT_EQ(-EINVAL, gn_allreduce(NULL, 1, x));
+	ASSERT_EQ(-EINVAL, gn_allreduce_start(NULL, 1, x));
+	ASSERT_EQ(-EINVAL, gn_allreduce_wait(NULL, 1));
+	ASSERT_EQ(-EINVAL, gn_stats_ctx(NULL, &st));
+	ASSERT_EQ(-EINVAL, gn_stats_peer(NULL, 0, &st));
+	ASSERT_EQ(-EINVAL, gn_stats_tensor(NULL, 1, &st));
+	ASSERT_STREQ("", gn_ctx_errmsg(NULL));
+	gn_ctx_close(NULL);
+
+	ASSERT_EQ(0, open_one(&ctx, 29912)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(-EINVAL, gn_tensor_register(ctx, NULL));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "bad options"));
+	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+	ASSERT_EQ(-EINVAL, gn_allreduce(ctx, 1, NULL));
+	ASSERT_EQ(-EINVAL, gn_allreduce_start(ctx, 1, NULL));
+	ASSERT_EQ(-EINVAL, gn_stats_ctx(ctx, NULL));
+	ASSERT_EQ(-EINVAL, gn_stats_peer(ctx, 0, NULL));
+	ASSERT_EQ(-EINVAL, gn_stats_tensor(ctx, 1, NULL));
+	ASSERT_EQ(0, gn_stats_tensor(ctx, 1, &st));
+	gn_ctx_close(ctx);
+}
+
+/*
+ * A zeroed options struct means "the launcher's environment": rank 0 in it
+ * is not an explicit rank 0, so every process does not become rank 0.
+ */
+TEST(zeroed_opts_take_rank_from_env)
+{
+	GN_OPTS(gn_ctx_opts, o, .world_size = 2,
+		.peers = "127.0.0.1:29921,127.0.0.1:29922",
+		.flags = GN_CTX_INSECURE, .timeout_ms = 300);
+	struct gn_ctx *ctx;
+
+	/* No rank anywhere: refused, naming the variable. */
+	unsetenv("GN_RANK");
+	unsetenv("OMPI_COMM_WORLD_RANK");
+	unsetenv("PMI_RANK");
+	unsetenv("PMIX_RANK");
+	unsetenv("SLURM_PROCID");
+	unsetenv("RANK");
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_RANK")) TH_LOG("%s", gn_last_errmsg());
+
+	/* GN_RANK=1 binds rank 1's address; rank 0 never answers. */
+	setenv("GN_RANK", "1", 1);
+	ASSERT_EQ(-ETIMEDOUT, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 0")) TH_LOG("%s", gn_last_errmsg());
+
+	/* An explicit rank 0 wins over the environment. */
+	o.flags |= GN_CTX_RANK;
+	ASSERT_EQ(-ETIMEDOUT, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 1")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_RANK");
+
+	/* A job of one rank needs no rank at all. */
+	o.flags = GN_CTX_INSECURE;
+	o.world_size = 1;
+	o.peers = "127.0.0.1:29923";
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(0, gn_ctx_rank(ctx));
+	ASSERT_EQ(1, gn_ctx_world_size(ctx));
+	gn_ctx_close(ctx);
+}
+
+/*
+ * An older caller's short struct: only the fields its sz covers are read,
+ * the rest are defaults, whatever lies in memory after it.
+ */
+TEST(opts_fields_past_sz_are_defaults)
+{
+	struct gn_ctx_opts o;
+	struct gn_tensor_opts t;
+	struct gn_ctx *ctx;
+
+	/* Garbage past sz: a bad codec, s and flags if they were read. */
+	memset(&o, 0xff, sizeof(o));
+	o.sz = offsetof(struct gn_ctx_opts, rank) + sizeof(o.rank);
+	o.rank = 0;
+	setenv("GN_WORLD_SIZE", "1", 1);
+	setenv("GN_PEERS", "127.0.0.1:29931", 1);
+	setenv("GN_INSECURE", "1", 1);
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_WORLD_SIZE");
+	unsetenv("GN_PEERS");
+	unsetenv("GN_INSECURE");
+
+	memset(&t, 0xff, sizeof(t));
+	t.sz = offsetof(struct gn_tensor_opts, elems) + sizeof(t.elems);
+	t.id = 7;
+	t.elems = 100;
+	ASSERT_EQ(0, gn_tensor_register(ctx, &t)) TH_LOG("%s", gn_ctx_errmsg(ctx));
+	/* Too short to hold elems. */
+	t.id = 8;
+	t.sz = offsetof(struct gn_tensor_opts, elems);
+	ASSERT_EQ(-EINVAL, gn_tensor_register(ctx, &t));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "tensor 8"));
+	gn_ctx_close(ctx);
+
+	/* Too short to hold sz. */
+	o.sz = 4;
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "too small"));
+}
+
+/* A newer caller's longer struct: zero tail accepted, nonzero is -E2BIG. */
+TEST(opts_unknown_tail_is_e2big)
+{
+	struct {
+		struct gn_ctx_opts o;
+		uint64_t future;
+	} big = { .o = { .sz = sizeof(big), .world_size = 1,
+			 .peers = "127.0.0.1:29941", .flags = GN_CTX_INSECURE } };
+	struct {
+		struct gn_tensor_opts t;
+		uint64_t future;
+	} tbig = { .t = { .sz = sizeof(tbig), .id = 3, .elems = 10 } };
+	struct gn_ctx *ctx;
+
+	big.future = 1;
+	ASSERT_EQ(-E2BIG, gn_ctx_open(&big.o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "not zero"));
+	big.future = 0;
+	/* Unknown flags too. */
+	big.o.flags |= 1u << 20;
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&big.o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "flags 0x100001")) TH_LOG("%s", gn_last_errmsg());
+	big.o.flags = GN_CTX_INSECURE;
+	ASSERT_EQ(0, gn_ctx_open(&big.o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	tbig.future = 1;
+	ASSERT_EQ(-E2BIG, gn_tensor_register(ctx, &tbig.t));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "tensor 3"));
+	tbig.future = 0;
+	ASSERT_EQ(0, gn_tensor_register(ctx, &tbig.t));
+	gn_ctx_close(ctx);
+}
+
+/*
+ * struct gn_stats is ABI: its counters stay where they are when a drop
+ * reason is added, and the struct is filled only as far as sz says.
+ */
+TEST(stats_layout_and_sz)
+{
+	struct {
+		struct gn_stats st;
+		uint64_t future[2];
+	} big;
+	struct gn_stats st;
+	struct gn_ctx *ctx;
+	float x[16] = { 1 };
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 16);
+
+	ASSERT_EQ(8, offsetof(struct gn_stats, tx_packets));
+	ASSERT_EQ(48, offsetof(struct gn_stats, retransmits));
+	ASSERT_EQ(56, offsetof(struct gn_stats, allreduces));
+	ASSERT_EQ(64, offsetof(struct gn_stats, ctl_packets));
+	ASSERT_EQ(72, offsetof(struct gn_stats, ctl_bytes));
+	ASSERT_EQ(80, offsetof(struct gn_stats, messages));
+	ASSERT_EQ(88, offsetof(struct gn_stats, stream_bytes));
+	ASSERT_EQ(96, offsetof(struct gn_stats, drops));
+	ASSERT_EQ(96 + 8 * GN_DROP_MAX, sizeof(struct gn_stats));
+	ASSERT_GE(GN_DROP_MAX, GN_DROP_COUNT);
+
+	ASSERT_EQ(0, open_one(&ctx, 29951)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+	ASSERT_EQ(0, gn_allreduce(ctx, 1, x));
+
+	/* An older caller's struct that ends before allreduces. */
+	memset(&st, 0xab, sizeof(st));
+	st.sz = offsetof(struct gn_stats, allreduces);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(0, st.retransmits);
+	ASSERT_EQ(0xababababababababull, st.allreduces);
+
+	/* A newer caller's: counters this version lacks read 0. */
+	memset(&big, 0xab, sizeof(big));
+	big.st.sz = sizeof(big);
+	ASSERT_EQ(0, gn_stats_tensor(ctx, 1, &big.st));
+	ASSERT_EQ(1, big.st.allreduces);
+	ASSERT_EQ(0, big.st.drops[GN_DROP_MAX - 1]);
+	ASSERT_EQ(0, big.future[0]);
+	ASSERT_EQ(0, big.future[1]);
+
+	st.sz = 4;
+	ASSERT_EQ(-EINVAL, gn_stats_ctx(ctx, &st));
+	gn_ctx_close(ctx);
+}
+
+/* The header's version macros, the string and the run-time number agree. */
+TEST(version)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%d.%d.%d", GN_VERSION_MAJOR,
+		 GN_VERSION_MINOR, GN_VERSION_PATCH);
+	ASSERT_STREQ(want, gn_version());
+	ASSERT_EQ(GN_VERSION_NUMBER, gn_version_number());
+	ASSERT_EQ((unsigned int)GN_VERSION_MAJOR, gn_version_number() >> 16);
+}
+
+static void *strerror_thread(void *arg)
+{
+	return (void *)gn_strerror(-(int)(intptr_t)arg);
+}
+
+/*
+ * gn_strerror()'s text is static: a later call, in this thread or another,
+ * does not overwrite what an earlier one returned.
+ */
+TEST(strerror_static)
+{
+	const char *a = gn_strerror(-ENOTCONN), *u = gn_strerror(-4000);
+	char a_copy[128], u_copy[128];
+	pthread_t th;
+	void *other;
+
+	snprintf(a_copy, sizeof(a_copy), "%s", a);
+	snprintf(u_copy, sizeof(u_copy), "%s", u);
+	ASSERT_NE(NULL, strstr(a, "connected")) TH_LOG("%s", a);
+	ASSERT_STRNE("", u);
+	gn_strerror(-4001);
+	ASSERT_STREQ(u_copy, u);
+	ASSERT_STREQ("unknown error", gn_strerror(-4001));
+	ASSERT_EQ(0, pthread_create(&th, NULL, strerror_thread, (void *)(intptr_t)4002));
+	ASSERT_EQ(0, pthread_join(th, &other));
+	ASSERT_STREQ("unknown error", (const char *)other);
+	gn_strerror(-ENOSPC);
+	ASSERT_STREQ(a_copy, a);
+	ASSERT_STREQ(u_copy, u);
+	ASSERT_NE(NULL, strstr(gn_strerror(-E2BIG), "does not know"));
+}
+
+/* ---- keys ---------------------------------------------------------------- */
+
+#define TEST_KEY "gradnet test key"
+/* @key in hex, as a file or a pipe would hold it. */
+static void key_hex(char *out, const char *key)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", (unsigned char)key[i]);
+}
+
+static void clear_key_env(void)
+{
+	unsetenv("GN_KEY");
+	unsetenv("GN_KEY_FILE");
+	unsetenv("GN_KEY_FD");
+	unsetenv("GN_INSECURE");
+}
+
+/*
+ * A keyed job of two ranks on @port, @port + 1: rank 1 (a child) takes
+ * TEST_KEY from the options, rank 0 (this process) whatever the
+ * environment says. Return: rank 0's gn_ctx_open().
+ */
+static int open_pair(int port)
+{
+	static const uint8_t key[16] = TEST_KEY;
+	char peers[64];
+	GN_OPTS(gn_ctx_opts, o, .rank = 0, .world_size = 2, .peers = peers,
+		.timeout_ms = 1500, .flags = GN_CTX_RANK, .job_id = 77);
+	struct gn_ctx *ctx;
+	pid_t pid;
+	int r;
+
+	snprintf(peers, sizeof(peers), "127.0.0.1:%d,127.0.0.1:%d", port, port + 1);
+	pid = fork();
+	if (pid == 0) {
+		o.rank = 1;
+		o.key = key;
+		o.key_len = sizeof(key);
+		clear_key_env();
+		r = gn_ctx_open(&o, &ctx);
+		gn_ctx_close(ctx);
+		_exit(r ? 1 : 0);
+	}
+	r = gn_ctx_open(&o, &ctx);
+	gn_ctx_close(ctx);
+	if (r)	/* the child waits for a peer that is not coming */
+		kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return r;
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd >= 0) {
+		if (write(fd, text, strlen(text)) < 0)
+			perror("write");
+		fchmod(fd, mode);
+		close(fd);
+	}
+}
+
+/* GN_KEY_FILE: the key is used; loose modes and bad contents are refused. */
+TEST(key_file)
+{
+	char dir[] = "/tmp/gn-api-key-XXXXXX", path[64], hex[40];
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/key", dir);
+	clear_key_env();
+	setenv("GN_KEY_FILE", path, 1);
+
+	/* Missing. */
+	ASSERT_EQ(-ENOENT, open_pair(29961));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FILE")) TH_LOG("%s", gn_last_errmsg());
+
+	/* The right key, with a newline: both ranks authenticate. */
+	key_hex(hex, TEST_KEY);
+	strcat(hex, "\n");
+	write_file(path, hex, 0600);
+	ASSERT_EQ(0, open_pair(29963)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_STREQ(path, getenv("GN_KEY_FILE"));
+
+	/* Another key: the peers reject each other. */
+	write_file(path, "00112233445566778899aabbccddeeff", 0400);
+	ASSERT_EQ(-EKEYREJECTED, open_pair(29965)) TH_LOG("%s", gn_last_errmsg());
+
+	/* Readable by the group or by others: refused, naming the mode. */
+	write_file(path, hex, 0640);
+	ASSERT_EQ(-EACCES, open_pair(29967));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FILE")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "640")) TH_LOG("%s", gn_last_errmsg());
+	write_file(path, hex, 0604);
+	ASSERT_EQ(-EACCES, open_pair(29969));
+
+	/* Not a key. */
+	write_file(path, "0011", 0600);
+	ASSERT_EQ(-EINVAL, open_pair(29971));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FILE: the key must be 32 hex digits"))
+		TH_LOG("%s", gn_last_errmsg());
+	write_file(path, "0011223344556677889900112233445566", 0600);
+	ASSERT_EQ(-EINVAL, open_pair(29973));
+	write_file(path, "zz112233445566778899aabbccddeeff", 0600);
+	ASSERT_EQ(-EINVAL, open_pair(29975));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "non-hex")) TH_LOG("%s", gn_last_errmsg());
+
+	/* Two sources at once. */
+	write_file(path, hex, 0600);
+	setenv("GN_KEY", "00112233445566778899aabbccddeeff", 1);
+	ASSERT_EQ(-EINVAL, open_pair(29977));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "pick one")) TH_LOG("%s", gn_last_errmsg());
+
+	clear_key_env();
+	unlink(path);
+	rmdir(dir);
+}
+
+/* GN_KEY_FD: read from a launcher's pipe, then closed and unset. */
+TEST(key_fd)
+{
+	char hex[40], num[16];
+	int p[2];
+
+	clear_key_env();
+	key_hex(hex, TEST_KEY);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(32, write(p[1], hex, 32));
+	close(p[1]);
+	snprintf(num, sizeof(num), "%d", p[0]);
+	setenv("GN_KEY_FD", num, 1);
+	ASSERT_EQ(0, open_pair(29981)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(NULL, getenv("GN_KEY_FD"));
+	ASSERT_EQ(-1, fcntl(p[0], F_GETFD));
+	ASSERT_EQ(EBADF, errno);
+
+	/* Not an open descriptor, or not a number. */
+	setenv("GN_KEY_FD", num, 1);
+	ASSERT_EQ(-EBADF, open_pair(29983));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FD")) TH_LOG("%s", gn_last_errmsg());
+	setenv("GN_KEY_FD", "three", 1);
+	ASSERT_EQ(-EINVAL, open_pair(29985));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY_FD=three")) TH_LOG("%s", gn_last_errmsg());
+	clear_key_env();
+}
+
+/*
+ * GN_KEY is gone from the environment after gn_ctx_open(): a child does
+ * not inherit it, and the string it was is wiped.
+ */
+TEST(key_env_removed)
+{
+	char hex[40], out[64] = "";
+	const char *was;
+	FILE *child;
+
+	clear_key_env();
+	key_hex(hex, TEST_KEY);
+	setenv("GN_KEY", hex, 1);
+	was = getenv("GN_KEY");
+	ASSERT_EQ(0, open_pair(29991)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(NULL, getenv("GN_KEY"));
+	ASSERT_EQ(0, was[0]);
+	child = popen("echo \"${GN_KEY-unset}\"", "r");
+	ASSERT_NE(NULL, child);
+	ASSERT_NE(NULL, fgets(out, sizeof(out), child));
+	pclose(child);
+	ASSERT_STREQ("unset\n", out);
+
+	/* A bad GN_KEY names the variable, and is removed all the same. */
+	setenv("GN_KEY", "12345", 1);
+	ASSERT_EQ(-EINVAL, open_pair(29993));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_KEY: the key must be 32 hex digits"))
+		TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(NULL, getenv("GN_KEY"));
+}
+
+/*
+ * Nothing freed by the library holds the expanded key: free() is wrapped
+ * (-Wl,--wrap=free) to look for the MAC's PRF key in every block freed
+ * while key_wiped_on_close runs.
+ */
+static struct gn_mac wipe_mac;
+static volatile int wipe_watch, wipe_found;
+
+void __real_free(void *p);
+void __wrap_free(void *p);
+
+void __wrap_free(void *p)
+{
+	if (wipe_watch && p &&
+	    memmem(p, malloc_usable_size(p), wipe_mac.prf, sizeof(wipe_mac.prf)))
+		wipe_found++;
+	__real_free(p);
+}
+
+TEST(key_wiped_on_close)
+{
+	static const uint8_t key[16] = TEST_KEY;
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = "127.0.0.1:29995",
+		.key = key, .key_len = sizeof(key));
+	struct gn_ctx *ctx;
+
+	clear_key_env();
+	gn_mac_init(&wipe_mac, key);
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	wipe_watch = 1;
+	gn_ctx_close(ctx);
+	wipe_watch = 0;
+	ASSERT_EQ(0, wipe_found);
+}
+
+TEST_HARNESS_MAIN
