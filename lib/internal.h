@@ -230,7 +230,10 @@ struct gn_peer {
 	bool hello_in;			/* got its HELLO, it matches */
 	bool hello_acked;		/* it has ours */
 	bool told_reply;		/* we sent it a HELLO saying we have its */
-	u64 instance;
+	u64 instance;			/* its instance in this session */
+	u64 heard;			/* the instance its last HELLO named */
+	u64 pong_floor;			/* PONGs must echo a later PING */
+	u8 version_seen;		/* another protocol version, if it spoke one */
 	bool dead;
 	u32 mac_failures;
 	/* reliable control messages */
@@ -262,7 +265,9 @@ struct gn_ctx {
 	float s;
 	u32 s_bits;
 	bool insecure;
-	struct gn_mac *mac;		/* NULL when insecure */
+	struct gn_mac *job_mac;		/* the job key: HELLOs; NULL when insecure */
+	struct gn_mac *mac;		/* the session key, from the handshake on:
+					   every other packet; NULL when insecure */
 	u64 instance;
 	struct gn_peer *peers;
 	struct gn_addr *addrs;

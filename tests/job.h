@@ -46,6 +46,7 @@ struct job_spec {
 	int idle_rank, idle_step;		/* idle_step until the others
 						   have ended it */
 	const char *env[JOB_MAX_RANKS];		/* "K=V;K=V" per rank */
+	uint32_t job_id;			/* 0: a new one per run */
 	size_t register_elems_rank1;		/* != 0: rank 1 registers tensor 0 so */
 	/* job_reference()'s gradients, if not job_grad()'s (tests/net/gn-ref.c) */
 	void (*grad)(float *x, size_t n, int rank, int t, int step, void *arg);
@@ -258,6 +259,8 @@ static inline struct job_out *job_run(const struct job_spec *s, int limit)
 	 * must not be taken for peers of this one. */
 	base = 20000 + (int)((getpid() * 131 + calls * 16) % 40000);
 	job = (uint32_t)getpid() * 1000 + (uint32_t)calls++;
+	if (s->job_id)
+		job = s->job_id;
 	for (i = 0; i < s->world; i++) {
 		char one[48];
 
