@@ -3,9 +3,12 @@
  * allreduce_test.c - allreduce between real processes on loopback: every
  * rank's result, every step, equals the single-process reference computed
  * with the codec directly, bit for bit; and the failure modes (NaN, dead
- * peers, mismatched peers) end as they should on every rank.
+ * peers, mismatched peers) end as they should on every rank, also while a
+ * process on the same host attacks the job.
  */
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -251,6 +254,84 @@ TEST(nan_abort_before_start)
 			      .late_ms = 300 };
 
 	nan_job(_metadata, &s);
+}
+
+/* ---- attackers on the same host ------------------------------------------ */
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+#define ATTACK_SECONDS 120	/* the job kills its attacker long before */
+
+/*
+ * An unauthenticated local process floods every rank with UDP GSO
+ * super-datagrams of 128 segments (Linux >= 6.9 allows 128), in bursts so
+ * that one receive batch holds many of them.
+ */
+static void gso_flood(const struct job_spec *s, int base, uint32_t job,
+		      const uint8_t *key)
+{
+	static uint8_t buf[128 * 16];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), seg = 16, r, i;
+	double until = job_now() + ATTACK_SECONDS;
+
+	(void)job;
+	(void)key;
+	if (fd < 0 || setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg)))
+		_exit(1);
+	/* Each segment starts like a DATA header, as a confused peer's would. */
+	for (i = 0; i < 128; i++)
+		memcpy(buf + i * seg, "GN\x01\x02", 4);
+	while (job_now() < until) {
+		for (r = 0; r < s->world; r++) {
+			struct sockaddr_in to = {
+				.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)(base + r)),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+			};
+
+			for (i = 0; i < 48; i++)
+				(void)!sendto(fd, buf, sizeof(buf), MSG_DONTWAIT,
+					      (struct sockaddr *)&to, sizeof(to));
+		}
+		usleep(20000);
+	}
+	_exit(0);
+}
+
+static void attack_spec(struct job_spec *s,
+			void (*attack)(const struct job_spec *, int, uint32_t,
+				       const uint8_t *))
+{
+	memset(s, 0, sizeof(*s));
+	s->world = 3;
+	s->steps = 3;
+	s->nan_rank = s->die_rank = -1;
+	s->keyed = true;
+	s->ntensors = 3;
+	s->elems[0] = 1000003;
+	s->codec[0] = GN_CODEC_3LC;
+	s->elems[1] = 3001;
+	s->codec[1] = GN_CODEC_NONE;
+	s->elems[2] = 200003;
+	s->codec[2] = GN_CODEC_NONE;
+	s->attack = attack;
+}
+
+/* A GSO flood from a local process: no crash, every result exact. */
+TEST(gso_flood_128_segments)
+{
+	struct job_out *out;
+	struct job_spec s;
+
+	attack_spec(&s, gso_flood);
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	/* The flood did reach the ranks. */
+	ASSERT_LT(0, out->stats[0].drops[GN_DROP_SOURCE]);
+	job_free(&s, out);
 }
 
 /* A rank that dies mid-job: the others fail with -ETIMEDOUT, naming it. */
