@@ -430,16 +430,32 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 }
 
 /*
+ * The most packets the message of a chunk of @len elements can have, as
+ * pack_3lc() and pack_dense() cut it with this job's MTU (which every
+ * rank shares): a 3LC slice leaves at most one byte of its budget unused
+ * and a code byte covers at least one group; a dense packet carries a
+ * budget's worth of values. Receivers refuse anything more.
+ */
+static u32 pkts_max(const struct gn_ctx *ctx, u8 codec, size_t len)
+{
+	size_t cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD;
+
+	if (codec == GN_WIRE_CODEC_3LC)
+		return (u32)(gn_tlc_groups(len) / (cap - 1) + 2);
+	return (u32)((len + cap / 4 - 1) / (cap / 4));
+}
+
+/*
  * The packets of one 3LC chunk: zero-run encoded slices cut greedily to
  * the MTU. Slices are laid out first, headers and tags written once the
- * packet count is known. A slice leaves at most one byte of its budget
- * unused, which bounds the packet count.
+ * packet count is known.
  */
 static struct gn_txmsg *pack_3lc(struct gn_ctx *ctx, struct gn_tensor *t,
 				 u32 stepno, const struct msg_shape *ms,
 				 const u8 *q, u32 g)
 {
-	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, most = g / (cap - 1) + 2;
+	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD;
+	u32 most = pkts_max(ctx, GN_WIRE_CODEC_3LC, ms->chunk_len);
 	struct gn_txmsg *m = gn_txmsg_new(ctx, most, (size_t)g + (size_t)most *
 						   GN_WIRE_DATA_OVERHEAD);
 	u32 *first = malloc(most * sizeof(u32)), at = 0, n = 0, i;
@@ -480,7 +496,7 @@ static struct gn_txmsg *pack_dense(struct gn_ctx *ctx, struct gn_tensor *t,
 				   const float *v)
 {
 	u32 per = (ctx->max_pkt - GN_WIRE_DATA_OVERHEAD) / 4, len = ms->chunk_len;
-	u32 n = (len + per - 1) / per, i;
+	u32 n = pkts_max(ctx, GN_WIRE_CODEC_NONE, len), i;
 	struct gn_txmsg *m = gn_txmsg_new(ctx, n, (size_t)len * 4 +
 						   (size_t)n * GN_WIRE_DATA_OVERHEAD);
 	size_t pos = 0;
@@ -1194,8 +1210,15 @@ static bool take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 			const struct gn_wire_hdr *h,
 			const struct gn_wire_data *d, const u8 *body)
 {
-	int r = gn_rxmsg_mark(ctx, rx, h, d);
+	int r;
 
+	/* Before the message's state is sized by it (d->chunk_len is the
+	 * chunk's: chunk_of() said so). */
+	if (d->npkts > pkts_max(ctx, t->codec, d->chunk_len)) {
+		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+		return false;
+	}
+	r = gn_rxmsg_mark(ctx, rx, h, d);
 	if (r) {
 		gn_count_drop(ctx, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
 		return false;

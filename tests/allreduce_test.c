@@ -8,9 +8,12 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <gradnet/wire.h>
 
 #include "kselftest_harness.h"
 #include "job.h"
@@ -300,6 +303,149 @@ static void gso_flood(const struct job_spec *s, int base, uint32_t job,
 	_exit(0);
 }
 
+/* A UDP datagram with any source port on loopback, over a raw socket. */
+static void send_as(int fd, int from_port, int to_port, const uint8_t *payload,
+		    size_t len)
+{
+	uint8_t dgram[sizeof(struct iphdr) + sizeof(struct udphdr) + GN_WIRE_MAX_PKT];
+	struct iphdr *ip = (struct iphdr *)dgram;
+	struct udphdr *udp = (struct udphdr *)(dgram + sizeof(*ip));
+	size_t hdrs = sizeof(*ip) + sizeof(*udp);
+	struct sockaddr_in to = {
+		.sin_family = AF_INET,
+		.sin_port = htons((uint16_t)to_port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+
+	memset(dgram, 0, hdrs);
+	ip->version = 4;
+	ip->ihl = sizeof(*ip) / 4;
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->tot_len = htons((uint16_t)(hdrs + len));
+	ip->saddr = ip->daddr = htonl(INADDR_LOOPBACK);
+	udp->source = htons((uint16_t)from_port);
+	udp->dest = htons((uint16_t)to_port);
+	udp->len = htons((uint16_t)(sizeof(*udp) + len));
+	udp->check = 0;		/* none: allowed for UDP over IPv4 */
+	memcpy(dgram + hdrs, payload, len);
+	(void)!sendto(fd, dgram, hdrs + len, 0, (struct sockaddr *)&to, sizeof(to));
+}
+
+struct insider {
+	const struct job_spec *s;
+	int fd, base;
+	uint32_t job;
+	struct gn_mac mac;
+};
+
+static int insider_open(struct insider *in, const struct job_spec *s, int base,
+			uint32_t job, const uint8_t *key)
+{
+	in->s = s;
+	in->base = base;
+	in->job = job;
+	gn_mac_init(&in->mac, key);
+	in->fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+	return in->fd;
+}
+
+/* Chunk @c of shard @j of tensor @k: first element and length (0: none). */
+static uint32_t insider_chunk(const struct insider *in, int k, int j, uint32_t c,
+			      uint64_t *off)
+{
+	size_t n = in->s->elems[k];
+	unsigned int chunk = in->s->chunk ? in->s->chunk : 65536;
+	uint64_t lo = (uint64_t)((unsigned __int128)n * (unsigned)j / (unsigned)in->s->world);
+	uint64_t hi = (uint64_t)((unsigned __int128)n * (unsigned)(j + 1) /
+				 (unsigned)in->s->world);
+
+	*off = lo + (uint64_t)c * chunk;
+	if (*off >= hi)
+		return 0;
+	return hi - *off < chunk ? (uint32_t)(hi - *off) : chunk;
+}
+
+/*
+ * Rank 1 (as the insider poses) sends rank 0 a sealed DATA packet of
+ * tensor @k, step @step: a contribution to shard 0 (REDUCE) or its own
+ * result (GATHER).
+ */
+static void insider_data(struct insider *in, int k, uint32_t step, uint8_t phase,
+			 const struct gn_wire_data *d, const uint8_t *body,
+			 uint16_t blen)
+{
+	uint8_t pkt[GN_WIRE_MAX_PKT];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_DATA, .src = 1,
+		.dst = phase == GN_PHASE_REDUCE ? 0 : GN_RANK_ALL,
+		.job = in->job, .tensor = 100 + (uint32_t)k, .step = step,
+		.body_len = blen, .phase = phase,
+		.codec = (uint8_t)in->s->codec[k],
+	};
+	size_t len;
+
+	gn_wire_hdr_put(&h, pkt);
+	gn_wire_data_put(d, pkt);
+	memcpy(pkt + GN_WIRE_DATA_HDR, body, blen);
+	len = gn_mac_seal(&in->mac, pkt, GN_WIRE_DATA_HDR + blen);
+	send_as(in->fd, in->base + 1, in->base, pkt, len);
+}
+
+static uint32_t float_bits(float f)
+{
+	uint32_t b;
+
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+/*
+ * An insider holding the key, posing as rank 1, sends DATA whose npkts
+ * is 0xffffffff or 2^31 (first or last packet) for every chunk of every
+ * step that rank 0 receives from rank 1, again and again.
+ */
+static void npkts_insider(const struct job_spec *s, int base, uint32_t job,
+			  const uint8_t *key)
+{
+	static const uint32_t npkts[] = { 0xffffffffu, 0x80000000u };
+	double until = job_now() + ATTACK_SECONDS;
+	struct insider in;
+	unsigned int round = 0;
+
+	if (insider_open(&in, s, base, job, key) < 0)
+		_exit(1);
+	while (job_now() < until) {
+		int k, step, ph;
+
+		for (k = 0; k < s->ntensors; k++)
+		for (step = 1; step <= s->steps; step++)
+		for (ph = 0; ph < 2; ph++) {
+			bool dense = s->codec[k] == GN_CODEC_NONE;
+			float one = 1.0f, sv = s->s != 0.0f ? s->s : 1.0f;
+			uint32_t c, len, np = npkts[round % 2];
+			struct gn_wire_data d = {
+				.first = 0, .count = 1,
+				.scale = dense ? 0 : float_bits(one),
+				.s = dense ? 0 : float_bits(sv),
+				.pkt = round / 2 % 2 ? np - 1 : 0, .npkts = np,
+			};
+			uint8_t body[4] = { 0 };
+
+			memcpy(body, &one, sizeof(one));
+			for (c = 0; (len = insider_chunk(&in, k, ph, c, &d.chunk_off)); c++) {
+				d.chunk_len = len;
+				insider_data(&in, k, (uint32_t)step, (uint8_t)ph, &d,
+					     body, dense ? 4 : 1);
+			}
+		}
+		round++;
+		usleep(2000);
+	}
+	_exit(0);
+}
+
 static void attack_spec(struct job_spec *s,
 			void (*attack)(const struct job_spec *, int, uint32_t,
 				       const uint8_t *))
@@ -331,6 +477,32 @@ TEST(gso_flood_128_segments)
 	check_job(_metadata, &s, out, NULL, 0, -1);
 	/* The flood did reach the ranks. */
 	ASSERT_LT(0, out->stats[0].drops[GN_DROP_SOURCE]);
+	job_free(&s, out);
+}
+
+static bool can_raw(void)
+{
+	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* npkts = 0xffffffff and 2^31 from an insider: dropped, results exact. */
+TEST(insider_huge_npkts)
+{
+	struct job_out *out;
+	struct job_spec s;
+
+	if (!can_raw())
+		SKIP(return, "no raw socket (CAP_NET_RAW) to pose as a peer");
+	attack_spec(&s, npkts_insider);
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	ASSERT_LT(0, out->stats[0].drops[GN_DROP_MALFORMED]);
 	job_free(&s, out);
 }
 
