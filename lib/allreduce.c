@@ -569,14 +569,17 @@ static void gathered_one(struct gn_ctx *ctx, struct gn_step *st)
 		step_complete(ctx, st);
 }
 
-/* No NaN or infinity in @v? (Bit test, so the compiler vectorizes it.) */
-static bool all_finite(const float *v, size_t n)
+/*
+ * No NaN or infinity in the @n float32 at @v (aligned or not, as in a
+ * packet)? (Bit test, so the compiler vectorizes it.)
+ */
+static bool all_finite(const void *v, size_t n)
 {
 	u32 worst = 0, b;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		memcpy(&b, &v[i], sizeof(b));
+		memcpy(&b, (const u8 *)v + 4 * i, sizeof(b));
 		b &= 0x7fffffffu;
 		worst = b > worst ? b : worst;
 	}
@@ -1191,13 +1194,24 @@ static void count_rx(struct gn_ctx *ctx, struct gn_peer *p,
 	t->stats.rx_wire_bytes += len;
 }
 
-/* Check a slice's body against its chunk before anything is changed. */
+/*
+ * Check a slice's body against its chunk before anything is changed.
+ *
+ * Dense values must be finite, contributions and results alike: no rank
+ * sends a NaN or infinity (a rank checks its gradient before it sends it,
+ * an owner its sum), so such a packet is a forgery and is dropped as
+ * malformed before it counts as received; the real packet is still taken
+ * when it comes, and every rank ends with the same bits. (Failing the step
+ * instead would let one forged packet fail it, and not even consistently:
+ * the owner of a result may have completed the step already.) 3LC results
+ * are finite by construction: the scale is checked in gn_wire_data_get().
+ */
 static bool body_ok(const struct gn_tensor *t, const struct gn_wire_data *d,
 		    const u8 *body, u16 len)
 {
 	if (t->codec == GN_WIRE_CODEC_3LC)
 		return !gn_zre_check(body, len, d->chunk_len, d->first, d->count);
-	return true;
+	return all_finite(body, d->count);
 }
 
 /*

@@ -446,6 +446,50 @@ static void npkts_insider(const struct job_spec *s, int base, uint32_t job,
 	_exit(0);
 }
 
+/*
+ * An insider, posing as rank 1, sends dense packets full of NaN, shaped
+ * as rank 1 cuts its real ones: contributions to shard 0, and results of
+ * shard 1.
+ */
+static void nan_insider(const struct job_spec *s, int base, uint32_t job,
+			const uint8_t *key)
+{
+	double until = job_now() + ATTACK_SECONDS;
+	uint32_t per = (1500 - GN_WIRE_IPUDP - GN_WIRE_DATA_OVERHEAD) / 4;
+	uint8_t body[GN_WIRE_MAX_PKT];
+	struct insider in;
+	uint32_t i;
+
+	for (i = 0; i + 4 <= sizeof(body); i += 4)
+		memcpy(body + i, "\x00\x00\xc0\x7f", 4);	/* quiet NaN */
+	if (insider_open(&in, s, base, job, key) < 0)
+		_exit(1);
+	while (job_now() < until) {
+		int k, step, ph;
+
+		for (k = 0; k < s->ntensors; k++)
+		for (step = 1; step <= s->steps; step++)
+		for (ph = 0; ph < 2 && s->codec[k] == GN_CODEC_NONE; ph++) {
+			struct gn_wire_data d = { 0 };
+			uint32_t c, len;
+
+			for (c = 0; (len = insider_chunk(&in, k, ph, c, &d.chunk_off)); c++) {
+				d.chunk_len = len;
+				d.npkts = (len + per - 1) / per;
+				for (i = 0; i < d.npkts; i++) {
+					d.pkt = i;
+					d.first = i * per;
+					d.count = len - d.first < per ? len - d.first : per;
+					insider_data(&in, k, (uint32_t)step, (uint8_t)ph,
+						     &d, body, (uint16_t)(d.count * 4));
+				}
+			}
+		}
+		usleep(2000);
+	}
+	_exit(0);
+}
+
 static void attack_spec(struct job_spec *s,
 			void (*attack)(const struct job_spec *, int, uint32_t,
 				       const uint8_t *))
@@ -499,6 +543,22 @@ TEST(insider_huge_npkts)
 	if (!can_raw())
 		SKIP(return, "no raw socket (CAP_NET_RAW) to pose as a peer");
 	attack_spec(&s, npkts_insider);
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	ASSERT_LT(0, out->stats[0].drops[GN_DROP_MALFORMED]);
+	job_free(&s, out);
+}
+
+/* Dense NaN contributions and results from an insider: dropped, exact. */
+TEST(insider_dense_nan)
+{
+	struct job_out *out;
+	struct job_spec s;
+
+	if (!can_raw())
+		SKIP(return, "no raw socket (CAP_NET_RAW) to pose as a peer");
+	attack_spec(&s, nan_insider);
 	out = job_run(&s, 120);
 	ASSERT_NE(NULL, out);
 	check_job(_metadata, &s, out, NULL, 0, -1);
