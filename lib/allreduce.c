@@ -259,6 +259,7 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o)
 		}
 		t->desc[d->peer] = d->desc;
 		desc_check(ctx, t, d->peer);
+		ctx->peers[d->peer].pending_descs--;
 		*pp = d->next;
 		free(d);
 	}
@@ -1428,6 +1429,22 @@ static void desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
 		step_fail(ctx, t->cur, -EPROTO, msg);
 }
 
+/*
+ * Descriptors of tensors that this rank has not registered yet are kept,
+ * at most GN_PENDING_DESCS per peer, so a peer cannot make this rank's
+ * memory grow without bound. One that does not fit is neither taken nor
+ * acknowledged (ctrl_in() asks here first): its sender repeats it until
+ * this rank has registered the tensor or taken others off the list.
+ */
+#define GN_PENDING_DESCS 4096
+
+bool gn_ctrl_fits(struct gn_ctx *ctx, const struct gn_peer *p,
+		  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
+{
+	return c->kind != GN_CTRL_TENSOR || p->pending_descs < GN_PENDING_DESCS ||
+	       gn_tensor_find(ctx, h->tensor);
+}
+
 static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 			   const struct gn_wire_hdr *h,
 			   const struct gn_wire_ctrl *c)
@@ -1441,6 +1458,14 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 		desc_check(ctx, t, p->rank);
 		return;
 	}
+	/* A second descriptor of one tensor from one peer: the last counts. */
+	for (pd = ctx->pending; pd; pd = pd->next)
+		if (pd->peer == p->rank && pd->id == h->tensor) {
+			pd->desc = d;
+			return;
+		}
+	if (p->pending_descs >= GN_PENDING_DESCS)
+		return;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return;
@@ -1449,6 +1474,7 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 	pd->desc = d;
 	pd->next = ctx->pending;
 	ctx->pending = pd;
+	p->pending_descs++;
 }
 
 static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,

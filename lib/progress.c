@@ -383,8 +383,11 @@ static void ctrl_ack_in(struct gn_peer *p, const u8 *pkt)
 		}
 }
 
-/* Seen before? Tracks a window of 64 sequence numbers past the last gap. */
-static int ctrl_seen(struct gn_peer *p, u32 seq)
+/*
+ * Seen before? Tracks a window of 64 sequence numbers past the last gap;
+ * a new one is noted as seen if @mark.
+ */
+static int ctrl_seen(struct gn_peer *p, u32 seq, bool mark)
 {
 	u32 d;
 
@@ -395,6 +398,8 @@ static int ctrl_seen(struct gn_peer *p, u32 seq)
 		return -1;
 	if (p->ctrl_seen_bits & (1ull << d))
 		return 1;
+	if (!mark)
+		return 0;
 	p->ctrl_seen_bits |= 1ull << d;
 	while (p->ctrl_seen_bits & 1) {
 		p->ctrl_seen_bits >>= 1;
@@ -416,9 +421,16 @@ static void ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
 		return;
 	}
-	seen = ctrl_seen(p, c.seq);
+	seen = ctrl_seen(p, c.seq, false);
 	if (seen < 0)
 		return;	/* beyond the window: the sender will try again */
+	if (!seen && !gn_ctrl_fits(ctx, p, h, &c)) {
+		/* No room to keep it yet: the sender will try again. */
+		gn_count_drop(ctx, p, GN_DROP_TENSOR);
+		return;
+	}
+	if (!seen)
+		ctrl_seen(p, c.seq, true);
 	gn_hdr_init(ctx, &ah, GN_PKT_CTRL_ACK, p->rank);
 	gn_wire_hdr_put(&ah, ack);
 	le = htole32(c.seq);

@@ -2,7 +2,8 @@
 /*
  * rx_bounds_test.c - what a peer's packets may make a rank hold: a DATA
  * packet's npkts is bounded by its chunk before anything is sized by it,
- * and dense values must be finite. Runs on a context without a network or
+ * dense values must be finite, and descriptors of tensors not registered
+ * yet are kept only up to a bound. Runs on a context without a network or
  * progress thread (gn_test_ctx_new()), fed sealed packets as rank 1 or 2.
  */
 #include <errno.h>
@@ -19,6 +20,7 @@
 #define JOB 0x626e6473u
 #define CHUNK 4096		/* gn_test_ctx_new()'s chunk */
 #define MAX_PKT (9000 - GN_WIRE_IPUDP)	/* and its MTU */
+#define PENDING_DESCS 4096	/* GN_PENDING_DESCS in lib/allreduce.c */
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "rx bounds test k";
 
@@ -233,6 +235,49 @@ TEST(dense_contribution_nan_dropped)
 	ASSERT_EQ(1, rx->got);
 	gn_test_ctx_free(r.ctx);
 	free(x);
+}
+
+static unsigned int pending_of(const struct gn_ctx *ctx, int peer)
+{
+	const struct gn_pending_desc *pd;
+	unsigned int n = 0;
+
+	for (pd = ctx->pending; pd; pd = pd->next)
+		n += pd->peer == peer;
+	return n;
+}
+
+/*
+ * Rank 1 describes more tensors than a rank keeps for later: the extra
+ * descriptors are neither kept nor acknowledged (rank 1 will repeat
+ * them), and one is taken once registering a tensor made room.
+ */
+TEST(pending_descriptors_bounded)
+{
+	GN_OPTS(gn_tensor_opts, o, .id = 1000, .elems = 10);
+	struct gn_peer *p1;
+	struct rig r;
+	uint32_t i, n = PENDING_DESCS + 100;
+
+	rig_open(_metadata, &r);
+	p1 = &r.ctx->peers[1];
+	for (i = 0; i < n; i++)
+		desc_from(&r, 1, 1000 + i, 10, GN_WIRE_CODEC_3LC);
+	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
+	ASSERT_EQ(PENDING_DESCS, p1->pending_descs);
+	ASSERT_EQ(PENDING_DESCS, p1->ctrl_seen_base);
+	ASSERT_LT(0, drops(r.ctx, GN_DROP_TENSOR));
+	/* Rank 2's descriptors are not crowded out by rank 1's. */
+	desc_from(&r, 2, 5, 10, GN_WIRE_CODEC_3LC);
+	ASSERT_EQ(1, pending_of(r.ctx, 2));
+	/* Registering takes one off; rank 1's next repetition fits. */
+	ASSERT_EQ(0, gn_tensor_register(r.ctx, &o));
+	ASSERT_EQ(PENDING_DESCS - 1, pending_of(r.ctx, 1));
+	r.seq[1] = PENDING_DESCS;
+	desc_from(&r, 1, 1000 + PENDING_DESCS, 10, GN_WIRE_CODEC_3LC);
+	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
+	ASSERT_EQ(PENDING_DESCS + 1, p1->ctrl_seen_base);
+	gn_test_ctx_free(r.ctx);
 }
 
 TEST_HARNESS_MAIN
