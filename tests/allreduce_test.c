@@ -356,9 +356,9 @@ static uint32_t insider_chunk(const struct insider *in, int k, int j, uint32_t c
 {
 	size_t n = in->s->elems[k];
 	unsigned int chunk = in->s->chunk ? in->s->chunk : 65536;
-	uint64_t lo = (uint64_t)((unsigned __int128)n * (unsigned)j / (unsigned)in->s->world);
-	uint64_t hi = (uint64_t)((unsigned __int128)n * (unsigned)(j + 1) /
-				 (unsigned)in->s->world);
+	unsigned int w = (unsigned int)in->s->world;
+	uint64_t lo = (uint64_t)((unsigned __int128)n * (unsigned int)j / w);
+	uint64_t hi = (uint64_t)((unsigned __int128)n * (unsigned int)(j + 1) / w);
 
 	*off = lo + (uint64_t)c * chunk;
 	if (*off >= hi)
@@ -402,6 +402,55 @@ static uint32_t float_bits(float f)
 }
 
 /*
+ * Send what @forge makes of every chunk rank 0 receives from rank 1, in
+ * every step and phase, in rounds until the job kills the insider.
+ */
+static void insider_run(const struct job_spec *s, int base, uint32_t job,
+			const uint8_t *key,
+			void (*forge)(struct insider *in, int k, uint32_t step,
+				      uint8_t phase, unsigned int round))
+{
+	double until = job_now() + ATTACK_SECONDS;
+	unsigned int round;
+	struct insider in;
+	int k, step, ph;
+
+	if (insider_open(&in, s, base, job, key) < 0)
+		_exit(1);
+	for (round = 0; job_now() < until; round++) {
+		for (k = 0; k < s->ntensors; k++)
+			for (step = 1; step <= s->steps; step++)
+				for (ph = 0; ph < 2; ph++)
+					forge(&in, k, (uint32_t)step, (uint8_t)ph,
+					      round);
+		usleep(2000);
+	}
+	_exit(0);
+}
+
+/* One packet per chunk claiming npkts 0xffffffff or 2^31, first or last. */
+static void forge_npkts(struct insider *in, int k, uint32_t step, uint8_t phase,
+			unsigned int round)
+{
+	bool dense = in->s->codec[k] == GN_CODEC_NONE;
+	float one = 1.0f, sv = in->s->s != 0.0f ? in->s->s : 1.0f;
+	uint32_t c, len, np = round % 2 ? 0x80000000u : 0xffffffffu;
+	struct gn_wire_data d = {
+		.first = 0, .count = 1,
+		.scale = dense ? 0 : float_bits(one),
+		.s = dense ? 0 : float_bits(sv),
+		.pkt = round / 2 % 2 ? np - 1 : 0, .npkts = np,
+	};
+	uint8_t body[4];
+
+	memcpy(body, &one, sizeof(one));
+	for (c = 0; (len = insider_chunk(in, k, phase, c, &d.chunk_off)); c++) {
+		d.chunk_len = len;
+		insider_data(in, k, step, phase, &d, body, dense ? 4 : 1);
+	}
+}
+
+/*
  * An insider holding the key, posing as rank 1, sends DATA whose npkts
  * is 0xffffffff or 2^31 (first or last packet) for every chunk of every
  * step that rank 0 receives from rank 1, again and again.
@@ -409,41 +458,34 @@ static uint32_t float_bits(float f)
 static void npkts_insider(const struct job_spec *s, int base, uint32_t job,
 			  const uint8_t *key)
 {
-	static const uint32_t npkts[] = { 0xffffffffu, 0x80000000u };
-	double until = job_now() + ATTACK_SECONDS;
-	struct insider in;
-	unsigned int round = 0;
+	insider_run(s, base, job, key, forge_npkts);
+}
 
-	if (insider_open(&in, s, base, job, key) < 0)
-		_exit(1);
-	while (job_now() < until) {
-		int k, step, ph;
+/* Dense chunks as rank 1 cuts them (MTU 1500), every value a NaN. */
+static void forge_nan(struct insider *in, int k, uint32_t step, uint8_t phase,
+		      unsigned int round)
+{
+	uint32_t per = (1500 - GN_WIRE_IPUDP - GN_WIRE_DATA_OVERHEAD) / 4;
+	static uint8_t body[GN_WIRE_MAX_PKT];
+	struct gn_wire_data d = { 0 };
+	uint32_t c, len, i;
 
-		for (k = 0; k < s->ntensors; k++)
-		for (step = 1; step <= s->steps; step++)
-		for (ph = 0; ph < 2; ph++) {
-			bool dense = s->codec[k] == GN_CODEC_NONE;
-			float one = 1.0f, sv = s->s != 0.0f ? s->s : 1.0f;
-			uint32_t c, len, np = npkts[round % 2];
-			struct gn_wire_data d = {
-				.first = 0, .count = 1,
-				.scale = dense ? 0 : float_bits(one),
-				.s = dense ? 0 : float_bits(sv),
-				.pkt = round / 2 % 2 ? np - 1 : 0, .npkts = np,
-			};
-			uint8_t body[4] = { 0 };
-
-			memcpy(body, &one, sizeof(one));
-			for (c = 0; (len = insider_chunk(&in, k, ph, c, &d.chunk_off)); c++) {
-				d.chunk_len = len;
-				insider_data(&in, k, (uint32_t)step, (uint8_t)ph, &d,
-					     body, dense ? 4 : 1);
-			}
+	(void)round;
+	if (in->s->codec[k] != GN_CODEC_NONE)
+		return;
+	for (i = 0; i + 4 <= sizeof(body); i += 4)
+		memcpy(body + i, "\x00\x00\xc0\x7f", 4);	/* quiet NaN */
+	for (c = 0; (len = insider_chunk(in, k, phase, c, &d.chunk_off)); c++) {
+		d.chunk_len = len;
+		d.npkts = (len + per - 1) / per;
+		for (i = 0; i < d.npkts; i++) {
+			d.pkt = i;
+			d.first = i * per;
+			d.count = len - d.first < per ? len - d.first : per;
+			insider_data(in, k, step, phase, &d, body,
+				     (uint16_t)(d.count * 4));
 		}
-		round++;
-		usleep(2000);
 	}
-	_exit(0);
 }
 
 /*
@@ -454,40 +496,7 @@ static void npkts_insider(const struct job_spec *s, int base, uint32_t job,
 static void nan_insider(const struct job_spec *s, int base, uint32_t job,
 			const uint8_t *key)
 {
-	double until = job_now() + ATTACK_SECONDS;
-	uint32_t per = (1500 - GN_WIRE_IPUDP - GN_WIRE_DATA_OVERHEAD) / 4;
-	uint8_t body[GN_WIRE_MAX_PKT];
-	struct insider in;
-	uint32_t i;
-
-	for (i = 0; i + 4 <= sizeof(body); i += 4)
-		memcpy(body + i, "\x00\x00\xc0\x7f", 4);	/* quiet NaN */
-	if (insider_open(&in, s, base, job, key) < 0)
-		_exit(1);
-	while (job_now() < until) {
-		int k, step, ph;
-
-		for (k = 0; k < s->ntensors; k++)
-		for (step = 1; step <= s->steps; step++)
-		for (ph = 0; ph < 2 && s->codec[k] == GN_CODEC_NONE; ph++) {
-			struct gn_wire_data d = { 0 };
-			uint32_t c, len;
-
-			for (c = 0; (len = insider_chunk(&in, k, ph, c, &d.chunk_off)); c++) {
-				d.chunk_len = len;
-				d.npkts = (len + per - 1) / per;
-				for (i = 0; i < d.npkts; i++) {
-					d.pkt = i;
-					d.first = i * per;
-					d.count = len - d.first < per ? len - d.first : per;
-					insider_data(&in, k, (uint32_t)step, (uint8_t)ph,
-						     &d, body, (uint16_t)(d.count * 4));
-				}
-			}
-		}
-		usleep(2000);
-	}
-	_exit(0);
+	insider_run(s, base, job, key, forge_nan);
 }
 
 static void attack_spec(struct job_spec *s,

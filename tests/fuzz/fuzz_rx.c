@@ -14,9 +14,9 @@
  * snapped to a real chunk (npkts left as it is), and a correct MAC, so the
  * fuzzer gets past authentication to the decoders; or it sets the
  * handshake state, so packets also meet a context that is not ready,
- * peers half through the handshake, or a pending mismatch. A tensor whose step completes is
- * collected (gn_allreduce_wait() returns at once then) and its next step
- * started. Every packet sits in an exact-size heap buffer, so ASan reports
+ * peers half through the handshake, or a pending mismatch. A tensor whose
+ * step completes is collected (gn_allreduce_wait() returns at once then)
+ * and its next step started. Every packet sits in an exact-size heap buffer, so ASan reports
  * any read past it; UBSan aborts on any undefined behaviour, and the
  * context is freed after each input, so leaks are reported too.
  */
