@@ -610,6 +610,7 @@ static void ctx_free(struct gn_ctx *ctx)
 	if (ctx->job_mac)
 		explicit_bzero(ctx->job_mac, sizeof(*ctx->job_mac));
 	free(ctx->job_mac);
+	free(ctx->test_session_file);
 	free(ctx);
 }
 
@@ -643,6 +644,10 @@ static int ctx_setup(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 					 strerror(errno));
 	} while (!ctx->instance);
 	ctx->version = wire_version();
+	/* Tests of insiders: where to write what the session key binds. */
+	if (getenv("GN_TEST_SESSION_FILE") &&
+	    !(ctx->test_session_file = strdup(getenv("GN_TEST_SESSION_FILE"))))
+		return open_fail(-ENOMEM, "out of memory");
 	ctx->dead_peer = -1;
 	ctx->tp = &gn_udp_ops;
 	if (gn_fault_wrap(&ctx->tp))

@@ -241,6 +241,7 @@ struct gn_peer {
 	struct gn_ctrl_out *ctrl_q;
 	u32 ctrl_seen_base;		/* every seq <= this was seen */
 	u64 ctrl_seen_bits;		/* seq base+1+i seen */
+	u32 pending_descs;		/* its entries in ctx->pending */
 	/* congestion and timing */
 	double srtt_ns, rttvar_ns;
 	u64 rto_ns;
@@ -269,6 +270,7 @@ struct gn_ctx {
 	struct gn_mac *mac;		/* the session key, from the handshake on:
 					   every other packet; NULL when insecure */
 	u64 instance;
+	char *test_session_file;	/* GN_TEST_SESSION_FILE, tests only */
 	struct gn_peer *peers;
 	struct gn_addr *addrs;
 	const struct gn_transport_ops *tp;
@@ -349,6 +351,9 @@ void gn_data_in(struct gn_ctx *ctx, struct gn_peer *p,
 		const struct gn_wire_hdr *h, const u8 *pkt) GN_HIDDEN;
 void gn_ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
 		const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
+	GN_HIDDEN;
+bool gn_ctrl_fits(struct gn_ctx *ctx, const struct gn_peer *p,
+		  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
 	GN_HIDDEN;
 void gn_fail_all(struct gn_ctx *ctx, int err, const char *msg) GN_HIDDEN;
 void gn_tensor_free(struct gn_tensor *t) GN_HIDDEN;

@@ -10,10 +10,12 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -210,6 +212,27 @@ static void put_le(u64 v, u8 *p, int bytes)
 }
 
 /*
+ * For tests whose attacker holds the job key, as a rank does: what the
+ * session key binds (public: the instances travel in HELLOs), written
+ * whole or not at all.
+ */
+static void test_write_session(const char *path, const u8 *info, size_t len)
+{
+	char tmp[PATH_MAX];
+	bool ok;
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wb");
+	if (!f)
+		return;
+	ok = fwrite(info, 1, len, f) == len;
+	ok = !fclose(f) && ok;
+	if (!ok || rename(tmp, path))
+		unlink(tmp);
+}
+
+/*
  * The session key: the job key and every rank's instance of this run,
  * so no packet of another run authenticates in this one.
  */
@@ -233,6 +256,8 @@ static int start_session(struct gn_ctx *ctx)
 		put_le(i == ctx->rank ? ctx->instance : ctx->peers[i].instance,
 		       info + 8 + 8 * i, 8);
 	r = gn_mac_session(ctx->mac, ctx->job_mac, info, len);
+	if (!r && ctx->test_session_file)
+		test_write_session(ctx->test_session_file, info, len);
 	free(info);
 	return r;
 }
@@ -489,8 +514,11 @@ static void ctrl_ack_in(struct gn_ctx *ctx, struct gn_peer *p,
 		}
 }
 
-/* Seen before? Tracks a window of 64 sequence numbers past the last gap. */
-static int ctrl_seen(struct gn_peer *p, u32 seq)
+/*
+ * Seen before? Tracks a window of 64 sequence numbers past the last gap;
+ * a new one is noted as seen if @mark.
+ */
+static int ctrl_seen(struct gn_peer *p, u32 seq, bool mark)
 {
 	u32 d;
 
@@ -501,6 +529,8 @@ static int ctrl_seen(struct gn_peer *p, u32 seq)
 		return -1;
 	if (p->ctrl_seen_bits & (1ull << d))
 		return 1;
+	if (!mark)
+		return 0;
 	p->ctrl_seen_bits |= 1ull << d;
 	while (p->ctrl_seen_bits & 1) {
 		p->ctrl_seen_bits >>= 1;
@@ -522,9 +552,16 @@ static void ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
 		return;
 	}
-	seen = ctrl_seen(p, c.seq);
+	seen = ctrl_seen(p, c.seq, false);
 	if (seen < 0)
 		return;	/* beyond the window: the sender will try again */
+	if (!seen && !gn_ctrl_fits(ctx, p, h, &c)) {
+		/* No room to keep it yet: the sender will try again. */
+		gn_count_drop(ctx, p, GN_DROP_TENSOR);
+		return;
+	}
+	if (!seen)
+		ctrl_seen(p, c.seq, true);
 	gn_hdr_init(ctx, &ah, GN_PKT_CTRL_ACK, p->rank);
 	gn_wire_hdr_put(&ah, ack);
 	ca.seq = c.seq;
