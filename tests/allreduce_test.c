@@ -557,6 +557,50 @@ static void attack_spec(struct job_spec *s,
 	s->env[0] = path;
 }
 
+/*
+ * Unauthenticated 4-byte "HELLO of protocol version 1" packets from every
+ * peer's address to every rank, from before the handshake to the end: a
+ * version packet cannot be authenticated, so it must change nothing
+ * (it used to fail gn_ctx_open 300 ms later).
+ */
+static void version_spoofer(const struct job_spec *s, int base, uint32_t job,
+			    const uint8_t *key)
+{
+	static const uint8_t pkt[4] = { 0x47, 0x4e, 0x01, 0x01 };
+	double until = job_now() + ATTACK_SECONDS;
+	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW), from, to;
+
+	(void)job;
+	(void)key;
+	if (fd < 0)
+		_exit(1);
+	while (job_now() < until) {
+		for (from = 0; from < s->world; from++)
+			for (to = 0; to < s->world; to++)
+				if (from != to)
+					send_as(fd, base + from, base + to, pkt,
+						sizeof(pkt));
+		usleep(1000);
+	}
+	_exit(0);
+}
+
+TEST(spoofed_version_packets)
+{
+	struct job_out *out;
+	struct job_spec s;
+	int r;
+
+	attack_spec(&s, version_spoofer);
+	s.env[0] = NULL;
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	for (r = 0; r < s.world; r++)
+		ASSERT_LT(0, out->stats[r].drops[GN_DROP_VERSION]) TH_LOG("rank %d", r);
+	job_free(&s, out);
+}
+
 /* A GSO flood from a local process: no crash, every result exact. */
 TEST(gso_flood_128_segments)
 {
