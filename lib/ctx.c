@@ -346,7 +346,7 @@ static int parse_addr(const char *s, size_t len, struct gn_addr *a,
 	return 0;
 }
 
-static int parse_peers(struct gn_ctx *ctx, const char *list)
+int gn_ctx_parse_peers(struct gn_ctx *ctx, const char *list)
 {
 	const char *p = list;
 	int n = 0;
@@ -547,7 +547,7 @@ out:
 	return r;
 }
 
-static int ctx_alloc(struct gn_ctx **out, int world)
+int gn_ctx_alloc(struct gn_ctx **out, int world)
 {
 	struct gn_ctx *ctx = calloc(1, sizeof(*ctx));
 	int i;
@@ -571,7 +571,7 @@ static int ctx_alloc(struct gn_ctx **out, int world)
 	return 0;
 }
 
-static void ctx_free(struct gn_ctx *ctx)
+void gn_ctx_free(struct gn_ctx *ctx)
 {
 	struct gn_tensor *t;
 	int i;
@@ -610,24 +610,18 @@ static void ctx_free(struct gn_ctx *ctx)
 	if (ctx->job_mac)
 		explicit_bzero(ctx->job_mac, sizeof(*ctx->job_mac));
 	free(ctx->job_mac);
-	free(ctx->test_session_file);
 	free(ctx);
 }
 
-/* A version other than this one, for tests of the version handshake only. */
-static u8 wire_version(void)
-{
-	const char *v = getenv("GN_TEST_WIRE_VERSION");
-
-	return v ? (u8)atoi(v) : GN_WIRE_VERSION;
-}
+/* Set by the test library (tests/lib) in its processes only. */
+const struct gn_test_hooks *gn_test_hooks;
 
 static int ctx_setup(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 		     const char *peers)
 {
 	int r;
 
-	r = parse_peers(ctx, peers);
+	r = gn_ctx_parse_peers(ctx, peers);
 	if (r)
 		return r;
 	r = read_codec(ctx, o);
@@ -643,16 +637,16 @@ static int ctx_setup(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 			return open_fail(-errno, "cannot read random bytes for the session: %s",
 					 strerror(errno));
 	} while (!ctx->instance);
-	ctx->version = wire_version();
-	/* Tests of insiders: where to write what the session key binds. */
-	if (getenv("GN_TEST_SESSION_FILE") &&
-	    !(ctx->test_session_file = strdup(getenv("GN_TEST_SESSION_FILE"))))
-		return open_fail(-ENOMEM, "out of memory");
+	ctx->version = GN_WIRE_VERSION;
 	ctx->dead_peer = -1;
 	ctx->tp = &gn_udp_ops;
-	if (gn_fault_wrap(&ctx->tp))
-		return open_fail(-EINVAL, "GN_TEST_FAULTS=%s: use loss=P,dup=P,reorder=P,seed=N,record=PATH,replay=PATH",
-				 getenv("GN_TEST_FAULTS"));
+	if (gn_test_hooks && gn_test_hooks->open) {
+		char msg[GN_ERRMSG_LEN] = "";
+
+		r = gn_test_hooks->open(ctx, msg, sizeof(msg));
+		if (r)
+			return open_fail(r, "%s", msg);
+	}
 	r = ctx->tp->open(&ctx->addrs[ctx->rank], ctx->max_pkt, &ctx->tp_state);
 	if (r)
 		return open_fail(r, "cannot bind %s: %s", ctx->peers[ctx->rank].name,
@@ -701,7 +695,7 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	r = read_basics(&tmp, o, &peers);
 	if (r)
 		return r;
-	if (ctx_alloc(&ctx, tmp.world))
+	if (gn_ctx_alloc(&ctx, tmp.world))
 		return open_fail(-ENOMEM, "out of memory");
 	ctx->rank = tmp.rank;
 	ctx->world = tmp.world;
@@ -715,7 +709,7 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	if (r) {
 		if (ctx->tp_state)
 			ctx->tp->close(ctx->tp_state);
-		ctx_free(ctx);
+		gn_ctx_free(ctx);
 		return r;
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
@@ -723,7 +717,7 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	r = pthread_create(&ctx->thread, NULL, gn_progress_main, ctx);
 	if (r) {
 		ctx->tp->close(ctx->tp_state);
-		ctx_free(ctx);
+		gn_ctx_free(ctx);
 		return open_fail(-r, "cannot start the progress thread");
 	}
 	pthread_mutex_lock(&ctx->lock);
@@ -735,7 +729,7 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	pthread_mutex_unlock(&ctx->lock);
 	if (r) {
 		ctx_stop(ctx);
-		ctx_free(ctx);
+		gn_ctx_free(ctx);
 		return r;
 	}
 	*out = ctx;
@@ -774,123 +768,7 @@ void gn_ctx_close(struct gn_ctx *ctx)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	ctx_stop(ctx);
-	ctx_free(ctx);
-}
-
-/* ---- a context without a network, for the receive-path fuzzer -------- */
-
-static int null_open(const struct gn_addr *self, unsigned int max_pkt,
-		     void **state)
-{
-	(void)self;
-	(void)max_pkt;
-	*state = NULL;
-	return 0;
-}
-
-static void null_close(void *state)
-{
-	(void)state;
-}
-
-static int null_send(void *state, const struct gn_addr *peers,
-		     const struct gn_tx_pkt *pkts, int n)
-{
-	(void)state;
-	(void)peers;
-	(void)pkts;
-	return n;
-}
-
-static int null_recv(void *state, struct gn_rx_pkt *pkts, int max)
-{
-	(void)state;
-	(void)pkts;
-	(void)max;
-	return 0;
-}
-
-static int null_wait(void *state, int timeout_ms)
-{
-	(void)state;
-	(void)timeout_ms;
-	return 0;
-}
-
-static void null_wake(void *state)
-{
-	(void)state;
-}
-
-static const struct gn_transport_ops null_ops = {
-	"null", null_open, null_close, null_send, null_recv, null_wait, null_wake,
-};
-
-/*
- * A ready context of @world ranks at 127.0.0.1:9000+k whose packets go
- * nowhere and that has no progress thread: packets are fed to it with
- * gn_test_packet_in(). For fuzzing the receive path only.
- */
-int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
-		    struct gn_ctx **out)
-{
-	struct gn_ctx *ctx;
-	char peers[512] = "";
-	int i;
-
-	if (world < 1 || world > 16 || ctx_alloc(&ctx, world))
-		return -EINVAL;
-	ctx->rank = rank;
-	ctx->world = world;
-	ctx->mtu = 9000;
-	ctx->max_pkt = ctx->mtu - GN_WIRE_IPUDP;
-	ctx->timeout_ns = 1000000000ull;
-	ctx->chunk = 4096;
-	ctx->job = job;
-	ctx->codec = GN_WIRE_CODEC_3LC;
-	ctx->s = 1.0f;
-	memcpy(&ctx->s_bits, &ctx->s, sizeof(ctx->s_bits));
-	ctx->version = GN_WIRE_VERSION;
-	ctx->dead_peer = -1;
-	for (i = 0; i < world; i++) {
-		char one[32];
-
-		snprintf(one, sizeof(one), "%s127.0.0.1:%d", i ? "," : "", 9000 + i);
-		strcat(peers, one);
-	}
-	if (parse_peers(ctx, peers)) {
-		ctx_free(ctx);
-		return -EINVAL;
-	}
-	if (key) {
-		/* A test context is past its handshake: the session key is
-		 * the job key, so tests and fuzz seeds can tag packets. */
-		ctx->job_mac = malloc(sizeof(*ctx->job_mac));
-		ctx->mac = malloc(sizeof(*ctx->mac));
-		if (!ctx->job_mac || !ctx->mac) {
-			ctx_free(ctx);
-			return -ENOMEM;
-		}
-		gn_mac_init(ctx->job_mac, key);
-		gn_mac_init(ctx->mac, key);
-	} else {
-		ctx->insecure = true;
-	}
-	ctx->tp = &null_ops;
-	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_cond_init(&ctx->cond, NULL);
-	ctx->ready = true;
-	for (i = 0; i < world; i++)
-		ctx->peers[i].hello_in = ctx->peers[i].hello_acked = true;
-	*out = ctx;
-	return 0;
-}
-
-void gn_test_ctx_free(struct gn_ctx *ctx)
-{
-	pthread_mutex_destroy(&ctx->lock);
-	pthread_cond_destroy(&ctx->cond);
-	ctx_free(ctx);
+	gn_ctx_free(ctx);
 }
 
 /* ---- counters ------------------------------------------------------------ */

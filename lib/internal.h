@@ -65,7 +65,6 @@ struct gn_transport_ops {
 };
 
 extern const struct gn_transport_ops gn_udp_ops GN_HIDDEN;
-int gn_fault_wrap(const struct gn_transport_ops **ops) GN_HIDDEN;
 
 /* ---- messages: the packets of one chunk from one rank to one or all ---- */
 
@@ -270,7 +269,6 @@ struct gn_ctx {
 	struct gn_mac *mac;		/* the session key, from the handshake on:
 					   every other packet; NULL when insecure */
 	u64 instance;
-	char *test_session_file;	/* GN_TEST_SESSION_FILE, tests only */
 	struct gn_peer *peers;
 	struct gn_addr *addrs;
 	const struct gn_transport_ops *tp;
@@ -307,15 +305,27 @@ void gn_set_err(struct gn_ctx *ctx, char *buf, const char *fmt, ...)
 void gn_count_drop(struct gn_ctx *ctx, struct gn_peer *p, int reason) GN_HIDDEN;
 int gn_opts_check(const void *opts, size_t sz, size_t known) GN_HIDDEN;
 
-/* For the receive-path fuzzer (tests/fuzz/fuzz_rx.c). */
-int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
-		    struct gn_ctx **out) GN_HIDDEN;
-void gn_test_ctx_free(struct gn_ctx *ctx) GN_HIDDEN;
-void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt,
-		       size_t len) GN_HIDDEN;
+int gn_ctx_alloc(struct gn_ctx **out, int world) GN_HIDDEN;
+void gn_ctx_free(struct gn_ctx *ctx) GN_HIDDEN;
+int gn_ctx_parse_peers(struct gn_ctx *ctx, const char *list) GN_HIDDEN;
+
+/*
+ * What the test library (tests/lib) hooks into: NULL in every process
+ * that does not link it, which no shipped program does.
+ * @open: after the options are read, before the transport opens: may
+ *	wrap ctx->tp or change ctx->version; -errno and a message fail the open
+ * @session: the session key is derived from @info
+ */
+struct gn_test_hooks {
+	int (*open)(struct gn_ctx *ctx, char *msg, size_t len);
+	void (*session)(struct gn_ctx *ctx, const u8 *info, size_t len);
+};
+
+extern const struct gn_test_hooks *gn_test_hooks GN_HIDDEN;
 
 /* progress.c */
 void *gn_progress_main(void *arg) GN_HIDDEN;
+void gn_packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx) GN_HIDDEN;
 int gn_send_now(struct gn_ctx *ctx, int peer, const u8 *pkt, u16 len) GN_HIDDEN;
 void gn_hdr_init(struct gn_ctx *ctx, struct gn_wire_hdr *h, u8 type, int to)
 	GN_HIDDEN;

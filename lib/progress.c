@@ -10,12 +10,10 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -212,27 +210,6 @@ static void put_le(u64 v, u8 *p, int bytes)
 }
 
 /*
- * For tests whose attacker holds the job key, as a rank does: what the
- * session key binds (public: the instances travel in HELLOs), written
- * whole or not at all.
- */
-static void test_write_session(const char *path, const u8 *info, size_t len)
-{
-	char tmp[PATH_MAX];
-	bool ok;
-	FILE *f;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "wb");
-	if (!f)
-		return;
-	ok = fwrite(info, 1, len, f) == len;
-	ok = !fclose(f) && ok;
-	if (!ok || rename(tmp, path))
-		unlink(tmp);
-}
-
-/*
  * The session key: the job key and every rank's instance of this run,
  * so no packet of another run authenticates in this one.
  */
@@ -256,8 +233,8 @@ static int start_session(struct gn_ctx *ctx)
 		put_le(i == ctx->rank ? ctx->instance : ctx->peers[i].instance,
 		       info + 8 + 8 * i, 8);
 	r = gn_mac_session(ctx->mac, ctx->job_mac, info, len);
-	if (!r && ctx->test_session_file)
-		test_write_session(ctx->test_session_file, info, len);
+	if (!r && gn_test_hooks && gn_test_hooks->session)
+		gn_test_hooks->session(ctx, info, len);
 	free(info);
 	return r;
 }
@@ -617,7 +594,7 @@ static void version_in(struct gn_ctx *ctx, struct gn_peer *p,
 	p->version_seen = h->version;
 }
 
-static void packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
+void gn_packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
 {
 	struct gn_peer *p = peer_of(ctx, &rx->from);
 	struct gn_wire_hdr h;
@@ -686,28 +663,6 @@ static void packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
 	}
 }
 
-/* Feed one packet from rank @from (or from nobody, -1) to @ctx. */
-void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt, size_t len)
-{
-	struct gn_rx_pkt rx = { .data = (u8 *)pkt, .len = (u16)len };
-
-	if (len > GN_WIRE_MAX_PKT)
-		return;
-	if (from >= 0 && from < ctx->world) {
-		rx.from = ctx->addrs[from];
-	} else {
-		rx.from = ctx->addrs[0];
-		((struct sockaddr_in *)&rx.from.sa)->sin_port = htons(1);
-	}
-	pthread_mutex_lock(&ctx->lock);
-	ctx->now_ns = gn_now_ns();
-	packet_in(ctx, &rx);
-	gn_ack_flush(ctx);
-	if (ctx->work_n)
-		gn_run_work(ctx, ~0u);
-	pthread_mutex_unlock(&ctx->lock);
-}
-
 static void receive(struct gn_ctx *ctx)
 {
 	struct gn_rx_pkt pkts[RX_BATCH];
@@ -724,7 +679,7 @@ static void receive(struct gn_ctx *ctx)
 					      GN_DROP_MALFORMED);
 				continue;
 			}
-			packet_in(ctx, &pkts[i]);
+			gn_packet_in(ctx, &pkts[i]);
 		}
 		gn_ack_maybe(ctx);
 		if (n < RX_BATCH)

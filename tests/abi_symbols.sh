@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # abi_symbols.sh - libgradnet.so exports exactly the functions gradnet.h
-# declares, all in the GRADNET_0 version node: no codec or wire internals.
+# declares, all in the GRADNET_0 version node: no codec or wire internals,
+# and holds no test code.
 #
 # usage: abi_symbols.sh LIBGRADNET_SO GRADNET_H
 
@@ -17,7 +18,7 @@ sed -n 's/^GN_EXPORT .*[ *]\(gn_[a-z0-9_]*\)(.*/\1/p' "$hdr" | sort -u >"$tmp/ap
 nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort -u >"$tmp/exported"
 
 echo "TAP version 13"
-echo "1..3"
+echo "1..4"
 if [ "$(wc -l <"$tmp/api")" -ge 15 ]; then
 	echo "ok 1 - gradnet.h declares $(wc -l <"$tmp/api") functions"
 else
@@ -36,4 +37,15 @@ if grep -qE '^gn_(wire|mac|siphash|tlc|zre|codec)_?' "$tmp/exported"; then
 	grep -E '^gn_(wire|mac|siphash|tlc|zre|codec)_?' "$tmp/exported" | sed 's/^/# /'
 else
 	echo "ok 3 - no codec or wire symbol is exported"
+fi
+# Test hooks live in the test library (tests/lib): the shipped library has
+# the NULL hook pointer and no code of theirs.
+nm "$so" | awk '{ print $NF }' | sort -u >"$tmp/all"
+if grep -qE '^gn_(test_ctx|test_packet|fault)|^(fault_|null_ops)' "$tmp/all"; then
+	echo "not ok 4 - test code is in the shipped library"
+	grep -E '^gn_(test_ctx|test_packet|fault)|^(fault_|null_ops)' "$tmp/all" | sed 's/^/# /'
+elif ! grep -qx gn_test_hooks "$tmp/all"; then
+	echo "not ok 4 - no gn_test_hooks in the library: is this libgradnet?"
+else
+	echo "ok 4 - no test code in the shipped library, only its NULL hook pointer"
 fi

@@ -14,7 +14,7 @@
 #include "kselftest_harness.h"
 #include <gradnet/gradnet.h>
 #include <gradnet/wire.h>
-#include "internal.h"
+#include "testlib.h"
 
 #define WORLD 3
 #define JOB 0x626e6473u

@@ -17,7 +17,7 @@
 #include <gradnet/wire.h>
 #include "golden/mac_vectors.h"
 #include "golden/packets.h"
-#include "internal.h"	/* gn_test_ctx_new(), for the receive path */
+#include "testlib.h"	/* gn_test_ctx_new(), for the receive path */
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "0123456789abcdef";
 

@@ -30,7 +30,7 @@
 #include <gradnet/codec.h>
 #include <gradnet/gradnet.h>
 #include <gradnet/wire.h>
-#include "internal.h"
+#include "testlib.h"
 #include "fuzz_check.h"
 #include "fuzz_input.h"
 

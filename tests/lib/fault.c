@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "testlib.h"
 
 #define HELD_MAX 256
 

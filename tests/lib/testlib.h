@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * testlib.h - libgradnet's test-only library: contexts without a network,
+ * fault injection, and the hooks that the GN_TEST_* variables set. Linked
+ * into test programs only; no shipped program or library contains it.
+ */
+#ifndef GN_TESTLIB_H
+#define GN_TESTLIB_H
+
+#include "internal.h"
+
+/*
+ * A ready context of @world ranks at 127.0.0.1:9000+k whose packets go
+ * nowhere and that has no progress thread; @key NULL: insecure. Its
+ * session key is the job key, so tests and fuzz seeds can tag packets.
+ */
+int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
+		    struct gn_ctx **out);
+void gn_test_ctx_free(struct gn_ctx *ctx);
+
+/* Feed one packet from rank @from (or from nobody, -1) to @ctx. */
+void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt,
+		       size_t len);
+
+/* fault.c: @inner behind GN_TEST_FAULTS; -EINVAL for a bad spec. */
+int gn_fault_wrap(const struct gn_transport_ops **ops);
+
+#endif /* GN_TESTLIB_H */
