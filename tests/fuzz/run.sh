@@ -45,67 +45,32 @@ fi
 mkdir -p "$build/obj" "$build/artifacts" "$build/logs"
 build=$(cd "$build" && pwd)
 
-san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
-cflags="-std=gnu11 -O1 -g -fno-omit-frame-pointer -ffp-contract=off
-	-D_GNU_SOURCE -Wall -Wextra -Werror
-	-I$root/include -I$root/lib -I$root/tests"
-
 echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return d && n; }' \
 	>"$build/obj/probe.c"
-# shellcheck disable=SC2086 # flags are word lists
-if ! "$CLANG" $san "$build/obj/probe.c" -o "$build/obj/probe" \
-	>"$build/logs/probe.log" 2>&1; then
+if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$build/obj/probe.c" \
+	-o "$build/obj/probe" >"$build/logs/probe.log" 2>&1; then
 	echo "run.sh: SKIP: $CLANG cannot link -fsanitize=fuzzer" \
 		"(see $build/logs/probe.log)"
 	exit "$skip_rc"
 fi
 
-# The codec as lib/meson.build builds it: the same units, the SIMD units
-# with their instruction-set flags.
-avx2="-mavx2 -mbmi2 -mbmi -mlzcnt -mpopcnt"
-avx512="-mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512vbmi2
-	-mbmi2 -mbmi -mlzcnt -mpopcnt"
-objs=
-for unit in zre quantize accumulate tlc avx2 avx512; do
-	isa=
-	case $unit in
-	avx2) isa=$avx2 ;;
-	avx512) isa=$avx512 ;;
-	esac
-	# shellcheck disable=SC2086
-	"$CLANG" $cflags $san $isa -c "$root/lib/codec/$unit.c" \
-		-o "$build/obj/codec_$unit.o"
-	objs="$objs $build/obj/codec_$unit.o"
+# The targets come from meson (-Dfuzz=true): the library's own sources and
+# flags, instrumented, with ASan and UBSan that stop at any finding.
+if [ ! -f "$build/meson/build.ninja" ]; then
+	CC=$CLANG meson setup "$build/meson" "$root" -Dfuzz=true \
+		-Dbuildtype=debugoptimized -Db_sanitize=address,undefined \
+		-Db_lundef=false >"$build/logs/setup.log" 2>&1 || {
+		tail -n 30 "$build/logs/setup.log"
+		exit 1
+	}
+fi
+ninja -C "$build/meson" >"$build/logs/build.log" 2>&1 || {
+	tail -n 30 "$build/logs/build.log"
+	exit 1
+}
+for t in $targets fuzz_seeds; do
+	ln -sf "meson/tests/fuzz/$t" "$build/$t"
 done
-# The rest of libgradnet, for fuzz_rx: the receive path as a whole, with
-# the version meson.build gives it.
-version=$(sed -n "s/^  version: '\([0-9.]*\)',$/\1/p" "$root/meson.build")
-vminor=${version#*.}
-vdefs="-DGRADNET_BUILD_MAJOR=${version%%.*} -DGRADNET_BUILD_MINOR=${vminor%%.*}
-	-DGRADNET_BUILD_PATCH=${vminor#*.}"
-libobjs=
-for src in wire/hdr.c wire/siphash.c wire/mac.c wire/nh_avx2.c version.c \
-	ctx.c udp.c progress.c reliable.c allreduce.c fault.c; do
-	isa=
-	case $src in
-	wire/nh_avx2.c) isa=-mavx2 ;;
-	esac
-	obj=$build/obj/lib_$(basename "$src" .c).o
-	# shellcheck disable=SC2086
-	"$CLANG" $cflags $san $isa $vdefs -DGRADNET_VERSION='"fuzz"' \
-		-c "$root/lib/$src" -o "$obj"
-	libobjs="$libobjs $obj"
-done
-for t in $targets; do
-	extra=
-	case $t in
-	fuzz_rx) extra="$libobjs -lpthread" ;;
-	esac
-	# shellcheck disable=SC2086
-	"$CLANG" $cflags $san "$here/$t.c" $objs $extra -lm -o "$build/$t"
-done
-# shellcheck disable=SC2086
-"$CLANG" $cflags "$here/fuzz_seeds.c" -lm -o "$build/fuzz_seeds"
 rm -rf "$build/seeds"
 GN_DATA_DIR=${GN_DATA_DIR:-$root/data/gradients} \
 	"$build/fuzz_seeds" "$build/seeds"
