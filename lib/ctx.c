@@ -17,7 +17,7 @@
 
 #include "internal.h"
 
-#define CWND_START_SSTHRESH 4096.0
+#define CWND_START_SSTHRESH (4096 * GN_CWND_ONE)
 
 static __thread char open_errmsg[GN_ERRMSG_LEN];
 
@@ -564,7 +564,7 @@ int gn_ctx_alloc(struct gn_ctx **out, int world)
 	}
 	for (i = 0; i < world; i++) {
 		ctx->peers[i].rto_ns = 20000000;
-		ctx->peers[i].cwnd = 256;
+		ctx->peers[i].cwnd = 256 * GN_CWND_ONE;
 		ctx->peers[i].ssthresh = CWND_START_SSTHRESH;
 	}
 	*out = ctx;

@@ -220,6 +220,10 @@ struct gn_ctrl_out {
 	u8 pkt[GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN + GN_WIRE_TAG];
 };
 
+/* Congestion windows in fixed point, as TCP's are integers in the kernel. */
+#define GN_CWND_SHIFT 16
+#define GN_CWND_ONE (1ull << GN_CWND_SHIFT)
+
 struct gn_peer {
 	int rank;
 	struct gn_addr addr;
@@ -242,9 +246,9 @@ struct gn_peer {
 	u64 ctrl_seen_bits;		/* seq base+1+i seen */
 	u32 pending_descs;		/* its entries in ctx->pending */
 	/* congestion and timing */
-	double srtt_ns, rttvar_ns;
+	u64 srtt_ns, rttvar_ns;		/* 0: no sample yet */
 	u64 rto_ns;
-	double cwnd, ssthresh;
+	u64 cwnd, ssthresh;		/* packets, in GN_CWND_ONE units */
 	u32 inflight;
 	u64 last_loss_ns;
 	u64 rack_ns;			/* latest send time acknowledged */

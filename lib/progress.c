@@ -373,19 +373,19 @@ static void ping_in(struct gn_ctx *ctx, struct gn_peer *p,
  */
 void gn_peer_rtt(struct gn_peer *p, u64 sample_ns)
 {
-	double r = (double)sample_ns;
+	u64 r = sample_ns ? sample_ns : 1, rto;
 
 	if (p->srtt_ns == 0) {
 		p->srtt_ns = r;
 		p->rttvar_ns = r / 2;
 	} else {
-		double d = r > p->srtt_ns ? r - p->srtt_ns : p->srtt_ns - r;
+		u64 d = r > p->srtt_ns ? r - p->srtt_ns : p->srtt_ns - r;
 
-		p->rttvar_ns = 0.75 * p->rttvar_ns + 0.25 * d;
-		p->srtt_ns = 0.875 * p->srtt_ns + 0.125 * r;
+		p->rttvar_ns = (3 * p->rttvar_ns + d) / 4;
+		p->srtt_ns = (7 * p->srtt_ns + r) / 8;
 	}
-	r = 2 * p->srtt_ns + 4 * p->rttvar_ns;
-	p->rto_ns = r < 1e6 ? 1000000 : r > 2e9 ? 2000000000 : (u64)r;
+	rto = 2 * p->srtt_ns + 4 * p->rttvar_ns;
+	p->rto_ns = rto < 1000000 ? 1000000 : rto > 2000000000 ? 2000000000 : rto;
 }
 
 static void liveness_tick(struct gn_ctx *ctx)

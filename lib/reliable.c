@@ -12,8 +12,8 @@
 #include "internal.h"
 
 #define TX_BATCH 256
-#define CWND_MIN 32.0
-#define CWND_MAX 8192.0
+#define CWND_MIN (32 * GN_CWND_ONE)
+#define CWND_MAX (8192 * GN_CWND_ONE)
 /*
  * A packet is sent again when a packet sent after it has been acknowledged
  * (by more than a reordering window: time-based loss detection, as RACK
@@ -145,8 +145,8 @@ static u64 rto_of(const struct gn_peer *p)
 static enum due due(const struct gn_ctx *ctx, const struct gn_peer *p,
 		    u64 sent)
 {
-	u64 reo = (u64)(p->srtt_ns / 4) > REORDER_MIN_NS ? (u64)(p->srtt_ns / 4) :
-							    REORDER_MIN_NS;
+	u64 reo = p->srtt_ns / 4 > REORDER_MIN_NS ? p->srtt_ns / 4 :
+						     REORDER_MIN_NS;
 
 	if (!sent)
 		return DUE_NEW;	/* the socket did not take it last time */
@@ -178,7 +178,7 @@ static int collect(struct gn_ctx *ctx, struct gn_txmsg *m, u32 r,
 					     (u16)peer };
 		pend[n++] = (struct pending){ m, r, i, why };
 	}
-	while (m->next_new[r] < m->npkts && n < room && p->inflight < p->cwnd) {
+	while (m->next_new[r] < m->npkts && n < room && (u64)p->inflight * GN_CWND_ONE < p->cwnd) {
 		i = m->next_new[r]++;
 		out[n] = (struct gn_tx_pkt){ m->buf + m->off[i],
 					     (u16)(m->off[i + 1] - m->off[i]),
@@ -210,11 +210,12 @@ static void account(struct gn_ctx *ctx, struct gn_txmsg *m, int peer, u16 len,
  */
 static void shrink(struct gn_ctx *ctx, struct gn_peer *p, enum due why)
 {
-	double f = why == DUE_TIMEOUT ? 0.5 : 0.85;
+	/* x 1/2, or x 17/20 */
+	u64 cut = why == DUE_TIMEOUT ? p->cwnd / 2 : p->cwnd / 20 * 17;
 
-	if (ctx->now_ns - p->last_loss_ns < (u64)p->srtt_ns)
+	if (ctx->now_ns - p->last_loss_ns < p->srtt_ns)
 		return;
-	p->cwnd = p->cwnd * f < CWND_MIN ? CWND_MIN : p->cwnd * f;
+	p->cwnd = cut < CWND_MIN ? CWND_MIN : cut;
 	p->ssthresh = p->cwnd;
 	p->last_loss_ns = ctx->now_ns;
 }
@@ -298,7 +299,7 @@ u64 gn_tx_deadline(struct gn_ctx *ctx)
 
 			if (!row_live(ctx, m, r))
 				continue;
-			if (m->next_new[r] < m->npkts && p->inflight < p->cwnd)
+			if (m->next_new[r] < m->npkts && (u64)p->inflight * GN_CWND_ONE < p->cwnd)
 				return ctx->now_ns;
 			for (i = 0; i < m->next_new[r]; i++) {
 				if (bit_get(acked, i))
@@ -414,7 +415,8 @@ static void acked_one(struct gn_ctx *ctx, struct gn_peer *p,
 			p->rack_ns = sent;
 	}
 	/* Doubling per round trip up to ssthresh, then one packet per trip. */
-	p->cwnd += p->cwnd < p->ssthresh ? 1 : 1 / p->cwnd;
+	p->cwnd += p->cwnd < p->ssthresh ? GN_CWND_ONE :
+		   GN_CWND_ONE * GN_CWND_ONE / p->cwnd;
 	if (p->cwnd > CWND_MAX)
 		p->cwnd = CWND_MAX;
 }

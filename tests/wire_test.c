@@ -586,8 +586,8 @@ TEST(probes_received)
 	uint8_t p[128];
 	struct gn_mac m;
 	uint64_t ctl, sent;
+	uint64_t srtt;
 	size_t len;
-	double srtt;
 
 	gn_mac_init(&m, key);
 	ASSERT_EQ(0, gn_test_ctx_new(3, 0, key, 77, &ctx));
