@@ -1358,10 +1358,9 @@ static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_tlc_decode_slice(body, h->body_len, result_scale(ctx, t, m),
 				    out, d->chunk_len, d->first, d->count);
 	} else {
-		float v[GN_WIRE_MAX_PKT / 4];
-
-		memcpy(v, body, (size_t)d->count * 4);
-		dense_result(ctx, t, out + d->first, v, d->count);
+		/* The packet's bytes may be unaligned: copy, then scale in place. */
+		memcpy(out + d->first, body, (size_t)d->count * 4);
+		dense_result(ctx, t, out + d->first, out + d->first, d->count);
 	}
 	if (rx->got == rx->npkts)
 		gathered_one(ctx, st);

@@ -556,9 +556,14 @@ int gn_ctx_alloc(struct gn_ctx **out, int world)
 		return -ENOMEM;
 	ctx->peers = calloc((size_t)world, sizeof(*ctx->peers));
 	ctx->addrs = calloc((size_t)world, sizeof(*ctx->addrs));
-	if (!ctx->peers || !ctx->addrs) {
+	/* Batches live here, not on the stack: the core's frames stay small. */
+	ctx->rx_batch = calloc(GN_RX_BATCH, sizeof(*ctx->rx_batch));
+	ctx->tx_batch = gn_tx_batch_new();
+	if (!ctx->peers || !ctx->addrs || !ctx->rx_batch || !ctx->tx_batch) {
 		free(ctx->peers);
 		free(ctx->addrs);
+		free(ctx->rx_batch);
+		free(ctx->tx_batch);
 		free(ctx);
 		return -ENOMEM;
 	}
@@ -603,6 +608,8 @@ void gn_ctx_free(struct gn_ctx *ctx)
 	free(ctx->ackq);
 	free(ctx->peers);
 	free(ctx->addrs);
+	free(ctx->rx_batch);
+	free(ctx->tx_batch);
 	/* The MAC state is the key, expanded: leave none of it in the heap. */
 	if (ctx->mac)
 		explicit_bzero(ctx->mac, sizeof(*ctx->mac));

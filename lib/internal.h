@@ -66,6 +66,8 @@ struct gn_transport_ops {
 
 extern const struct gn_transport_ops gn_udp_ops GN_HIDDEN;
 
+#define GN_RX_BATCH 64		/* packets taken from the transport at once */
+
 /* ---- messages: the packets of one chunk from one rank to one or all ---- */
 
 /*
@@ -298,6 +300,8 @@ struct gn_ctx {
 	u32 ack_pkts;			/* packets they cover */
 	u64 ack_due_ns;			/* when the oldest must go */
 	struct gn_stats stats;
+	struct gn_rx_pkt *rx_batch;	/* GN_RX_BATCH, for receive() */
+	struct gn_tx_batch *tx_batch;	/* for gn_tx_pump() */
 	u64 now_ns;			/* progress thread's clock */
 	u32 work_n;			/* chunks waiting in some step's todo */
 };
@@ -345,6 +349,7 @@ struct gn_txmsg *gn_txmsg_new(struct gn_ctx *ctx, u32 npkts, size_t bytes)
 void gn_txmsg_queue(struct gn_ctx *ctx, struct gn_txmsg *m) GN_HIDDEN;
 void gn_txmsg_free(struct gn_txmsg *m) GN_HIDDEN;
 void gn_tx_pump(struct gn_ctx *ctx) GN_HIDDEN;
+struct gn_tx_batch *gn_tx_batch_new(void) GN_HIDDEN;
 u64 gn_tx_deadline(struct gn_ctx *ctx) GN_HIDDEN;
 void gn_tx_drop_step(struct gn_ctx *ctx, struct gn_step *st) GN_HIDDEN;
 void gn_tx_drop_peer(struct gn_ctx *ctx, int peer) GN_HIDDEN;

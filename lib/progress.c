@@ -19,7 +19,6 @@
 
 #define HELLO_EVERY_NS 100000000ull
 #define MISMATCH_GRACE_NS 300000000ull
-#define RX_BATCH 64
 #define RX_ROUNDS 16
 
 void gn_hdr_init(struct gn_ctx *ctx, struct gn_wire_hdr *h, u8 type, int to)
@@ -665,11 +664,11 @@ void gn_packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
 
 static void receive(struct gn_ctx *ctx)
 {
-	struct gn_rx_pkt pkts[RX_BATCH];
+	struct gn_rx_pkt *pkts = ctx->rx_batch;
 	int round, i, n;
 
 	for (round = 0; round < RX_ROUNDS; round++) {
-		n = ctx->tp->recv(ctx->tp_state, pkts, RX_BATCH);
+		n = ctx->tp->recv(ctx->tp_state, pkts, GN_RX_BATCH);
 		if (n <= 0)
 			break;
 		ctx->now_ns = gn_now_ns();
@@ -682,7 +681,7 @@ static void receive(struct gn_ctx *ctx)
 			gn_packet_in(ctx, &pkts[i]);
 		}
 		gn_ack_maybe(ctx);
-		if (n < RX_BATCH)
+		if (n < GN_RX_BATCH)
 			break;
 	}
 }

@@ -33,6 +33,17 @@ struct pending {
 	enum due why;
 };
 
+/* What one gn_tx_pump() hands the transport, allocated with the context. */
+struct gn_tx_batch {
+	struct gn_tx_pkt out[TX_BATCH];
+	struct pending pend[TX_BATCH];
+};
+
+struct gn_tx_batch *gn_tx_batch_new(void)
+{
+	return calloc(1, sizeof(struct gn_tx_batch));
+}
+
 static inline bool bit_get(const u8 *b, u32 i)
 {
 	return b[i / 8] >> (i % 8) & 1;
@@ -237,8 +248,8 @@ static bool row_live(const struct gn_ctx *ctx, const struct gn_txmsg *m,
 /* Send what is due on every message. */
 void gn_tx_pump(struct gn_ctx *ctx)
 {
-	struct gn_tx_pkt out[TX_BATCH];
-	struct pending pend[TX_BATCH];
+	struct gn_tx_pkt *out = ctx->tx_batch->out;
+	struct pending *pend = ctx->tx_batch->pend;
 	struct gn_txmsg *m;
 	int n = 0, sent, k;
 
