@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * selftest.h - the codec self-test the module runs when it loads.
+ * selftest.h - the self-tests the module runs when it loads: the codec's
+ * (selftest.c) and lib/wire's, MAC included (selftest_wire.c).
  */
 #ifndef GN_KMOD_SELFTEST_H
 #define GN_KMOD_SELFTEST_H
 
 int gn_selftest_run(void);
+int gn_selftest_wire_run(void);
 
 #endif /* GN_KMOD_SELFTEST_H */

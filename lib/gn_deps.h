@@ -27,6 +27,14 @@
  * kernel_fpu_end() itself; the codec's own FPU sections are empty here.
  * kernel_fpu_begin() loads the default MXCSR (round to nearest, denormals
  * kept), the environment the codec specification assumes.
+ *
+ * The same holds for the MAC: gn_mac_tag(), gn_mac_seal() and
+ * gn_mac_check() run the AVX2 NH pass (lib/wire/nh_avx2.c) when the key's
+ * isa says so, and nothing in lib/wire opens a section for it. The module
+ * calls them only through kmod/mac_fpu.c, which opens one section per
+ * packet (at most GN_WIRE_MAX_PKT bytes), so preemption is never off for
+ * longer than one packet's MAC. gn_mac_init() and gn_mac_session() are
+ * integer-only and need no section.
  */
 struct gn_fpu {
 	int unused;
@@ -42,9 +50,17 @@ static inline void gn_fpu_end(struct gn_fpu *f)
 	(void)f;
 }
 
+/*
+ * The CPU having an instruction set is not enough: kernel_fpu_begin()
+ * saves only the register state the kernel enabled in XCR0, so the upper
+ * YMM (and ZMM) halves must be among them, as the kernel's own AVX2 and
+ * AVX-512 crypto drivers check. gn_mac_init() and the codec's dispatch
+ * both decide here.
+ */
 static inline bool gn_cpu_has_avx2(void)
 {
-	return boot_cpu_has(X86_FEATURE_AVX2) && boot_cpu_has(X86_FEATURE_BMI2);
+	return boot_cpu_has(X86_FEATURE_AVX2) && boot_cpu_has(X86_FEATURE_BMI2) &&
+	       cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM, NULL);
 }
 
 static inline bool gn_cpu_has_avx512(void)
@@ -54,7 +70,9 @@ static inline bool gn_cpu_has_avx512(void)
 	       boot_cpu_has(X86_FEATURE_AVX512VL) &&
 	       boot_cpu_has(X86_FEATURE_AVX512VBMI) &&
 	       boot_cpu_has(X86_FEATURE_AVX512_VBMI2) &&
-	       boot_cpu_has(X86_FEATURE_BMI2);
+	       boot_cpu_has(X86_FEATURE_BMI2) &&
+	       cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM |
+				 XFEATURE_MASK_AVX512, NULL);
 }
 
 #define gn_get_le16(p) get_unaligned_le16(p)

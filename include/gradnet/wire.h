@@ -386,6 +386,14 @@ GN_EXPORT int gn_wire_fixed_len(unsigned int type);
  * passes with offset keys, as in UMAC) compresses the packet to 128 bits,
  * and SipHash-2-4 keyed separately turns hash and length into the 64-bit
  * tag. See lib/wire/mac.c for why this and not SipHash over the packet.
+ *
+ * FPU rule. gn_mac_tag(), gn_mac_seal() and gn_mac_check() run the NH
+ * pass with AVX2 when the key's isa is set (gn_mac_init() sets it where
+ * the CPU has AVX2) and open no FPU section of their own. In the kernel,
+ * call them with such a key only between kernel_fpu_begin() and
+ * kernel_fpu_end(), one packet per section (kmod/mac_fpu.c does this), never
+ * a batch: preemption is off inside. gn_mac_init(), gn_mac_session() and
+ * gn_siphash() are integer-only and run anywhere.
  */
 #define GN_MAC_KEY_LEN 16
 #define GN_MAC_NH_WORDS (GN_WIRE_MAX_PKT / 4 + 8)
@@ -394,7 +402,7 @@ struct gn_mac {
 	uint64_t prf[2];			/* SipHash key of the tag */
 	uint64_t kdf[2][2];			/* SipHash keys of gn_mac_session() */
 	uint32_t nh[GN_MAC_NH_WORDS + 4];	/* NH key, +4 for the offset pass */
-	int isa;
+	int isa;				/* 1: AVX2 NH pass, 0: scalar */
 };
 
 /**

@@ -3,9 +3,12 @@
 #
 # selftest.sh - build the gradnet kernel module against Debian's 6.1 headers,
 # boot Debian's 6.1 kernel in QEMU (TCG) with a busybox initramfs that loads
-# it, and check from the kernel log that the module's codec self-test passed
-# every golden vector for the scalar code and for each SIMD instruction set
-# the guest CPU has.
+# it, and check from the kernel log that the module's self-tests passed:
+# the codec's, every golden vector for the scalar code and for each SIMD
+# instruction set the guest CPU has; lib/wire's, every MAC known answer and
+# every golden packet with the MAC's scalar NH pass and its AVX2 one (the
+# guest must have AVX2: "-cpu max" gives it). The expected counts come from
+# the golden headers the module includes.
 #
 # usage: selftest.sh [SOURCE_ROOT]
 # Exit: 0 pass, 1 fail, 4 skip (headers, kernel image, qemu, busybox-static
@@ -170,6 +173,29 @@ in_log() {
 	grep -qx "$1" "$tmp/log"
 }
 
+# Prints the wire self-test's expected counts, "<known answers> <packets>",
+# as the C compiler reads them from the golden headers: the SipHash table,
+# key expansions, tags and session keys of mac_vectors.h, and packets.h's
+# packets. No compiler is no skip: the module build needs one too, and a
+# failed count fails the checks that use it.
+count_wire_golden() {
+	cat >"$tmp/count.c" <<'EOF'
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "golden/mac_vectors.h"
+#include "golden/packets.h"
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+int main(void)
+{
+	printf("%zu %zu\n", N(gn_siphash_kat) + N(gn_mac_kat_expanded) +
+	       N(gn_mac_kat) + N(gn_mac_kat_session), N(gn_golden_pkt));
+	return 0;
+}
+EOF
+	cc -I "$root/tests" -o "$tmp/count" "$tmp/count.c" && "$tmp/count"
+}
+
 no_fail_line() {
 	! grep -q '^gradnet: selftest FAIL' "$tmp/log"
 }
@@ -197,6 +223,21 @@ check_isa() {
 	fi
 }
 
+# The MAC known answers and golden packets with NH pass $1. A guest without
+# AVX2 fails the AVX2 pass: it is the one the MAC takes on most hosts.
+check_wire() {
+	pass=$1
+	if [ "$pass" = avx2 ] && ! guest_has avx2; then
+		result 1 "mac avx2: the guest lacks AVX2, its NH pass did not run"
+		result 1 "wire avx2: the guest lacks AVX2, its NH pass did not run"
+		return
+	fi
+	check "mac $pass: $nkat/$nkat known answers passed in the kernel" \
+		in_log "gradnet: selftest mac $pass: $nkat/$nkat known answers"
+	check "wire $pass: $npkt/$npkt golden packets built and parsed in the kernel" \
+		in_log "gradnet: selftest wire $pass: $npkt/$npkt golden packets"
+}
+
 check_log() {
 	# Markers are matched anywhere in a line: the firmware leaves terminal
 	# escapes in front of the first one.
@@ -205,6 +246,10 @@ check_log() {
 	flags=$(sed -n 's/.*GN-FLAGS: flags[[:space:]]*:[[:space:]]*//p' \
 		"$tmp/console.log")
 	nvec=$(grep -c '^	{ "' "$root/tests/golden/vectors.h")
+	# "?" matches no log line, so a failed count fails the checks.
+	counts=$(count_wire_golden) || counts="? ?"
+	nkat=${counts% *}
+	npkt=${counts#* }
 
 	check "guest booted, ran init and powered off in ${elapsed}s (qemu rc $qemu_rc)" \
 		grep -q 'GN-DONE' "$tmp/console.log"
@@ -217,6 +262,11 @@ check_log() {
 	done
 	check "self-test summary says PASS" \
 		grep -q '^gradnet: selftest summary: PASS,' "$tmp/log"
+	for pass in scalar avx2; do
+		check_wire "$pass"
+	done
+	check "wire self-test summary says PASS" \
+		grep -q '^gradnet: selftest wire summary: PASS,' "$tmp/log"
 }
 
 main() {
@@ -233,7 +283,7 @@ main() {
 	fi
 	build_initramfs
 	boot_guest
-	echo "1..9"
+	echo "1..14"
 	result 0 "module builds against $kver headers"
 	check_log
 
