@@ -176,7 +176,18 @@ struct gn_pending_desc {
 	struct gn_pending_desc *next;
 	u16 peer;
 	u32 id;
+	u32 base;			/* of the registration it describes */
 	struct gn_peer_desc desc;
+};
+
+/*
+ * A tensor id that was unregistered: its next registration numbers its
+ * steps after @stepno, so packets of the old one are stale there.
+ */
+struct gn_retired {
+	struct gn_retired *next;
+	u32 id;
+	u32 stepno;
 };
 
 struct gn_tensor {
@@ -191,6 +202,7 @@ struct gn_tensor {
 	u32 *chunks;			/* chunks of shard j */
 	u32 *gat_off;			/* first gather message of shard j */
 	u32 chunks_total;
+	u32 base;			/* steps before this registration */
 	u32 stepno;			/* last started */
 	bool busy;			/* started, not yet waited for */
 	u32 done_no;			/* last step with a known outcome */
@@ -283,6 +295,7 @@ struct gn_ctx {
 	u64 deadlines_ns;		/* next look at step deadlines */
 	struct gn_tensor *tensors;
 	struct gn_pending_desc *pending;
+	struct gn_retired *retired;	/* unregistered ids */
 	struct gn_txmsg *tx;		/* messages with packets owed */
 	struct gn_ackq *ackq;		/* acknowledgements not yet sent */
 	u32 ackq_n, ackq_cap;
