@@ -44,7 +44,8 @@ _inits = 0
 
 
 class GradnetState:
-    """What the hook needs: the context, the registered buckets, the waiter."""
+    """What the hook needs: the context, the registered buckets, the waiter.
+    One state per DDP model: bucket indexes are its tensor ids."""
 
     def __init__(self, ctx, codec="3lc", s=0.0, on_nonfinite="nan"):
         if on_nonfinite not in ("nan", "raise"):
@@ -104,10 +105,6 @@ class GradnetState:
             self._q.put(None)
             self._thread.join()
         self.ctx.close()
-
-    # DDP pickles nothing of the state, but keep copies from sharing a context.
-    def __getstate__(self):
-        raise TypeError("GradnetState cannot be pickled")
 
 
 def allreduce_hook(state, bucket):
@@ -204,5 +201,8 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
     # Nobody needs the key in the store once every context is open.
     dist.barrier(pg)
     if key is not None and rank == 0:
-        store.delete_key(prefix + "key")
+        try:
+            store.delete_key(prefix + "key")
+        except (RuntimeError, NotImplementedError):
+            pass    # a store that cannot delete (FileStore); the job's own
     return GradnetState(ctx, codec=codec, s=s, on_nonfinite=on_nonfinite)
