@@ -206,6 +206,10 @@ out_free:
 	return -ENOMEM;
 }
 
+static void aborts_due(struct gn_ctx *ctx, struct gn_step *st);
+static bool older_registration(const struct gn_ctx *ctx,
+			       const struct gn_tensor *t, u32 id, u32 no);
+
 /*
  * Where the steps of a new registration of @id start: after the last step
  * of its previous registration, with one step number left unused, so that
@@ -283,11 +287,12 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 	for (pp = &ctx->pending; *pp;) {
 		struct gn_pending_desc *d = *pp;
 
+		/* Aborts of this registration's steps wait for the step. */
 		if (d->id != t->id || d->base > t->base) {
 			pp = &d->next;
 			continue;
 		}
-		if (d->base == t->base) {
+		if (d->base == t->base && !d->abort_err) {
 			t->desc[d->peer] = d->desc;
 			desc_check(ctx, t, d->peer);
 		}
@@ -1013,8 +1018,11 @@ static struct gn_step *begin_step(struct gn_ctx *ctx, struct gn_tensor *t,
 		st = t->early;
 		t->early = NULL;
 	}
-	if (!st)
+	if (!st) {
 		st = step_new(ctx, t, no);
+		if (st)
+			aborts_due(ctx, st);
+	}
 	if (!st)
 		return NULL;
 	t->stepno = no;
@@ -1209,6 +1217,7 @@ static struct gn_step *step_for(struct gn_ctx *ctx, struct gn_tensor *t,
 
 		if (!st)
 			return NULL;
+		aborts_due(ctx, st);
 		if (!t->cur || ((t->cur->done || t->cur->err) &&
 				 !t->cur->encoding)) {
 			step_free(ctx, t->cur);
@@ -1547,33 +1556,76 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 	ctx->pending = pd;
 }
 
+static void abort_apply(struct gn_ctx *ctx, struct gn_step *st,
+			const struct gn_peer *p, u64 value, u32 extra)
+{
+	int err = value > 0 && value < 4096 ? -(int)value : -EPROTO;
+	const char *culprit = extra < (u32)ctx->world ?
+				      ctx->peers[extra].name : "a peer";
+	char msg[GN_ERRMSG_LEN];
+	u32 id = st->t->id;
+
+	if (err == -EDOM)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u step %u: the gradient of %s holds NaN or infinity (or a sum overflowed there); step skipped on every rank",
+			 id, st->no, culprit);
+	else if (err == -ETIMEDOUT)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u step %u: %.100s gave up waiting for %.100s (step timeout); step failed on every rank",
+			 id, st->no, p->name, culprit);
+	else
+		snprintf(msg, sizeof(msg), "tensor %u step %u failed at %s: %s (%s)",
+			 id, st->no, p->name, gn_strerror(err), culprit);
+	step_fail(ctx, st, err, msg);
+}
+
+/* Aborts that came before step @st existed here: apply them now. */
+static void aborts_due(struct gn_ctx *ctx, struct gn_step *st)
+{
+	struct gn_pending_desc **pp, *d;
+
+	for (pp = &ctx->pending; *pp;) {
+		d = *pp;
+		if (!d->abort_err || d->id != st->t->id || d->base != st->no) {
+			pp = &d->next;
+			continue;
+		}
+		abort_apply(ctx, st, &ctx->peers[d->peer], d->abort_err,
+			    d->abort_culprit);
+		*pp = d->next;
+		free(d);
+	}
+}
+
 static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,
 		     const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
 {
 	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
-	int err = c->value > 0 && c->value < 4096 ? -(int)c->value : -EPROTO;
-	const char *culprit = c->extra < (u32)ctx->world ?
-				      ctx->peers[c->extra].name : "a peer";
-	char msg[GN_ERRMSG_LEN];
+	struct gn_pending_desc *pd;
 	struct gn_step *st;
-	bool stale;
+	bool stale = false;
 
-	if (!t)
+	st = t ? step_for(ctx, t, h->step, &stale) : NULL;
+	if (st) {
+		abort_apply(ctx, st, p, c->value, c->extra);
 		return;
-	if (err == -EDOM)
-		snprintf(msg, sizeof(msg),
-			 "tensor %u step %u: the gradient of %s holds NaN or infinity (or a sum overflowed there); step skipped on every rank",
-			 t->id, h->step, culprit);
-	else if (err == -ETIMEDOUT)
-		snprintf(msg, sizeof(msg),
-			 "tensor %u step %u: %.100s gave up waiting for %.100s (step timeout); step failed on every rank",
-			 t->id, h->step, p->name, culprit);
-	else
-		snprintf(msg, sizeof(msg), "tensor %u step %u failed at %s: %s (%s)",
-			 t->id, h->step, p->name, gn_strerror(err), culprit);
-	st = step_for(ctx, t, h->step, &stale);
-	if (st)
-		step_fail(ctx, st, err, msg);
+	}
+	if (stale || older_registration(ctx, t, h->tensor, h->step))
+		return;
+	/*
+	 * A step this rank has not reached: the first of a registration it
+	 * has still to make, or one after a step that failed early here.
+	 */
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return;
+	pd->peer = (u16)p->rank;
+	pd->id = h->tensor;
+	pd->base = h->step;
+	pd->abort_err = c->value ? c->value : EPROTO;
+	pd->abort_culprit = c->extra;
+	pd->next = ctx->pending;
+	ctx->pending = pd;
 }
 
 void gn_ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,

@@ -171,13 +171,19 @@ struct gn_peer_desc {
 	u32 s_bits;
 };
 
-/* A peer's tensor descriptor that came before this rank registered it. */
+/*
+ * A peer's tensor descriptor that came before this rank registered it, or
+ * (@abort_err set) its abort of step @base of a registration this rank
+ * has not made yet.
+ */
 struct gn_pending_desc {
 	struct gn_pending_desc *next;
 	u16 peer;
 	u32 id;
 	u32 base;			/* of the registration it describes */
 	struct gn_peer_desc desc;
+	u64 abort_err;			/* the ABORT's value and extra */
+	u32 abort_culprit;
 };
 
 /*
