@@ -245,7 +245,9 @@ GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
  * the tensor (they may still be decoding them), or a peer is found dead.
  *
  * Return: 0; -EINVAL for a NULL @ctx; -ENOENT if @id is not registered;
- * -EBUSY if an allreduce of it was started and not yet waited for.
+ * -EBUSY if an allreduce of it was started and not yet waited for;
+ * -ETIMEDOUT if peers did not acknowledge those results within twice the
+ * context's timeout (the tensor stays registered); -ENOMEM.
  */
 GN_EXPORT int gn_tensor_unregister(struct gn_ctx *ctx, uint32_t id);
 
