@@ -296,6 +296,7 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 			t->desc[d->peer] = d->desc;
 			desc_check(ctx, t, d->peer);
 		}
+		ctx->peers[d->peer].pending_descs--;
 		*pp = d->next;
 		free(d);
 	}
@@ -467,16 +468,32 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 }
 
 /*
+ * The most packets the message of a chunk of @len elements can have, as
+ * pack_3lc() and pack_dense() cut it with this job's MTU (which every
+ * rank shares): a 3LC slice leaves at most one byte of its budget unused
+ * and a code byte covers at least one group; a dense packet carries a
+ * budget's worth of values. Receivers refuse anything more.
+ */
+static u32 pkts_max(const struct gn_ctx *ctx, u8 codec, size_t len)
+{
+	size_t cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD;
+
+	if (codec == GN_WIRE_CODEC_3LC)
+		return (u32)(gn_tlc_groups(len) / (cap - 1) + 2);
+	return (u32)((len + cap / 4 - 1) / (cap / 4));
+}
+
+/*
  * The packets of one 3LC chunk: zero-run encoded slices cut greedily to
  * the MTU. Slices are laid out first, headers and tags written once the
- * packet count is known. A slice leaves at most one byte of its budget
- * unused, which bounds the packet count.
+ * packet count is known.
  */
 static struct gn_txmsg *pack_3lc(struct gn_ctx *ctx, struct gn_tensor *t,
 				 u32 stepno, const struct msg_shape *ms,
 				 const u8 *q, u32 g)
 {
-	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, most = g / (cap - 1) + 2;
+	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD;
+	u32 most = pkts_max(ctx, GN_WIRE_CODEC_3LC, ms->chunk_len);
 	struct gn_txmsg *m = gn_txmsg_new(ctx, most, (size_t)g + (size_t)most *
 						   GN_WIRE_DATA_OVERHEAD);
 	u32 *first = malloc(most * sizeof(u32)), at = 0, n = 0, i;
@@ -517,7 +534,7 @@ static struct gn_txmsg *pack_dense(struct gn_ctx *ctx, struct gn_tensor *t,
 				   const float *v)
 {
 	u32 per = (ctx->max_pkt - GN_WIRE_DATA_OVERHEAD) / 4, len = ms->chunk_len;
-	u32 n = (len + per - 1) / per, i;
+	u32 n = pkts_max(ctx, GN_WIRE_CODEC_NONE, len), i;
 	struct gn_txmsg *m = gn_txmsg_new(ctx, n, (size_t)len * 4 +
 						   (size_t)n * GN_WIRE_DATA_OVERHEAD);
 	size_t pos = 0;
@@ -590,14 +607,17 @@ static void gathered_one(struct gn_ctx *ctx, struct gn_step *st)
 		step_complete(ctx, st);
 }
 
-/* No NaN or infinity in @v? (Bit test, so the compiler vectorizes it.) */
-static bool all_finite(const float *v, size_t n)
+/*
+ * No NaN or infinity in the @n float32 at @v (aligned or not, as in a
+ * packet)? (Bit test, so the compiler vectorizes it.)
+ */
+static bool all_finite(const void *v, size_t n)
 {
 	u32 worst = 0, b;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		memcpy(&b, &v[i], sizeof(b));
+		memcpy(&b, (const u8 *)v + 4 * i, sizeof(b));
 		b &= 0x7fffffffu;
 		worst = b > worst ? b : worst;
 	}
@@ -1292,13 +1312,24 @@ static void count_rx(struct gn_ctx *ctx, struct gn_peer *p,
 	t->stats.rx_wire_bytes += len;
 }
 
-/* Check a slice's body against its chunk before anything is changed. */
+/*
+ * Check a slice's body against its chunk before anything is changed.
+ *
+ * Dense values must be finite, contributions and results alike: no rank
+ * sends a NaN or infinity (a rank checks its gradient before it sends it,
+ * an owner its sum), so such a packet is a forgery and is dropped as
+ * malformed before it counts as received; the real packet is still taken
+ * when it comes, and every rank ends with the same bits. (Failing the step
+ * instead would let one forged packet fail it, and not even consistently:
+ * the owner of a result may have completed the step already.) 3LC results
+ * are finite by construction: the scale is checked in gn_wire_data_get().
+ */
 static bool body_ok(const struct gn_tensor *t, const struct gn_wire_data *d,
 		    const u8 *body, u16 len)
 {
 	if (t->codec == GN_WIRE_CODEC_3LC)
 		return !gn_zre_check(body, len, d->chunk_len, d->first, d->count);
-	return true;
+	return all_finite(body, d->count);
 }
 
 /*
@@ -1311,8 +1342,15 @@ static bool take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 			const struct gn_wire_hdr *h,
 			const struct gn_wire_data *d, const u8 *body)
 {
-	int r = gn_rxmsg_mark(ctx, rx, h, d);
+	int r;
 
+	/* Before the message's state is sized by it (d->chunk_len is the
+	 * chunk's: chunk_of() said so). */
+	if (d->npkts > pkts_max(ctx, t->codec, d->chunk_len)) {
+		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
+		return false;
+	}
+	r = gn_rxmsg_mark(ctx, rx, h, d);
 	if (r) {
 		gn_count_drop(ctx, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
 		return false;
@@ -1528,6 +1566,28 @@ static void desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
 		step_fail(ctx, t->cur, -EPROTO, msg);
 }
 
+/*
+ * Descriptors of tensors that this rank has not registered yet are kept,
+ * at most GN_PENDING_DESCS per peer, so a peer cannot make this rank's
+ * memory grow without bound. One that does not fit is neither taken nor
+ * acknowledged (ctrl_in() asks here first): its sender repeats it until
+ * this rank has registered the tensor or taken others off the list.
+ */
+#define GN_PENDING_DESCS 4096
+
+bool gn_ctrl_fits(struct gn_ctx *ctx, const struct gn_peer *p,
+		  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
+{
+	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
+
+	if (p->pending_descs < GN_PENDING_DESCS)
+		return true;
+	/* Full: only what is taken at once (see abort_in()). */
+	if (c->kind == GN_CTRL_TENSOR)
+		return t && h->step <= t->base;
+	return t && h->step <= t->stepno + 1;
+}
+
 static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 			   const struct gn_wire_hdr *h,
 			   const struct gn_wire_ctrl *c)
@@ -1545,6 +1605,16 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 		desc_check(ctx, t, p->rank);
 		return;
 	}
+	/* A second descriptor of one tensor from one peer: the last counts. */
+	for (pd = ctx->pending; pd; pd = pd->next)
+		if (pd->peer == p->rank && pd->id == h->tensor &&
+		    !pd->abort_err) {
+			pd->desc = d;
+			pd->base = h->step;
+			return;
+		}
+	if (p->pending_descs >= GN_PENDING_DESCS)
+		return;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return;
@@ -1554,6 +1624,7 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 	pd->desc = d;
 	pd->next = ctx->pending;
 	ctx->pending = pd;
+	p->pending_descs++;
 }
 
 static void abort_apply(struct gn_ctx *ctx, struct gn_step *st,
@@ -1592,6 +1663,7 @@ static void aborts_due(struct gn_ctx *ctx, struct gn_step *st)
 		}
 		abort_apply(ctx, st, &ctx->peers[d->peer], d->abort_err,
 			    d->abort_culprit);
+		ctx->peers[d->peer].pending_descs--;
 		*pp = d->next;
 		free(d);
 	}
@@ -1616,6 +1688,8 @@ static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,
 	 * A step this rank has not reached: the first of a registration it
 	 * has still to make, or one after a step that failed early here.
 	 */
+	if (p->pending_descs >= GN_PENDING_DESCS)
+		return;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return;
@@ -1626,6 +1700,7 @@ static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,
 	pd->abort_culprit = c->extra;
 	pd->next = ctx->pending;
 	ctx->pending = pd;
+	p->pending_descs++;
 }
 
 void gn_ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,

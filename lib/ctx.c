@@ -103,6 +103,7 @@ const char *gn_drop_name(int reason)
 		[GN_DROP_REPLAY] = "replay",
 		[GN_DROP_DUPLICATE] = "duplicate",
 		[GN_DROP_TENSOR] = "tensor",
+		[GN_DROP_EARLY] = "early",
 	};
 
 	return reason >= 0 && reason < GN_DROP_COUNT ? names[reason] : "?";
@@ -533,12 +534,14 @@ static int read_key(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
 		r = open_fail(-EINVAL, "a key and GN_INSECURE are both set; pick one");
 		goto out;
 	}
+	/* The session key is derived when the handshake is done. */
+	ctx->job_mac = malloc(sizeof(*ctx->job_mac));
 	ctx->mac = malloc(sizeof(*ctx->mac));
-	if (!ctx->mac) {
+	if (!ctx->job_mac || !ctx->mac) {
 		r = open_fail(-ENOMEM, "out of memory");
 		goto out;
 	}
-	gn_mac_init(ctx->mac, key);
+	gn_mac_init(ctx->job_mac, key);
 out:
 	explicit_bzero(key, sizeof(key));
 	return r;
@@ -610,6 +613,10 @@ static void ctx_free(struct gn_ctx *ctx)
 	if (ctx->mac)
 		explicit_bzero(ctx->mac, sizeof(*ctx->mac));
 	free(ctx->mac);
+	if (ctx->job_mac)
+		explicit_bzero(ctx->job_mac, sizeof(*ctx->job_mac));
+	free(ctx->job_mac);
+	free(ctx->test_session_file);
 	free(ctx);
 }
 
@@ -635,14 +642,22 @@ static int ctx_setup(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 	r = read_key(ctx, o);
 	if (r)
 		return r;
-	if (getrandom(&ctx->instance, sizeof(ctx->instance), 0) !=
-	    sizeof(ctx->instance))
-		ctx->instance = gn_now_ns() ^ (u64)(uintptr_t)ctx;
+	/* The session key is only as fresh as these bytes are random. */
+	do {
+		if (getrandom(&ctx->instance, sizeof(ctx->instance), 0) !=
+		    sizeof(ctx->instance) && errno != EINTR)
+			return open_fail(-errno, "cannot read random bytes for the session: %s",
+					 strerror(errno));
+	} while (!ctx->instance);
 	ctx->version = wire_version();
+	/* Tests of insiders: where to write what the session key binds. */
+	if (getenv("GN_TEST_SESSION_FILE") &&
+	    !(ctx->test_session_file = strdup(getenv("GN_TEST_SESSION_FILE"))))
+		return open_fail(-ENOMEM, "out of memory");
 	ctx->dead_peer = -1;
 	ctx->tp = &gn_udp_ops;
 	if (gn_fault_wrap(&ctx->tp))
-		return open_fail(-EINVAL, "GN_TEST_FAULTS=%s: use loss=P,dup=P,reorder=P,seed=N",
+		return open_fail(-EINVAL, "GN_TEST_FAULTS=%s: use loss=P,dup=P,reorder=P,seed=N,record=PATH,replay=PATH",
 				 getenv("GN_TEST_FAULTS"));
 	r = ctx->tp->open(&ctx->addrs[ctx->rank], ctx->max_pkt, &ctx->tp_state);
 	if (r)
@@ -854,11 +869,15 @@ int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
 		return -EINVAL;
 	}
 	if (key) {
+		/* A test context is past its handshake: the session key is
+		 * the job key, so tests and fuzz seeds can tag packets. */
+		ctx->job_mac = malloc(sizeof(*ctx->job_mac));
 		ctx->mac = malloc(sizeof(*ctx->mac));
-		if (!ctx->mac) {
+		if (!ctx->job_mac || !ctx->mac) {
 			ctx_free(ctx);
 			return -ENOMEM;
 		}
+		gn_mac_init(ctx->job_mac, key);
 		gn_mac_init(ctx->mac, key);
 	} else {
 		ctx->insecure = true;

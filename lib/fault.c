@@ -6,6 +6,14 @@
  *	GN_TEST_FAULTS=loss=0.01,dup=0.05,reorder=0.05,seed=7
  * (probabilities per packet). Reordered packets are held back and go out
  * after the packets of a later send call.
+ *
+ * For tests of freshness across runs, record=PATH appends every packet
+ * this rank sends (le16 peer, le16 length, the bytes) to PATH, and
+ * replay=PATH sends such a recording again, to the same peers, from this
+ * rank's socket: one recorded packet after each packet of this run, from
+ * the start of the recording again when it is used up. What a peer then
+ * receives is what an attacker replaying the earlier run from this rank's
+ * address would send.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +30,10 @@ struct fault {
 	const struct gn_addr *peers;
 	double loss, dup, reorder;
 	u64 rng;
+	char record[128], replay[128];
+	FILE *rec;
+	u8 *rep;			/* the recording to replay */
+	size_t rep_len, rep_at;
 	int held_n;
 	struct {
 		u16 peer, len;
@@ -55,7 +67,11 @@ static int parse(struct fault *f, const char *spec)
 			return -EINVAL;
 		*eq = 0;
 		v = strtod(eq + 1, NULL);
-		if (!strcmp(tok, "loss"))
+		if (!strcmp(tok, "record"))
+			snprintf(f->record, sizeof(f->record), "%s", eq + 1);
+		else if (!strcmp(tok, "replay"))
+			snprintf(f->replay, sizeof(f->replay), "%s", eq + 1);
+		else if (!strcmp(tok, "loss"))
 			f->loss = v;
 		else if (!strcmp(tok, "dup"))
 			f->dup = v;
@@ -67,6 +83,37 @@ static int parse(struct fault *f, const char *spec)
 			return -EINVAL;
 	}
 	return 0;
+}
+
+/* Read the whole recording to replay; -errno if it cannot be had. */
+static int load_replay(struct fault *f)
+{
+	FILE *in = fopen(f->replay, "rb");
+	long len;
+
+	if (!in)
+		return -errno;
+	if (fseek(in, 0, SEEK_END) || (len = ftell(in)) <= 0 ||
+	    fseek(in, 0, SEEK_SET)) {
+		fclose(in);
+		return -EINVAL;
+	}
+	f->rep = malloc((size_t)len);
+	if (!f->rep || fread(f->rep, 1, (size_t)len, in) != (size_t)len) {
+		fclose(in);
+		return -EIO;
+	}
+	fclose(in);
+	f->rep_len = (size_t)len;
+	return 0;
+}
+
+static void fault_free(struct fault *f)
+{
+	if (f->rec)
+		fclose(f->rec);
+	free(f->rep);
+	free(f);
 }
 
 static int fault_open(const struct gn_addr *self, unsigned int max_pkt,
@@ -81,14 +128,22 @@ static int fault_open(const struct gn_addr *self, unsigned int max_pkt,
 		free(f);
 		return -EINVAL;
 	}
+	if (f->record[0] && !(f->rec = fopen(f->record, "ab"))) {
+		r = -errno;
+		goto out_free;
+	}
+	if (f->replay[0] && (r = load_replay(f)))
+		goto out_free;
 	f->inner = inner_ops;
 	r = f->inner->open(self, max_pkt, &f->inner_state);
-	if (r) {
-		free(f);
-		return r;
-	}
+	if (r)
+		goto out_free;
 	*state = f;
 	return 0;
+
+out_free:
+	fault_free(f);
+	return r;
 }
 
 static void fault_close(void *state)
@@ -96,7 +151,37 @@ static void fault_close(void *state)
 	struct fault *f = state;
 
 	f->inner->close(f->inner_state);
-	free(f);
+	fault_free(f);
+}
+
+static void record(struct fault *f, const struct gn_tx_pkt *p)
+{
+	u8 head[4] = { (u8)p->peer, (u8)(p->peer >> 8), (u8)p->len,
+		       (u8)(p->len >> 8) };
+
+	fwrite(head, 1, sizeof(head), f->rec);
+	fwrite(p->data, 1, p->len, f->rec);
+	fflush(f->rec);
+}
+
+/* Send the next @n packets of the recording, as they were recorded. */
+static void replay(struct fault *f, const struct gn_addr *peers, int n)
+{
+	struct gn_tx_pkt p;
+
+	while (n-- > 0) {
+		if (f->rep_at + 4 > f->rep_len)
+			f->rep_at = 0;
+		p.peer = (u16)(f->rep[f->rep_at] | f->rep[f->rep_at + 1] << 8);
+		p.len = (u16)(f->rep[f->rep_at + 2] | f->rep[f->rep_at + 3] << 8);
+		p.data = f->rep + f->rep_at + 4;
+		if (f->rep_at + 4 + p.len > f->rep_len) {
+			f->rep_at = 0;
+			continue;
+		}
+		f->rep_at += 4 + p.len;
+		f->inner->send(f->inner_state, peers, &p, 1);
+	}
 }
 
 /* Send the first @n held packets and forget them. */
@@ -122,6 +207,8 @@ static int fault_send(void *state, const struct gn_addr *peers,
 
 	f->peers = peers;
 	for (i = 0; i < n; i++) {
+		if (f->rec)
+			record(f, &pkts[i]);
 		if (unit(f) < f->loss)
 			continue;
 		if (f->held_n < HELD_MAX && unit(f) < f->reorder) {
@@ -143,6 +230,8 @@ static int fault_send(void *state, const struct gn_addr *peers,
 		f->inner->send(f->inner_state, peers, f->out, k);
 	/* Packets held in an earlier call go out now, after later ones. */
 	release_held(f, peers, held_before);
+	if (f->rep)
+		replay(f, peers, n);
 	return n;
 }
 

@@ -66,6 +66,9 @@ static inline bool gn_cpu_has_avx512(void)
 
 #define GN_STATIC_ASSERT(c, msg) _Static_assert(c, msg)
 
+/* Clear key material so the compiler cannot drop the stores. */
+#define gn_memzero_explicit(p, n) memzero_explicit((p), (n))
+
 #else /* userspace */
 
 #include <stdbool.h>
@@ -77,6 +80,7 @@ static inline bool gn_cpu_has_avx512(void)
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+#define gn_memzero_explicit(p, n) explicit_bzero((p), (n))
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 

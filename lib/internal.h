@@ -248,7 +248,10 @@ struct gn_peer {
 	bool hello_in;			/* got its HELLO, it matches */
 	bool hello_acked;		/* it has ours */
 	bool told_reply;		/* we sent it a HELLO saying we have its */
-	u64 instance;
+	u64 instance;			/* its instance in this session */
+	u64 heard;			/* the instance its last HELLO named */
+	u64 pong_floor;			/* PONGs must echo a later PING */
+	u8 version_seen;		/* another protocol version, if it spoke one */
 	bool dead;
 	u32 mac_failures;
 	/* reliable control messages */
@@ -256,6 +259,7 @@ struct gn_peer {
 	struct gn_ctrl_out *ctrl_q;
 	u32 ctrl_seen_base;		/* every seq <= this was seen */
 	u64 ctrl_seen_bits;		/* seq base+1+i seen */
+	u32 pending_descs;		/* its entries in ctx->pending */
 	/* congestion and timing */
 	double srtt_ns, rttvar_ns;
 	u64 rto_ns;
@@ -280,8 +284,11 @@ struct gn_ctx {
 	float s;
 	u32 s_bits;
 	bool insecure;
-	struct gn_mac *mac;		/* NULL when insecure */
+	struct gn_mac *job_mac;		/* the job key: HELLOs; NULL when insecure */
+	struct gn_mac *mac;		/* the session key, from the handshake on:
+					   every other packet; NULL when insecure */
 	u64 instance;
+	char *test_session_file;	/* GN_TEST_SESSION_FILE, tests only */
 	struct gn_peer *peers;
 	struct gn_addr *addrs;
 	const struct gn_transport_ops *tp;
@@ -363,6 +370,9 @@ void gn_data_in(struct gn_ctx *ctx, struct gn_peer *p,
 		const struct gn_wire_hdr *h, const u8 *pkt) GN_HIDDEN;
 void gn_ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
 		const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
+	GN_HIDDEN;
+bool gn_ctrl_fits(struct gn_ctx *ctx, const struct gn_peer *p,
+		  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
 	GN_HIDDEN;
 void gn_fail_all(struct gn_ctx *ctx, int err, const char *msg) GN_HIDDEN;
 void gn_tensor_free(struct gn_tensor *t) GN_HIDDEN;

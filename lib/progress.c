@@ -10,10 +10,12 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -49,27 +51,34 @@ int gn_send_now(struct gn_ctx *ctx, int peer, const u8 *pkt, u16 len)
 
 /* ---- handshake ------------------------------------------------------------ */
 
-static void send_hello(struct gn_ctx *ctx, struct gn_peer *p, u8 flags)
+/*
+ * A HELLO to @p that names @echo as the instance we heard from it (0: none
+ * yet). HELLOs are the only packets under the job key.
+ */
+static void send_hello(struct gn_ctx *ctx, struct gn_peer *p, u8 flags,
+		       u64 echo)
 {
 	u8 pkt[GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN + GN_WIRE_TAG];
+	bool reply = p->hello_in && echo == p->instance;
 	struct gn_wire_hello o = {
 		.world = (u16)ctx->world,
-		.flags = flags | (p->hello_in ? GN_HELLO_REPLY : 0) |
+		.flags = flags | (reply ? GN_HELLO_REPLY : 0) |
 			 (ctx->insecure ? GN_HELLO_INSECURE : 0),
 		.codec = ctx->codec,
 		.s = ctx->s_bits,
 		.chunk = ctx->chunk,
 		.mtu = (u16)ctx->mtu,
 		.instance = ctx->instance,
+		.echo = echo,
 	};
 	struct gn_wire_hdr h;
 
 	gn_hdr_init(ctx, &h, GN_PKT_HELLO, p->rank);
 	gn_wire_hdr_put(&h, pkt);
 	gn_wire_hello_put(&o, pkt);
-	p->told_reply |= p->hello_in;
+	p->told_reply |= reply;
 	gn_send_now(ctx, p->rank, pkt,
-		    (u16)gn_mac_seal(ctx->mac, pkt, sizeof(pkt) - GN_WIRE_TAG));
+		    (u16)gn_mac_seal(ctx->job_mac, pkt, sizeof(pkt) - GN_WIRE_TAG));
 }
 
 /*
@@ -137,6 +146,12 @@ static bool hello_differs(struct gn_ctx *ctx, struct gn_peer *p,
 	return false;
 }
 
+/*
+ * A HELLO is fresh when it echoes our instance: the peer made it in this
+ * run, after hearing from us. Anything else may be a recording of another
+ * run (the job key is the same in every run), so it only gets an answer
+ * that tells the sender our instance; it changes no state.
+ */
 static void hello_in(struct gn_ctx *ctx, struct gn_peer *p,
 		     const struct gn_wire_hdr *h, const u8 *pkt)
 {
@@ -146,19 +161,36 @@ static void hello_in(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
 		return;
 	}
+	if (o.echo != ctx->instance) {
+		p->heard = o.instance;
+		if (o.flags & GN_HELLO_ANSWER)
+			gn_count_drop(ctx, p, GN_DROP_REPLAY);
+		else
+			send_hello(ctx, p, GN_HELLO_ANSWER, o.instance);
+		return;
+	}
 	if (hello_differs(ctx, p, &o)) {
 		p->hello_in = false;
 		if (!(o.flags & GN_HELLO_ANSWER))
-			send_hello(ctx, p, GN_HELLO_ANSWER);
+			send_hello(ctx, p, GN_HELLO_ANSWER, o.instance);
 		return;
 	}
-	if (ctx->ready && p->hello_in && o.instance != p->instance) {
-		/* Its state is gone: whatever it owed us will never come. */
-		gn_peer_dead(ctx, p);
+	if (ctx->ready && o.instance != p->instance) {
+		/*
+		 * It restarted after our session began: it cannot join this
+		 * session, and its old self will time out. Answer so its
+		 * handshake is not left waiting on us.
+		 */
+		gn_count_drop(ctx, p, GN_DROP_REPLAY);
+		if (!(o.flags & GN_HELLO_ANSWER))
+			send_hello(ctx, p, GN_HELLO_ANSWER, o.instance);
 		return;
 	}
-	p->instance = o.instance;
+	if (p->instance != o.instance)
+		p->told_reply = false;
+	p->instance = p->heard = o.instance;
 	p->hello_in = true;
+	p->last_rx_ns = ctx->now_ns;
 	if (o.flags & GN_HELLO_REPLY)
 		p->hello_acked = true;
 	/*
@@ -168,7 +200,66 @@ static void hello_in(struct gn_ctx *ctx, struct gn_peer *p,
 	 * (and gone) before its next one comes.
 	 */
 	if (!(o.flags & GN_HELLO_ANSWER) || !p->told_reply)
-		send_hello(ctx, p, GN_HELLO_ANSWER);
+		send_hello(ctx, p, GN_HELLO_ANSWER, o.instance);
+}
+
+static void put_le(u64 v, u8 *p, int bytes)
+{
+	int i;
+
+	for (i = 0; i < bytes; i++)
+		p[i] = (u8)(v >> (8 * i));
+}
+
+/*
+ * For tests whose attacker holds the job key, as a rank does: what the
+ * session key binds (public: the instances travel in HELLOs), written
+ * whole or not at all.
+ */
+static void test_write_session(const char *path, const u8 *info, size_t len)
+{
+	char tmp[PATH_MAX];
+	bool ok;
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wb");
+	if (!f)
+		return;
+	ok = fwrite(info, 1, len, f) == len;
+	ok = !fclose(f) && ok;
+	if (!ok || rename(tmp, path))
+		unlink(tmp);
+}
+
+/*
+ * The session key: the job key and every rank's instance of this run,
+ * so no packet of another run authenticates in this one.
+ */
+static int start_session(struct gn_ctx *ctx)
+{
+	size_t len = 8 + 8 * (size_t)ctx->world;
+	u8 *info;
+	int i, r;
+
+	if (!ctx->job_mac)
+		return 0;
+	if (len > GN_MAC_INFO_MAX)
+		return -E2BIG;
+	info = calloc(1, len);
+	if (!info)
+		return -ENOMEM;
+	put_le(ctx->job, info, 4);
+	put_le((u16)ctx->world, info + 4, 2);
+	info[6] = ctx->version;
+	for (i = 0; i < ctx->world; i++)
+		put_le(i == ctx->rank ? ctx->instance : ctx->peers[i].instance,
+		       info + 8 + 8 * i, 8);
+	r = gn_mac_session(ctx->mac, ctx->job_mac, info, len);
+	if (!r && ctx->test_session_file)
+		test_write_session(ctx->test_session_file, info, len);
+	free(info);
+	return r;
 }
 
 /* Peers not heard from, for the handshake timeout message. */
@@ -185,6 +276,14 @@ static void missing_peers(struct gn_ctx *ctx, char *buf, size_t len,
 
 		if (i == ctx->rank || (p->hello_in && p->hello_acked))
 			continue;
+		if (p->version_seen && *err != -EKEYREJECTED) {
+			*err = -EPROTO;
+			at += (size_t)snprintf(buf + at, len - at,
+					       "%s%s (it speaks gradnet protocol version %u, this rank version %u)",
+					       at ? ", " : "", p->name,
+					       p->version_seen, ctx->version);
+			continue;
+		}
 		if (p->mac_failures)
 			*err = -EKEYREJECTED;
 		at += (size_t)snprintf(buf + at, len - at, "%s%s%s", at ? ", " : "",
@@ -212,12 +311,22 @@ static void handshake_tick(struct gn_ctx *ctx, u64 start, u64 *next)
 		if (!p->hello_in || !p->hello_acked) {
 			all = false;
 			if (ctx->now_ns >= *next)
-				send_hello(ctx, p, 0);
+				send_hello(ctx, p, 0, p->heard);
 		}
 	}
 	if (ctx->now_ns >= *next)
 		*next = ctx->now_ns + HELLO_EVERY_NS;
 	if (all && !ctx->pending_err) {
+		int r = start_session(ctx);
+
+		if (r) {
+			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+				 "handshake: cannot derive the session key (%d ranks): %s",
+				 ctx->world, strerror(-r));
+			ctx->open_err = r;
+			pthread_cond_broadcast(&ctx->cond);
+			return;
+		}
 		ctx->ready = true;
 		for (i = 0; i < ctx->world; i++)
 			ctx->peers[i].last_rx_ns = ctx->now_ns;
@@ -261,11 +370,23 @@ static void ping_in(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
 		return;
 	}
-	if (h->type == GN_PKT_PING)
+	if (h->type == GN_PKT_PING) {
 		/* Echo the prober's clock: it measures the round trip. */
 		send_ping(ctx, p, GN_PKT_PONG, o.stamp);
-	else
-		gn_peer_rtt(p, ctx->now_ns - o.stamp);
+		return;
+	}
+	/*
+	 * A PONG counts only if it echoes a PING of ours later than the last
+	 * one answered: a replayed PONG would fake both the round trip and
+	 * the peer's liveness.
+	 */
+	if (o.stamp <= p->pong_floor || o.stamp > p->last_ping_ns) {
+		gn_count_drop(ctx, p, GN_DROP_REPLAY);
+		return;
+	}
+	p->pong_floor = o.stamp;
+	p->last_rx_ns = ctx->now_ns;
+	gn_peer_rtt(p, ctx->now_ns - o.stamp);
 }
 
 /*
@@ -393,8 +514,11 @@ static void ctrl_ack_in(struct gn_ctx *ctx, struct gn_peer *p,
 		}
 }
 
-/* Seen before? Tracks a window of 64 sequence numbers past the last gap. */
-static int ctrl_seen(struct gn_peer *p, u32 seq)
+/*
+ * Seen before? Tracks a window of 64 sequence numbers past the last gap;
+ * a new one is noted as seen if @mark.
+ */
+static int ctrl_seen(struct gn_peer *p, u32 seq, bool mark)
 {
 	u32 d;
 
@@ -405,6 +529,8 @@ static int ctrl_seen(struct gn_peer *p, u32 seq)
 		return -1;
 	if (p->ctrl_seen_bits & (1ull << d))
 		return 1;
+	if (!mark)
+		return 0;
 	p->ctrl_seen_bits |= 1ull << d;
 	while (p->ctrl_seen_bits & 1) {
 		p->ctrl_seen_bits >>= 1;
@@ -426,9 +552,16 @@ static void ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_count_drop(ctx, p, GN_DROP_MALFORMED);
 		return;
 	}
-	seen = ctrl_seen(p, c.seq);
+	seen = ctrl_seen(p, c.seq, false);
 	if (seen < 0)
 		return;	/* beyond the window: the sender will try again */
+	if (!seen && !gn_ctrl_fits(ctx, p, h, &c)) {
+		/* No room to keep it yet: the sender will try again. */
+		gn_count_drop(ctx, p, GN_DROP_TENSOR);
+		return;
+	}
+	if (!seen)
+		ctrl_seen(p, c.seq, true);
 	gn_hdr_init(ctx, &ah, GN_PKT_CTRL_ACK, p->rank);
 	gn_wire_hdr_put(&ah, ack);
 	ca.seq = c.seq;
@@ -472,14 +605,16 @@ static struct gn_peer *peer_of(struct gn_ctx *ctx, const struct gn_addr *from)
 	return NULL;
 }
 
+/*
+ * Another version's packet cannot be authenticated (its layout is not
+ * ours), so it changes nothing: it is counted, and remembered for the
+ * message if the handshake times out.
+ */
 static void version_in(struct gn_ctx *ctx, struct gn_peer *p,
 		       const struct gn_wire_hdr *h)
 {
 	gn_count_drop(ctx, p, GN_DROP_VERSION);
-	if (h->type == GN_PKT_HELLO)
-		open_mismatch(ctx, EPROTO,
-			      "%s speaks gradnet protocol version %u, this rank version %u",
-			      p->name, h->version, ctx->version);
+	p->version_seen = h->version;
 }
 
 static void packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
@@ -509,14 +644,19 @@ static void packet_in(struct gn_ctx *ctx, const struct gn_rx_pkt *rx)
 		gn_count_drop(ctx, p, GN_DROP_SOURCE);
 		return;
 	}
-	if (gn_mac_check(ctx->mac, rx->data, rx->len)) {
+	if (h.type != GN_PKT_HELLO && !ctx->ready) {
+		/* No session key yet to check it with; the sender repeats. */
+		gn_count_drop(ctx, p, GN_DROP_EARLY);
+		return;
+	}
+	if (gn_mac_check(h.type == GN_PKT_HELLO ? ctx->job_mac : ctx->mac,
+			 rx->data, rx->len)) {
 		p->mac_failures++;
 		gn_count_drop(ctx, p, GN_DROP_MAC);
 		return;
 	}
 	if (p->dead)
 		return;
-	p->last_rx_ns = ctx->now_ns;
 	switch (h.type) {
 	case GN_PKT_HELLO:
 		hello_in(ctx, p, &h, rx->data);

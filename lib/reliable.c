@@ -518,7 +518,7 @@ int gn_rxmsg_mark(struct gn_ctx *ctx, struct gn_rxmsg *m,
 		  const struct gn_wire_hdr *h, const struct gn_wire_data *d)
 {
 	if (!m->npkts) {
-		m->seen = calloc((d->npkts + 7) / 8, 1);
+		m->seen = calloc(((size_t)d->npkts + 7) / 8, 1);
 		if (!m->seen)
 			return -ENOMEM;
 		m->npkts = d->npkts;
@@ -595,8 +595,7 @@ static void ack_send(struct gn_ctx *ctx, struct ack_out *o)
 static void ack_add(struct gn_ctx *ctx, struct ack_out *o,
 		    struct gn_wire_ack *a, const u8 *seen)
 {
-	size_t cap = ctx->max_pkt - GN_WIRE_TAG;
-	u32 base = 0;
+	size_t cap = ctx->max_pkt - GN_WIRE_TAG, base = 0;
 
 	do {
 		size_t room, bytes = 0;
@@ -607,8 +606,8 @@ static void ack_add(struct gn_ctx *ctx, struct ack_out *o,
 		room = cap - o->len - GN_WIRE_ACK_ENTRY;
 		a->base = a->npkts;
 		if (seen) {
-			a->base = base;
-			bytes = (a->npkts - base + 7) / 8;
+			a->base = (u32)base;
+			bytes = ((size_t)a->npkts - base + 7) / 8;
 			bytes = bytes < room ? bytes : room;
 			memcpy(o->pkt + o->len + GN_WIRE_ACK_ENTRY, seen + base / 8,
 			       bytes);
@@ -617,7 +616,7 @@ static void ack_add(struct gn_ctx *ctx, struct ack_out *o,
 		gn_wire_ack_entry_put(a, o->pkt + o->len);
 		o->len += GN_WIRE_ACK_ENTRY + bytes;
 		o->entries++;
-		base += (u32)bytes * 8;
+		base += bytes * 8;
 	} while (seen && base < a->npkts);
 }
 

@@ -32,6 +32,7 @@
 
 #define UDP_BATCH 64
 #define UDP_SOCKBUF (32 << 20)
+/* Segments per GSO send: every kernel with UDP_SEGMENT takes 64. */
 #define GSO_MAX_SEGS 64
 #define GSO_MAX_BYTES 65000
 #define GRO_BUF 65536
@@ -46,9 +47,15 @@ struct udp {
 	struct iovec rx_iov[UDP_BATCH];
 	struct sockaddr_storage rx_from[UDP_BATCH];
 	char rx_cmsg[UDP_BATCH][CMSG_SPACE(sizeof(int))];
-	/* Datagrams of the last receive, GRO batches split. */
-	struct gn_rx_pkt pend[UDP_BATCH * GSO_MAX_SEGS];
-	int pend_n, pend_at;
+	/*
+	 * The buffers of the last receive, split into datagrams as they are
+	 * handed out: the next one is at @rx_at in buffer @rx_i of @rx_n.
+	 * How many segments the kernel merged into one buffer is its business
+	 * (64 before Linux 6.9, 128 since, for local senders), so nothing here
+	 * is sized by it.
+	 */
+	int rx_n, rx_i;
+	unsigned int rx_at, rx_seg;
 	struct mmsghdr tx_msg[UDP_BATCH];
 	struct iovec tx_iov[UDP_BATCH];
 	char tx_cmsg[UDP_BATCH][CMSG_SPACE(sizeof(u16))];
@@ -217,40 +224,56 @@ static unsigned int gro_size(struct msghdr *h)
 	return 0;
 }
 
-/* Queue one received datagram; a cut or oversized one with length 0. */
-static void pend_one(struct udp *u, int i, u8 *data, unsigned int len)
+/* Hand out one received datagram; a cut or oversized one with length 0. */
+static void rx_one(struct udp *u, struct gn_rx_pkt *p, u8 *data,
+		   unsigned int len)
 {
-	struct msghdr *h = &u->rx_msg[i].msg_hdr;
-	struct gn_rx_pkt *p = &u->pend[u->pend_n++];
+	struct msghdr *h = &u->rx_msg[u->rx_i].msg_hdr;
 
 	p->data = data;
 	p->len = (h->msg_flags & MSG_TRUNC) || len > u->max_pkt ? 0 : (u16)len;
-	memcpy(&p->from.sa, &u->rx_from[i], sizeof(u->rx_from[i]));
+	memcpy(&p->from.sa, &u->rx_from[u->rx_i], sizeof(u->rx_from[u->rx_i]));
 	p->from.len = h->msg_namelen;
 }
 
-/* A receive buffer is one datagram, or several that GRO merged. */
-static void split(struct udp *u, int i)
+/*
+ * The next datagram of the received buffers into @p. A buffer is one
+ * datagram, or several that GRO merged, cut at the segment size.
+ */
+static void rx_next(struct udp *u, struct gn_rx_pkt *p)
 {
-	unsigned int len = u->rx_msg[i].msg_len, at;
-	unsigned int seg = gro_size(&u->rx_msg[i].msg_hdr);
-	u8 *base = u->rx_iov[i].iov_base;
+	unsigned int len = u->rx_msg[u->rx_i].msg_len;
+	u8 *base = u->rx_iov[u->rx_i].iov_base;
 
-	if (!seg || seg >= len) {
-		pend_one(u, i, base, len);	/* empty ones count, as malformed */
-		return;
+	if (!u->rx_at)
+		u->rx_seg = gro_size(&u->rx_msg[u->rx_i].msg_hdr);
+	if (!u->rx_seg || u->rx_seg >= len) {
+		rx_one(u, p, base, len);	/* empty ones count, as malformed */
+		u->rx_at = len;
+	} else {
+		rx_one(u, p, base + u->rx_at, len - u->rx_at < u->rx_seg ?
+					      len - u->rx_at : u->rx_seg);
+		u->rx_at += u->rx_seg;
 	}
-	for (at = 0; at < len; at += seg)
-		pend_one(u, i, base + at, len - at < seg ? len - at : seg);
+	if (u->rx_at >= len) {
+		u->rx_i++;
+		u->rx_at = 0;
+	}
 }
 
+/*
+ * Datagrams point into the receive buffers, so the socket is read again
+ * only once every datagram of the last read has been handed out (and the
+ * caller is done with them).
+ */
 static int udp_recv(void *state, struct gn_rx_pkt *pkts, int max)
 {
 	struct udp *u = state;
-	int i, r, n;
+	int i, r, n = 0;
 
-	if (u->pend_at == u->pend_n) {
-		u->pend_at = u->pend_n = 0;
+	if (u->rx_i == u->rx_n) {
+		u->rx_i = u->rx_n = 0;
+		u->rx_at = 0;
 		for (i = 0; i < UDP_BATCH; i++) {
 			struct msghdr *h = &u->rx_msg[i].msg_hdr;
 
@@ -262,12 +285,10 @@ static int udp_recv(void *state, struct gn_rx_pkt *pkts, int max)
 		r = recvmmsg(u->fd, u->rx_msg, UDP_BATCH, MSG_DONTWAIT, NULL);
 		if (r < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		for (i = 0; i < r; i++)
-			split(u, i);
+		u->rx_n = r;
 	}
-	n = u->pend_n - u->pend_at < max ? u->pend_n - u->pend_at : max;
-	memcpy(pkts, u->pend + u->pend_at, (size_t)n * sizeof(*pkts));
-	u->pend_at += n;
+	while (n < max && u->rx_i < u->rx_n)
+		rx_next(u, &pkts[n++]);
 	return n;
 }
 
@@ -281,7 +302,7 @@ static int udp_wait(void *state, int timeout_ms)
 	u64 v;
 	int r;
 
-	if (u->pend_at < u->pend_n)
+	if (u->rx_i < u->rx_n)
 		return 1;
 	r = poll(fds, 2, timeout_ms);
 	if (r > 0 && fds[1].revents)

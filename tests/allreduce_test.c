@@ -3,11 +3,17 @@
  * allreduce_test.c - allreduce between real processes on loopback: every
  * rank's result, every step, equals the single-process reference computed
  * with the codec directly, bit for bit; and the failure modes (NaN, dead
- * peers, mismatched peers) end as they should on every rank.
+ * peers, mismatched peers) end as they should on every rank, also while a
+ * process on the same host attacks the job.
  */
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <gradnet/wire.h>
 
 #include "kselftest_harness.h"
 #include "job.h"
@@ -259,6 +265,355 @@ TEST(nan_abort_before_start)
 	nan_job(_metadata, &s);
 }
 
+/* ---- attackers on the same host ------------------------------------------ */
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+#define ATTACK_SECONDS 120	/* the job kills its attacker long before */
+
+/*
+ * An unauthenticated local process floods every rank with UDP GSO
+ * super-datagrams of 128 segments (Linux >= 6.9 allows 128), in bursts so
+ * that one receive batch holds many of them.
+ */
+static void gso_flood(const struct job_spec *s, int base, uint32_t job,
+		      const uint8_t *key)
+{
+	static uint8_t buf[128 * 16];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), seg = 16, r, i;
+	double until = job_now() + ATTACK_SECONDS;
+
+	(void)job;
+	(void)key;
+	if (fd < 0 || setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg)))
+		_exit(1);
+	/* Each segment starts like a DATA header, as a confused peer's would. */
+	for (i = 0; i < 128; i++)
+		memcpy(buf + i * seg, "GN\x01\x02", 4);
+	while (job_now() < until) {
+		for (r = 0; r < s->world; r++) {
+			struct sockaddr_in to = {
+				.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)(base + r)),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+			};
+
+			for (i = 0; i < 48; i++)
+				(void)!sendto(fd, buf, sizeof(buf), MSG_DONTWAIT,
+					      (struct sockaddr *)&to, sizeof(to));
+		}
+		usleep(20000);
+	}
+	_exit(0);
+}
+
+/* A UDP datagram with any source port on loopback, over a raw socket. */
+static void send_as(int fd, int from_port, int to_port, const uint8_t *payload,
+		    size_t len)
+{
+	uint8_t dgram[sizeof(struct iphdr) + sizeof(struct udphdr) + GN_WIRE_MAX_PKT];
+	struct iphdr *ip = (struct iphdr *)dgram;
+	struct udphdr *udp = (struct udphdr *)(dgram + sizeof(*ip));
+	size_t hdrs = sizeof(*ip) + sizeof(*udp);
+	struct sockaddr_in to = {
+		.sin_family = AF_INET,
+		.sin_port = htons((uint16_t)to_port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+
+	memset(dgram, 0, hdrs);
+	ip->version = 4;
+	ip->ihl = sizeof(*ip) / 4;
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->tot_len = htons((uint16_t)(hdrs + len));
+	ip->saddr = ip->daddr = htonl(INADDR_LOOPBACK);
+	udp->source = htons((uint16_t)from_port);
+	udp->dest = htons((uint16_t)to_port);
+	udp->len = htons((uint16_t)(sizeof(*udp) + len));
+	udp->check = 0;		/* none: allowed for UDP over IPv4 */
+	memcpy(dgram + hdrs, payload, len);
+	(void)!sendto(fd, dgram, hdrs + len, 0, (struct sockaddr *)&to, sizeof(to));
+}
+
+struct insider {
+	const struct job_spec *s;
+	int fd, base;
+	uint32_t job;
+	struct gn_mac mac;
+};
+
+/* Where rank 0 of an attacked job writes what its session key binds. */
+static void session_file(char *path, size_t len, pid_t test)
+{
+	snprintf(path, len, "/tmp/gn-session-%d", (int)test);
+}
+
+/*
+ * An insider holds the job key and, as any rank could, learns the
+ * instances of this run: it derives the session key as the ranks do.
+ */
+static int insider_open(struct insider *in, const struct job_spec *s, int base,
+			uint32_t job, const uint8_t *key)
+{
+	uint8_t info[GN_MAC_INFO_MAX];
+	static struct gn_mac jm;
+	char path[64];
+	size_t len = 0;
+	FILE *f = NULL;
+	int tries;
+
+	in->s = s;
+	in->base = base;
+	in->job = job;
+	session_file(path, sizeof(path), getppid());
+	for (tries = 0; tries < 3000 && !(f = fopen(path, "rb")); tries++)
+		usleep(10000);
+	if (!f)
+		return -1;
+	len = fread(info, 1, sizeof(info), f);
+	fclose(f);
+	unlink(path);
+	gn_mac_init(&jm, key);
+	if (gn_mac_session(&in->mac, &jm, info, len))
+		return -1;
+	in->fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+	return in->fd;
+}
+
+/* Chunk @c of shard @j of tensor @k: first element and length (0: none). */
+static uint32_t insider_chunk(const struct insider *in, int k, int j, uint32_t c,
+			      uint64_t *off)
+{
+	size_t n = in->s->elems[k];
+	unsigned int chunk = in->s->chunk ? in->s->chunk : 65536;
+	unsigned int w = (unsigned int)in->s->world;
+	uint64_t lo = (uint64_t)((unsigned __int128)n * (unsigned int)j / w);
+	uint64_t hi = (uint64_t)((unsigned __int128)n * (unsigned int)(j + 1) / w);
+
+	*off = lo + (uint64_t)c * chunk;
+	if (*off >= hi)
+		return 0;
+	return hi - *off < chunk ? (uint32_t)(hi - *off) : chunk;
+}
+
+/*
+ * Rank 1 (as the insider poses) sends rank 0 a sealed DATA packet of
+ * tensor @k, step @step: a contribution to shard 0 (REDUCE) or its own
+ * result (GATHER).
+ */
+static void insider_data(struct insider *in, int k, uint32_t step, uint8_t phase,
+			 const struct gn_wire_data *d, const uint8_t *body,
+			 uint16_t blen)
+{
+	uint8_t pkt[GN_WIRE_MAX_PKT];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_DATA, .src = 1,
+		.dst = phase == GN_PHASE_REDUCE ? 0 : GN_RANK_ALL,
+		.job = in->job, .tensor = 100 + (uint32_t)k, .step = step,
+		.body_len = blen, .phase = phase,
+		.codec = (uint8_t)in->s->codec[k],
+	};
+	size_t len;
+
+	gn_wire_hdr_put(&h, pkt);
+	gn_wire_data_put(d, pkt);
+	memcpy(pkt + GN_WIRE_DATA_HDR, body, blen);
+	len = gn_mac_seal(&in->mac, pkt, GN_WIRE_DATA_HDR + blen);
+	send_as(in->fd, in->base + 1, in->base, pkt, len);
+}
+
+static uint32_t float_bits(float f)
+{
+	uint32_t b;
+
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+/*
+ * Send what @forge makes of every chunk rank 0 receives from rank 1, in
+ * every step and phase, in rounds until the job kills the insider.
+ */
+static void insider_run(const struct job_spec *s, int base, uint32_t job,
+			const uint8_t *key,
+			void (*forge)(struct insider *in, int k, uint32_t step,
+				      uint8_t phase, unsigned int round))
+{
+	double until = job_now() + ATTACK_SECONDS;
+	unsigned int round;
+	struct insider in;
+	int k, step, ph;
+
+	if (insider_open(&in, s, base, job, key) < 0)
+		_exit(1);
+	for (round = 0; job_now() < until; round++) {
+		for (k = 0; k < s->ntensors; k++)
+			for (step = 1; step <= s->steps; step++)
+				for (ph = 0; ph < 2; ph++)
+					forge(&in, k, (uint32_t)step, (uint8_t)ph,
+					      round);
+		usleep(2000);
+	}
+	_exit(0);
+}
+
+/* One packet per chunk claiming npkts 0xffffffff or 2^31, first or last. */
+static void forge_npkts(struct insider *in, int k, uint32_t step, uint8_t phase,
+			unsigned int round)
+{
+	bool dense = in->s->codec[k] == GN_CODEC_NONE;
+	float one = 1.0f, sv = in->s->s != 0.0f ? in->s->s : 1.0f;
+	uint32_t c, len, np = round % 2 ? 0x80000000u : 0xffffffffu;
+	struct gn_wire_data d = {
+		.first = 0, .count = 1,
+		.scale = dense ? 0 : float_bits(one),
+		.s = dense ? 0 : float_bits(sv),
+		.pkt = round / 2 % 2 ? np - 1 : 0, .npkts = np,
+	};
+	uint8_t body[4];
+
+	memcpy(body, &one, sizeof(one));
+	for (c = 0; (len = insider_chunk(in, k, phase, c, &d.chunk_off)); c++) {
+		d.chunk_len = len;
+		insider_data(in, k, step, phase, &d, body, dense ? 4 : 1);
+	}
+}
+
+/*
+ * An insider holding the key, posing as rank 1, sends DATA whose npkts
+ * is 0xffffffff or 2^31 (first or last packet) for every chunk of every
+ * step that rank 0 receives from rank 1, again and again.
+ */
+static void npkts_insider(const struct job_spec *s, int base, uint32_t job,
+			  const uint8_t *key)
+{
+	insider_run(s, base, job, key, forge_npkts);
+}
+
+/* Dense chunks as rank 1 cuts them (MTU 1500), every value a NaN. */
+static void forge_nan(struct insider *in, int k, uint32_t step, uint8_t phase,
+		      unsigned int round)
+{
+	uint32_t per = (1500 - GN_WIRE_IPUDP - GN_WIRE_DATA_OVERHEAD) / 4;
+	static uint8_t body[GN_WIRE_MAX_PKT];
+	struct gn_wire_data d = { 0 };
+	uint32_t c, len, i;
+
+	(void)round;
+	if (in->s->codec[k] != GN_CODEC_NONE)
+		return;
+	for (i = 0; i + 4 <= sizeof(body); i += 4)
+		memcpy(body + i, "\x00\x00\xc0\x7f", 4);	/* quiet NaN */
+	for (c = 0; (len = insider_chunk(in, k, phase, c, &d.chunk_off)); c++) {
+		d.chunk_len = len;
+		d.npkts = (len + per - 1) / per;
+		for (i = 0; i < d.npkts; i++) {
+			d.pkt = i;
+			d.first = i * per;
+			d.count = len - d.first < per ? len - d.first : per;
+			insider_data(in, k, step, phase, &d, body,
+				     (uint16_t)(d.count * 4));
+		}
+	}
+}
+
+/*
+ * An insider, posing as rank 1, sends dense packets full of NaN, shaped
+ * as rank 1 cuts its real ones: contributions to shard 0, and results of
+ * shard 1.
+ */
+static void nan_insider(const struct job_spec *s, int base, uint32_t job,
+			const uint8_t *key)
+{
+	insider_run(s, base, job, key, forge_nan);
+}
+
+static void attack_spec(struct job_spec *s,
+			void (*attack)(const struct job_spec *, int, uint32_t,
+				       const uint8_t *))
+{
+	static char path[96] = "GN_TEST_SESSION_FILE=";
+
+	memset(s, 0, sizeof(*s));
+	s->world = 3;
+	s->steps = 3;
+	s->nan_rank = s->die_rank = -1;
+	s->keyed = true;
+	s->ntensors = 3;
+	s->elems[0] = 1000003;
+	s->codec[0] = GN_CODEC_3LC;
+	s->elems[1] = 3001;
+	s->codec[1] = GN_CODEC_NONE;
+	s->elems[2] = 200003;
+	s->codec[2] = GN_CODEC_NONE;
+	s->attack = attack;
+	/* Rank 0 tells the insiders what its session key binds. */
+	session_file(path + strlen("GN_TEST_SESSION_FILE="),
+		     sizeof(path) - strlen("GN_TEST_SESSION_FILE="), getpid());
+	s->env[0] = path;
+}
+
+/* A GSO flood from a local process: no crash, every result exact. */
+TEST(gso_flood_128_segments)
+{
+	struct job_out *out;
+	struct job_spec s;
+
+	attack_spec(&s, gso_flood);
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	/* The flood did reach the ranks. */
+	ASSERT_LT(0, out->stats[0].drops[GN_DROP_SOURCE]);
+	job_free(&s, out);
+}
+
+static bool can_raw(void)
+{
+	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* npkts = 0xffffffff and 2^31 from an insider: dropped, results exact. */
+TEST(insider_huge_npkts)
+{
+	struct job_out *out;
+	struct job_spec s;
+
+	if (!can_raw())
+		SKIP(return, "no raw socket (CAP_NET_RAW) to pose as a peer");
+	attack_spec(&s, npkts_insider);
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	ASSERT_LT(0, out->stats[0].drops[GN_DROP_MALFORMED]);
+	job_free(&s, out);
+}
+
+/* Dense NaN contributions and results from an insider: dropped, exact. */
+TEST(insider_dense_nan)
+{
+	struct job_out *out;
+	struct job_spec s;
+
+	if (!can_raw())
+		SKIP(return, "no raw socket (CAP_NET_RAW) to pose as a peer");
+	attack_spec(&s, nan_insider);
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	ASSERT_LT(0, out->stats[0].drops[GN_DROP_MALFORMED]);
+	job_free(&s, out);
+}
+
 /* A rank that dies mid-job: the others fail with -ETIMEDOUT, naming it. */
 TEST(dead_peer_times_out)
 {
@@ -337,7 +692,7 @@ static void expect_open_mismatch(struct __test_metadata *_metadata,
 
 TEST(version_mismatch)
 {
-	expect_open_mismatch(_metadata, "GN_TEST_WIRE_VERSION=2", "version");
+	expect_open_mismatch(_metadata, "GN_TEST_WIRE_VERSION=1", "version");
 }
 
 TEST(codec_param_mismatch)
@@ -385,6 +740,56 @@ TEST(tensor_size_mismatch)
 		ASSERT_EQ(-EPROTO, out->rc[r][0]) TH_LOG("rank %d: %s", r, out->msg[r]);
 		ASSERT_NE(NULL, strstr(out->msg[r], "elements"));
 	}
+	job_free(&s, out);
+}
+
+/*
+ * Record every packet of one run, then run the same job again (same key,
+ * same job id) with each rank also sending its recording of the first run
+ * to the same peers: HELLOs, DATA of every step, ACKs, control, PINGs and
+ * PONGs of a run whose steps are numbered alike. Every rank must finish
+ * with the reference's results, the replays dropped as stale or
+ * unauthentic, never acted on.
+ */
+TEST(replay_across_runs)
+{
+	struct job_spec s = { .world = 3, .steps = 4, .ntensors = 2,
+			      .elems = { 300007, 5 },
+			      .codec = { GN_CODEC_3LC, GN_CODEC_NONE },
+			      .nan_rank = -1, .die_rank = -1, .keyed = true,
+			      .job_id = 0x5e55 + (uint32_t)getpid() };
+	char dir[] = "/tmp/gn-replay-XXXXXX", env[3][256], path[3][64];
+	uint64_t mac = 0, stale = 0;
+	struct job_out *out;
+	int r;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (r = 0; r < 3; r++) {
+		snprintf(path[r], sizeof(path[r]), "%s/rank%d", dir, r);
+		snprintf(env[r], sizeof(env[r]), "GN_TEST_FAULTS=record=%s", path[r]);
+		s.env[r] = env[r];
+	}
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	job_free(&s, out);
+
+	for (r = 0; r < 3; r++)
+		snprintf(env[r], sizeof(env[r]), "GN_TEST_FAULTS=replay=%s", path[r]);
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	for (r = 0; r < 3; r++) {
+		mac += out->stats[r].drops[GN_DROP_MAC];
+		stale += out->stats[r].drops[GN_DROP_REPLAY];
+		unlink(path[r]);
+	}
+	rmdir(dir);
+	ksft_print_msg("replayed packets dropped: %llu unauthentic (the old session key), %llu stale\n",
+		       (unsigned long long)mac, (unsigned long long)stale);
+	fflush(stdout);
+	ASSERT_LT(0, mac);
+	ASSERT_LT(0, stale);
 	job_free(&s, out);
 }
 

@@ -46,10 +46,18 @@ struct job_spec {
 	int idle_rank, idle_step;		/* idle_step until the others
 						   have ended it */
 	const char *env[JOB_MAX_RANKS];		/* "K=V;K=V" per rank */
+	uint32_t job_id;			/* 0: a new one per run */
 	size_t register_elems_rank1;		/* != 0: rank 1 registers tensor 0 so */
 	/* job_reference()'s gradients, if not job_grad()'s (tests/net/gn-ref.c) */
 	void (*grad)(float *x, size_t n, int rank, int t, int step, void *arg);
 	void *grad_arg;
+	/*
+	 * An attacker on the same host, forked with the ranks and killed once
+	 * they are done; rank k listens on 127.0.0.1:@base + k, @key is the
+	 * job's key (an insider has it).
+	 */
+	void (*attack)(const struct job_spec *s, int base, uint32_t job,
+		       const uint8_t *key);
 };
 
 /* What each rank saw, in shared memory. */
@@ -137,10 +145,12 @@ static void job_idle(const struct job_spec *s, struct job_out *out, int rank,
 			usleep(1000);
 }
 
+static const uint8_t job_key[16] = "gradnet test key";
+
 static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 		     const char *peers, uint32_t job)
 {
-	static const uint8_t key[16] = "gradnet test key";
+	const uint8_t *key = job_key;
 	GN_OPTS(gn_ctx_opts, o, .rank = rank, .world_size = s->world,
 		.peers = peers, .timeout_ms = s->timeout_ms ? s->timeout_ms : 5000,
 		.flags = (s->keyed ? 0 : GN_CTX_INSECURE) | GN_CTX_RANK, .s = s->s,
@@ -154,7 +164,7 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 	job_env(s->env[rank]);
 	if (s->keyed && !getenv("GN_KEY")) {
 		o.key = key;
-		o.key_len = sizeof(key);
+		o.key_len = sizeof(job_key);
 	}
 	/* A rank told of a bigger world gets one more (unused) address. */
 	if (getenv("GN_WORLD_SIZE")) {
@@ -245,7 +255,7 @@ static inline struct job_out *job_run(const struct job_spec *s, int limit)
 		       (size_t)s->world * job_total(s) * sizeof(float);
 	struct job_out *out = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pid_t pid[JOB_MAX_RANKS];
+	pid_t pid[JOB_MAX_RANKS], attacker = 0;
 	char peers[1024] = "";
 	int base, i, left;
 	uint32_t job;
@@ -258,6 +268,8 @@ static inline struct job_out *job_run(const struct job_spec *s, int limit)
 	 * must not be taken for peers of this one. */
 	base = 20000 + (int)((getpid() * 131 + calls * 16) % 40000);
 	job = (uint32_t)getpid() * 1000 + (uint32_t)calls++;
+	if (s->job_id)
+		job = s->job_id;
 	for (i = 0; i < s->world; i++) {
 		char one[48];
 
@@ -270,11 +282,22 @@ static inline struct job_out *job_run(const struct job_spec *s, int limit)
 		if (pid[i] == 0)
 			job_rank(s, out, i, peers, job);
 	}
+	if (s->attack) {
+		attacker = fork();
+		if (attacker == 0) {
+			s->attack(s, base, job, job_key);
+			_exit(0);
+		}
+	}
 	until = job_now() + limit;
 	for (left = s->world; left > 0;) {
 		int status;
 		pid_t p = waitpid(-1, &status, WNOHANG);
 
+		if (p > 0 && p == attacker) {
+			attacker = 0;
+			continue;
+		}
 		if (p > 0) {
 			for (i = 0; i < s->world; i++)
 				if (pid[i] == p)
@@ -285,12 +308,19 @@ static inline struct job_out *job_run(const struct job_spec *s, int limit)
 		if (job_now() > until) {
 			for (i = 0; i < s->world; i++)
 				kill(pid[i], SIGKILL);
+			if (attacker > 0)
+				kill(attacker, SIGKILL);
+			attacker = 0;
 			while (wait(NULL) > 0)
 				;
 			out->open_rc[0] = -ETIME;	/* marks a hang */
 			break;
 		}
 		usleep(2000);
+	}
+	if (attacker > 0) {
+		kill(attacker, SIGKILL);
+		waitpid(attacker, NULL, 0);
 	}
 	return out;
 }

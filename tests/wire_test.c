@@ -134,7 +134,7 @@ static size_t build_golden(const struct gn_golden_pkt *g,
 		struct gn_wire_hello wo = {
 			.world = o->world, .flags = o->flags, .codec = o->codec,
 			.s = o->s, .chunk = o->chunk, .mtu = o->mtu,
-			.instance = o->instance,
+			.instance = o->instance, .echo = o->echo,
 		};
 
 		gn_wire_hello_put(&wo, p);
@@ -304,6 +304,7 @@ static void golden_parse_one(struct __test_metadata *_metadata,
 		ASSERT_EQ(g->hello.chunk, o.chunk);
 		ASSERT_EQ(g->hello.mtu, o.mtu);
 		ASSERT_EQ(g->hello.instance, o.instance);
+		ASSERT_EQ(g->hello.echo, o.echo);
 		break;
 	case GN_PKT_DATA:
 		ASSERT_EQ(0, gn_wire_data_get(p, &h, &d));
@@ -466,7 +467,7 @@ TEST(hello_and_ctrl)
 		.type = GN_PKT_HELLO, .src = 2, .dst = 0, .job = 1,
 	};
 	struct gn_wire_hello o = { 4, GN_HELLO_REPLY, 2, 0x3f800000, 65536,
-				   1500, 0x1122334455667788ull }, o2;
+				   1500, 0x1122334455667788ull, 7 }, o2;
 	struct gn_wire_ctrl c = { 5, GN_CTRL_ABORT, 0, EDOM, 2 }, c2;
 
 	gn_wire_hdr_put(&h, p);
@@ -478,6 +479,12 @@ TEST(hello_and_ctrl)
 	ASSERT_EQ(65536, o2.chunk);
 	ASSERT_EQ(1500, o2.mtu);
 	ASSERT_EQ(0x1122334455667788ull, o2.instance);
+	ASSERT_EQ(7, o2.echo);
+	o.instance = 0;			/* an instance is never 0 */
+	gn_wire_hello_put(&o, p);
+	ASSERT_EQ(-EBADMSG, gn_wire_hello_get(p, &h, &o2));
+	o.instance = 1;
+	gn_wire_hello_put(&o, p);
 	p[GN_WIRE_HDR_LEN + 2] = 0x80;	/* unknown flag */
 	ASSERT_EQ(-EBADMSG, gn_wire_hello_get(p, &h, &o2));
 
@@ -578,8 +585,9 @@ TEST(probes_received)
 	struct gn_ctx *ctx;
 	uint8_t p[128];
 	struct gn_mac m;
-	uint64_t ctl;
+	uint64_t ctl, sent;
 	size_t len;
+	double srtt;
 
 	gn_mac_init(&m, key);
 	ASSERT_EQ(0, gn_test_ctx_new(3, 0, key, 77, &ctx));
@@ -596,10 +604,27 @@ TEST(probes_received)
 	ASSERT_EQ(1, st.drops[GN_DROP_MALFORMED]);
 	ASSERT_EQ(ctl, st.ctl_packets);
 
+	/*
+	 * A PONG counts once, and only for a PING we sent: a replayed PONG
+	 * or one for a PING never sent is dropped and changes nothing.
+	 */
 	ASSERT_EQ(0, ctx->peers[1].srtt_ns);
-	len = probe_packet(p, &m, GN_PKT_PONG, gn_now_ns() - 1000000, 0);
+	sent = gn_now_ns() - 1000000;
+	ctx->peers[1].last_ping_ns = sent;
+	ctx->peers[1].last_rx_ns = 0;
+	len = probe_packet(p, &m, GN_PKT_PONG, sent, 0);
 	gn_test_packet_in(ctx, 1, p, len);
 	ASSERT_LT(0, ctx->peers[1].srtt_ns);
+	ASSERT_LT(sent, ctx->peers[1].last_rx_ns);
+	srtt = ctx->peers[1].srtt_ns;
+	ctx->peers[1].last_rx_ns = 0;
+	gn_test_packet_in(ctx, 1, p, len);
+	len = probe_packet(p, &m, GN_PKT_PONG, sent + 1, 0);
+	gn_test_packet_in(ctx, 1, p, len);
+	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
+	ASSERT_EQ(2, st.drops[GN_DROP_REPLAY]);
+	ASSERT_EQ(srtt, ctx->peers[1].srtt_ns);
+	ASSERT_EQ(0, ctx->peers[1].last_rx_ns);
 
 	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 5, 0);
 	gn_test_packet_in(ctx, 1, p, len);
@@ -695,6 +720,38 @@ TEST(mac_known_answers_avx2)
 	gn_mac_init(&m, gn_mac_kat_key[0]);
 	ASSERT_EQ(1, m.isa);
 	mac_known_answers(_metadata, 1);
+}
+
+/*
+ * Session keys: gn_mac_session() of the job key gives the key the Python
+ * model derives from the same info, and a run that differs in one
+ * instance gets another key.
+ */
+TEST(mac_session_known_answers)
+{
+	static struct gn_mac job, s, k;
+	static uint8_t big[GN_MAC_INFO_MAX + 1];
+	uint8_t ramp[64];
+	size_t v, i;
+
+	for (i = 0; i < sizeof(ramp); i++)
+		ramp[i] = GN_MAC_KAT_BYTE(0, i);
+	gn_mac_init(&job, gn_mac_kat_key[0]);
+	for (v = 0; v < sizeof(gn_mac_kat_session) / sizeof(gn_mac_kat_session[0]); v++) {
+		const struct gn_mac_kat_session *kat = &gn_mac_kat_session[v];
+
+		ASSERT_EQ(0, gn_mac_session(&s, &job, kat->info, kat->info_len));
+		gn_mac_init(&k, kat->key);
+		ASSERT_EQ(0, memcmp(&k, &s, sizeof(s))) TH_LOG("session %zu", v);
+		ASSERT_EQ(kat->ramp64_tag, gn_mac_tag(&s, ramp, sizeof(ramp)));
+		ASSERT_NE(gn_mac_tag(&job, ramp, sizeof(ramp)),
+			  gn_mac_tag(&s, ramp, sizeof(ramp)));
+	}
+	ASSERT_NE(0, memcmp(gn_mac_kat_session[0].key, gn_mac_kat_session[1].key, 16));
+	memcpy(&k, &s, sizeof(s));
+	ASSERT_EQ(-EINVAL, gn_mac_session(&s, &job, big, sizeof(big)));
+	ASSERT_EQ(0, memcmp(&k, &s, sizeof(s)));
+	ASSERT_EQ(0, gn_mac_session(&s, &job, big, GN_MAC_INFO_MAX));
 }
 
 /* Any one changed bit, any length, any key change: the check fails. */

@@ -296,9 +296,12 @@ enum gn_drop {
 	GN_DROP_JOB,		/* another job id */
 	GN_DROP_SOURCE,		/* not from a peer of this job */
 	GN_DROP_MAC,		/* authentication failed */
-	GN_DROP_REPLAY,		/* a step that is over, or too far ahead */
+	GN_DROP_REPLAY,		/* a step that is over, or too far ahead; a
+				   HELLO or PONG that is not fresh */
 	GN_DROP_DUPLICATE,	/* a packet already received */
 	GN_DROP_TENSOR,		/* unknown tensor or mismatched parameters */
+	GN_DROP_EARLY,		/* before this rank's handshake gave it the
+				   session key; the sender repeats it */
 	GN_DROP_COUNT,		/* reasons this version knows; may grow */
 };
 

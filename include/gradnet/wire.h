@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define GN_WIRE_MAGIC 0x4e47
-#define GN_WIRE_VERSION 1
+#define GN_WIRE_VERSION 2	/* 2: HELLO echoes the peer's instance; session keys */
 #define GN_WIRE_TAG 8
 #define GN_RANK_ALL 0xffff
 #define GN_WIRE_MAX_PKT 9000	/* largest UDP payload gradnet sends */
@@ -109,11 +109,18 @@ struct gn_wire_data {
 #define GN_WIRE_DATA_OVERHEAD (GN_WIRE_DATA_HDR + GN_WIRE_TAG)
 
 /*
- * HELLO body, 24 bytes: what peers must agree on.
+ * HELLO body, 32 bytes: what peers must agree on, and the fresh random
+ * values the session key is derived from (a challenge and its response).
  *	0 u16 world size	2 u8 flags (GN_HELLO_*)	3 u8 codec
  *	4 u32 s (float bits)	8 u32 chunk		12 u16 mtu
- *	14 u16 reserved (0)	16 u64 instance: random per context, so a
- *	restarted peer is told apart from the old one
+ *	14 u16 reserved (0)	16 u64 instance: random per context, never 0
+ *	24 u64 echo: the receiver's instance as the sender last heard it in
+ *	a HELLO, 0 if it has heard none. A HELLO whose echo is the
+ *	receiver's own instance was made in this run: only such a HELLO
+ *	may change the receiver's state.
+ * HELLOs are authenticated with the job key; every other packet with the
+ * session key, derived from the job key and every rank's instance
+ * (gn_mac_session()), so nothing recorded in one run is valid in another.
  */
 struct gn_wire_hello {
 	uint16_t world;
@@ -123,9 +130,10 @@ struct gn_wire_hello {
 	uint32_t chunk;
 	uint16_t mtu;
 	uint64_t instance;
+	uint64_t echo;
 };
 
-#define GN_WIRE_HELLO_LEN 24
+#define GN_WIRE_HELLO_LEN 32
 #define GN_HELLO_REPLY (1u << 0)	/* I have your HELLO and it matches */
 #define GN_HELLO_INSECURE (1u << 1)	/* sender runs without a key */
 #define GN_HELLO_ANSWER (1u << 2)	/* answers yours; not to be answered */
@@ -387,6 +395,7 @@ GN_EXPORT int gn_wire_fixed_len(unsigned int type);
 
 struct gn_mac {
 	uint64_t prf[2];			/* SipHash key of the tag */
+	uint64_t kdf[2][2];			/* SipHash keys of gn_mac_session() */
 	uint32_t nh[GN_MAC_NH_WORDS + 4];	/* NH key, +4 for the offset pass */
 	int isa;
 };
@@ -397,6 +406,24 @@ struct gn_mac {
  * @key: GN_MAC_KEY_LEN bytes
  */
 GN_EXPORT void gn_mac_init(struct gn_mac *m, const uint8_t *key);
+
+/**
+ * gn_mac_session() - a run's session MAC from the job's
+ * @s: out: the session key, expanded as gn_mac_init() does
+ * @job: the job key, expanded
+ * @info: what the session is bound to: the job id, world size, protocol
+ *	version and every rank's fresh instance, in an order all ranks share
+ * @len: bytes of @info, at most GN_MAC_INFO_MAX
+ *
+ * A KDF with SipHash-2-4 as the PRF under two keys K0, K1 expanded from
+ * the job key for this use only: the session key is
+ * le64(SipHash_K0(info)) || le64(SipHash_K1(info)).
+ *
+ * Return: 0, or -EINVAL if @len is over GN_MAC_INFO_MAX (@s untouched).
+ */
+#define GN_MAC_INFO_MAX 4096
+GN_EXPORT int gn_mac_session(struct gn_mac *s, const struct gn_mac *job,
+			     const uint8_t *info, size_t len);
 
 /**
  * gn_mac_tag() - the tag of @len bytes

@@ -13,7 +13,7 @@
 GN_STATIC_ASSERT(GN_WIRE_HDR_LEN == 24, "common header is 24 bytes");
 GN_STATIC_ASSERT(GN_WIRE_DATA_HDR == 60, "DATA header is 60 bytes");
 GN_STATIC_ASSERT(GN_WIRE_DATA_OVERHEAD == 68, "DATA overhead is 68 bytes");
-GN_STATIC_ASSERT(GN_WIRE_HELLO_LEN == 24, "HELLO part is 24 bytes");
+GN_STATIC_ASSERT(GN_WIRE_HELLO_LEN == 32, "HELLO part is 32 bytes");
 GN_STATIC_ASSERT(GN_WIRE_ACK_LEN == 4 && GN_WIRE_ACK_ENTRY == 28,
 		 "ACK part is 4 bytes, an entry 28 before its bitmap");
 GN_STATIC_ASSERT(GN_WIRE_CTRL_LEN == 20, "CTRL part is 20 bytes");
@@ -155,6 +155,7 @@ void gn_wire_hello_put(const struct gn_wire_hello *o, u8 *b)
 	gn_put_le16(o->mtu, b + 12);
 	gn_put_le16(0, b + 14);
 	gn_put_le64(o->instance, b + 16);
+	gn_put_le64(o->echo, b + 24);
 }
 
 int gn_wire_hello_get(const u8 *b, const struct gn_wire_hdr *h,
@@ -168,7 +169,8 @@ int gn_wire_hello_get(const u8 *b, const struct gn_wire_hdr *h,
 	o->chunk = gn_get_le32(b + 8);
 	o->mtu = gn_get_le16(b + 12);
 	o->instance = gn_get_le64(b + 16);
-	if (h->type != GN_PKT_HELLO || h->body_len || !o->world ||
+	o->echo = gn_get_le64(b + 24);
+	if (h->type != GN_PKT_HELLO || h->body_len || !o->world || !o->instance ||
 	    gn_get_le16(b + 14) || o->flags & ~(GN_HELLO_REPLY | GN_HELLO_INSECURE | GN_HELLO_ANSWER))
 		return -EBADMSG;
 	return 0;

@@ -91,8 +91,21 @@
  * will be). A job without a key sends tag 0 and authenticates nothing.
  *
  * Key separation: J keys only this expansion; P keys only the final
- * SipHash; the NH words are used only inside NH. No other part of gradnet
- * uses J, P or the NH key.
+ * SipHash; the NH words are used only inside NH; K0 and K1, SipHash under
+ * J of "gradkdf " || le64(i) (i = 0, 1 for K0, 2, 3 for K1; a label no
+ * input of the expansion above has), key only gn_mac_session(). No other
+ * part of gradnet uses J, P, K0, K1 or the NH key.
+ *
+ * Session keys. Every packet but HELLO is tagged under a session key
+ * S = SipHash_K0(info) || SipHash_K1(info), info being the job id, world
+ * size, protocol version and the 64-bit random instance of every rank, in
+ * rank order. Each rank learns the others' instances from HELLOs that
+ * echo its own instance (a challenge and response under J), so S is new
+ * in every run as long as one rank's instance is, and a packet recorded
+ * in one run fails authentication in every other: the q of the bound
+ * above counts the packets of one run, not of every run under J. Within
+ * a run, replays are the protocol's to refuse (steps, sequence numbers,
+ * per-packet state, PONGs that must echo a PING not yet answered).
  */
 #include "gn_deps.h"
 #include <gradnet/wire.h>
@@ -108,6 +121,15 @@ static u64 derive(const u64 k[2], u64 i)
 	return gn_siphash(k, in, sizeof(in));
 }
 
+/* Key material i of the session KDF: SipHash of "gradkdf " || le64(i). */
+static u64 derive_kdf(const u64 k[2], u64 i)
+{
+	u8 in[16] = "gradkdf ";
+
+	gn_put_le64(i, in + 8);
+	return gn_siphash(k, in, sizeof(in));
+}
+
 void gn_mac_init(struct gn_mac *m, const u8 *key)
 {
 	u64 k[2] = { gn_get_le64(key), gn_get_le64(key + 8) };
@@ -115,6 +137,8 @@ void gn_mac_init(struct gn_mac *m, const u8 *key)
 
 	m->prf[0] = derive(k, 0);
 	m->prf[1] = derive(k, 1);
+	for (i = 0; i < 4; i++)
+		m->kdf[i / 2][i % 2] = derive_kdf(k, i);
 	for (i = 0; i < sizeof(m->nh) / sizeof(m->nh[0]); i += 2) {
 		u64 w = derive(k, 2 + i / 2);
 
@@ -125,6 +149,21 @@ void gn_mac_init(struct gn_mac *m, const u8 *key)
 }
 
 /* Both NH passes over whole 8-byte pairs, words read little-endian. */
+int gn_mac_session(struct gn_mac *s, const struct gn_mac *job,
+		   const u8 *info, size_t len)
+{
+	u8 key[GN_MAC_KEY_LEN];
+
+	if (len > GN_MAC_INFO_MAX)
+		return -EINVAL;
+	gn_put_le64(gn_siphash(job->kdf[0], info, len), key);
+	gn_put_le64(gn_siphash(job->kdf[1], info, len), key + 8);
+	gn_mac_init(s, key);
+	/* The session key lives on only expanded, in @s. */
+	gn_memzero_explicit(key, sizeof(key));
+	return 0;
+}
+
 static void nh2(const struct gn_mac *m, const u32 *k, const u8 *p,
 		size_t pairs, u64 *h1, u64 *h2)
 {

@@ -61,8 +61,9 @@
 /*
  * fuzz_rx: a job of GN_FZX_WORLD ranks seen from rank 0, keyed with
  * gn_fzx_key, the tensors below registered on every rank and step 1 of
- * each started. Each record is one packet, delivered as ctl says; the last
- * record is cut short where the input ends.
+ * each started (unless the first record says GN_FZX_ST_BARE). Each record
+ * is one packet, delivered as ctl says, or a change of handshake state
+ * (GN_FZX_STATE); the last record is cut short where the input ends.
  */
 #define GN_FZX_WORLD 3
 #define GN_FZX_JOB 0x6a6f62u
@@ -85,14 +86,28 @@
  * DATA part: the low 32 bits of chunk_off index a chunk of the shard the
  * packet is for (the receiver's for REDUCE, the sender's for GATHER);
  * chunk_off and chunk_len become that chunk's; s becomes the tensor's;
- * first, count, pkt and npkts are folded into their valid ranges, so valid
- * values stay as they are.
+ * first and count are folded into their valid ranges, so valid values stay
+ * as they are; npkts stays whatever it is (0, 2^31, 0xffffffff: the
+ * receiver must bound it), and pkt is folded below a non-zero npkts.
  */
 #define GN_FZX_FIX_DATA 0x08
 /* the tag becomes the job key's MAC of the bytes before it */
 #define GN_FZX_SEAL 0x10
 /* delivered twice */
 #define GN_FZX_TWICE 0x20
+/*
+ * Not a packet: the record's first byte (GN_FZX_ST_*) sets the handshake
+ * state of the context and its peers, as it may be when a packet comes.
+ * On the input's first record, GN_FZX_ST_BARE also keeps the tensors
+ * unregistered (and no step started) for the whole input.
+ */
+#define GN_FZX_STATE 0x40
+#define GN_FZX_ST_READY 0x01		/* handshake done */
+#define GN_FZX_ST_HELLO_IN(peer) (0x02u << 2 * ((peer) - 1))	/* peer 1, 2 */
+#define GN_FZX_ST_HELLO_ACKED(peer) (0x04u << 2 * ((peer) - 1))
+#define GN_FZX_ST_TOLD_REPLY 0x20	/* both peers */
+#define GN_FZX_ST_BARE 0x40
+#define GN_FZX_ST_MISMATCH 0x80	/* a handshake mismatch is pending */
 
 struct gn_fzx_tensor {
 	uint32_t id;

@@ -8,12 +8,15 @@
  * Each input runs on a fresh context of rank 0 in a world of 3 without a
  * network or progress thread (gn_test_ctx_new()), with the tensors of
  * fuzz_input.h registered, the peers' descriptors received and step 1 of
- * every tensor started from fixed gradients. The input is a sequence of
- * packets (fuzz_input.h); a record can ask for a consistent header, a
- * DATA part snapped to a real chunk, and a correct MAC, so the fuzzer gets
- * past authentication to the decoders. A tensor whose step completes is
- * collected (gn_allreduce_wait() returns at once then) and its next step
- * started. Every packet sits in an exact-size heap buffer, so ASan reports
+ * every tensor started from fixed gradients (or, if the input says so,
+ * nothing registered yet). The input is a sequence of packets
+ * (fuzz_input.h); a record can ask for a consistent header, a DATA part
+ * snapped to a real chunk (npkts left as it is), and a correct MAC, so the
+ * fuzzer gets past authentication to the decoders; or it sets the
+ * handshake state, so packets also meet a context that is not ready,
+ * peers half through the handshake, or a pending mismatch. A tensor whose
+ * step completes is collected (gn_allreduce_wait() returns at once then)
+ * and its next step started. Every packet sits in an exact-size heap buffer, so ASan reports
  * any read past it; UBSan aborts on any undefined behaviour, and the
  * context is freed after each input, so leaks are reported too.
  */
@@ -33,6 +36,7 @@
 
 struct rx_state {
 	struct gn_ctx *ctx;
+	bool bare;			/* no tensors registered */
 	float *data[GN_FZX_NTENSORS];
 	u32 ctrl_seq[GN_FZX_WORLD];
 };
@@ -101,7 +105,7 @@ static void start(struct rx_state *rs, unsigned int k, unsigned int step)
 }
 
 /* Half the descriptors come before the tensor is registered, half after. */
-static void setup(struct rx_state *rs)
+static void setup(struct rx_state *rs, bool bare)
 {
 	unsigned int k;
 	int r, p;
@@ -111,7 +115,8 @@ static void setup(struct rx_state *rs)
 	GN_FZ_CHECK(r == 0, "gn_test_ctx_new: %d", r);
 	GN_FZ_CHECK(rs->ctx->chunk == GN_FZX_CHUNK, "chunk %u",
 		    rs->ctx->chunk);
-	for (k = 0; k < GN_FZX_NTENSORS; k++) {
+	rs->bare = bare;
+	for (k = 0; k < GN_FZX_NTENSORS && !bare; k++) {
 		const struct gn_fzx_tensor *t = &gn_fzx_tensors[k];
 		GN_OPTS(gn_tensor_opts, o, .id = t->id, .elems = t->elems,
 			.codec = t->codec, .s = t->s, .flags = t->flags);
@@ -137,6 +142,26 @@ static void teardown(struct rx_state *rs)
 		free(rs->data[k]);
 }
 
+/* GN_FZX_STATE: see fuzz_input.h. */
+static void set_state(struct rx_state *rs, u8 st)
+{
+	struct gn_ctx *ctx = rs->ctx;
+	int p;
+
+	ctx->ready = st & GN_FZX_ST_READY;
+	for (p = 1; p < GN_FZX_WORLD; p++) {
+		ctx->peers[p].hello_in = st & GN_FZX_ST_HELLO_IN(p);
+		ctx->peers[p].hello_acked = st & GN_FZX_ST_HELLO_ACKED(p);
+		ctx->peers[p].told_reply = st & GN_FZX_ST_TOLD_REPLY;
+	}
+	if (st & GN_FZX_ST_MISMATCH) {
+		ctx->pending_err = -EPROTO;
+		ctx->fail_at_ns = ctx->now_ns;
+	} else {
+		ctx->pending_err = 0;
+	}
+}
+
 /* Collect steps that ended and start the next ones, up to GN_FZX_STEPS. */
 static void advance(struct rx_state *rs)
 {
@@ -146,6 +171,8 @@ static void advance(struct rx_state *rs)
 		struct gn_tensor *t = gn_tensor_find(rs->ctx, gn_fzx_tensors[k].id);
 		int r;
 
+		if (rs->bare)
+			return;
 		GN_FZ_CHECK(t, "tensor %u is gone", gn_fzx_tensors[k].id);
 		if (!t->busy || t->done_no != t->stepno)
 			continue;
@@ -215,10 +242,8 @@ static void fix_data(u8 *b, size_t len, int from)
 	gn_fz_put_le(d + 12, first, 4);
 	gn_fz_put_le(d + 16, count, 4);
 	npkts = gn_fz_le(d + 32, 4);
-	if (!npkts || npkts > 64)
-		npkts = 1 + npkts % 64;
-	gn_fz_put_le(d + 28, gn_fz_le(d + 28, 4) % npkts, 4);
-	gn_fz_put_le(d + 32, npkts, 4);
+	if (npkts)
+		gn_fz_put_le(d + 28, gn_fz_le(d + 28, 4) % npkts, 4);
 }
 
 /* GN_FZX_FIX_HDR: see fuzz_input.h. */
@@ -260,7 +285,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		gn_mac_init(&fzx_mac, gn_fzx_key);
 		mac_ready = true;
 	}
-	setup(&rs);
+	setup(&rs, size > GN_FZX_REC_HDR && (data[0] & GN_FZX_STATE) &&
+		   gn_fz_le(data + 1, 2) && (data[GN_FZX_REC_HDR] & GN_FZX_ST_BARE));
 	while (at + GN_FZX_REC_HDR <= size) {
 		u8 ctl = data[at];
 		size_t len = gn_fz_le(data + at + 1, 2);
@@ -273,6 +299,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = size - at;
 		if (len > GN_FZX_MAX_PKT)
 			len = GN_FZX_MAX_PKT;
+		if (ctl & GN_FZX_STATE) {
+			if (len)
+				set_state(&rs, data[at]);
+			at += len;
+			continue;
+		}
 		/* Exactly the packet's bytes: ASan catches any read beyond. */
 		pkt = malloc(len ? len : 1);
 		GN_FZ_CHECK(pkt, "out of memory");

@@ -417,6 +417,28 @@ static void rx_restart(struct rx_seed *sd)
 	rx_rec(sd, RX_FIX | 2, p, sizeof(p));
 }
 
+/* A change of handshake state (GN_FZX_STATE), not a packet. */
+static void rx_state(struct rx_seed *sd, unsigned int st)
+{
+	uint8_t b = (uint8_t)st;
+
+	rx_rec(sd, GN_FZX_STATE, &b, 1);
+}
+
+/*
+ * Rank 1's contribution to chunk 0 of tensor @k's shard 0, step 1, as one
+ * packet that claims @npkts packets and is packet @pkt of them.
+ */
+static void rx_npkts(struct rx_seed *sd, unsigned int k, uint32_t npkts,
+		     uint32_t pkt)
+{
+	size_t at = sd->len;
+
+	rx_data(sd, RX_FIX, k, 1, 0, 1, 0, 0, 1e-3f);
+	gn_fz_put_le(sd->buf + at + GN_FZX_REC_HDR + 52, pkt, 4);
+	gn_fz_put_le(sd->buf + at + GN_FZX_REC_HDR + 56, npkts, 4);
+}
+
 static void rx_seeds(void)
 {
 	static struct rx_seed sd;
@@ -458,6 +480,35 @@ static void rx_seeds(void)
 	rx_restart(&sd);
 	rx_step(&sd, RX_FIX, 0, 1);
 	rx_write("rx-peer-restart", &sd);
+	/* An insider's npkts of 2^32 - 1 and 2^31, then the real step. */
+	sd.len = 0;
+	rx_npkts(&sd, 0, 0xffffffffu, 0);
+	rx_npkts(&sd, 0, 0xffffffffu, 0xfffffffeu);
+	rx_npkts(&sd, 2, 0x80000000u, 0x7fffffffu);
+	rx_npkts(&sd, 2, 3, 2);
+	rx_step(&sd, RX_FIX, 0, 1);
+	rx_step(&sd, RX_FIX, 2, 1);
+	rx_write("rx-npkts-huge", &sd);
+	/* Packets meet a handshake in progress, then a finished one. */
+	sd.len = 0;
+	rx_state(&sd, GN_FZX_ST_HELLO_IN(1) | GN_FZX_ST_HELLO_ACKED(2));
+	rx_restart(&sd);
+	rx_control(&sd);
+	rx_step(&sd, RX_FIX, 2, 1);
+	rx_state(&sd, GN_FZX_ST_MISMATCH);
+	rx_restart(&sd);
+	rx_state(&sd, GN_FZX_ST_READY | GN_FZX_ST_HELLO_IN(1) |
+		      GN_FZX_ST_HELLO_ACKED(1) | GN_FZX_ST_HELLO_IN(2) |
+		      GN_FZX_ST_HELLO_ACKED(2) | GN_FZX_ST_TOLD_REPLY);
+	rx_step(&sd, RX_FIX, 2, 1);
+	rx_write("rx-handshake", &sd);
+	/* Nothing registered yet: descriptors wait, the rest is dropped. */
+	sd.len = 0;
+	rx_state(&sd, GN_FZX_ST_BARE);
+	rx_control(&sd);
+	rx_step(&sd, RX_FIX, 0, 1);
+	rx_restart(&sd);
+	rx_write("rx-bare", &sd);
 }
 
 int main(int argc, char **argv)

@@ -77,7 +77,12 @@ for unit in zre quantize accumulate tlc avx2 avx512; do
 		-o "$build/obj/codec_$unit.o"
 	objs="$objs $build/obj/codec_$unit.o"
 done
-# The rest of libgradnet, for fuzz_rx: the receive path as a whole.
+# The rest of libgradnet, for fuzz_rx: the receive path as a whole, with
+# the version meson.build gives it.
+version=$(sed -n "s/^  version: '\([0-9.]*\)',$/\1/p" "$root/meson.build")
+vminor=${version#*.}
+vdefs="-DGRADNET_BUILD_MAJOR=${version%%.*} -DGRADNET_BUILD_MINOR=${vminor%%.*}
+	-DGRADNET_BUILD_PATCH=${vminor#*.}"
 libobjs=
 for src in wire/hdr.c wire/siphash.c wire/mac.c wire/nh_avx2.c version.c \
 	ctx.c udp.c progress.c reliable.c allreduce.c fault.c; do
@@ -87,7 +92,7 @@ for src in wire/hdr.c wire/siphash.c wire/mac.c wire/nh_avx2.c version.c \
 	esac
 	obj=$build/obj/lib_$(basename "$src" .c).o
 	# shellcheck disable=SC2086
-	"$CLANG" $cflags $san $isa -DGRADNET_VERSION='"fuzz"' \
+	"$CLANG" $cflags $san $isa $vdefs -DGRADNET_VERSION='"fuzz"' \
 		-c "$root/lib/$src" -o "$obj"
 	libobjs="$libobjs $obj"
 done

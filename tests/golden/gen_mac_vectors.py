@@ -51,6 +51,15 @@ def c_bytes(b):
     return '{ ' + ', '.join('0x%02x' % x for x in b) + ' }'
 
 
+# Sessions: job, world, version, instances (a run that differs in one
+# instance only must give another key).
+SESSIONS = [
+    (0x6a6f6221, 2, 2, [0x0123456789abcdef, 0xfedcba9876543210]),
+    (0x6a6f6221, 2, 2, [0x0123456789abcdef, 0xfedcba9876543211]),
+    (7, 4, 2, [1, 2, 3, 0xffffffffffffffff]),
+]
+
+
 def emit():
     gnmac.check_anchors()
     openssl_check()
@@ -114,6 +123,28 @@ static const struct gn_mac_kat gn_mac_kat[] = {
             for n in LENS:
                 msg = bytes(pattern_byte(p, i) for i in range(n))
                 w('\t{ %d, %d, %d, 0x%016xull },\n' % (ki, pi, n, m.tag(msg)))
+    w('};\n\n')
+    w('''/*
+ * Session keys (gn_mac_session()) of key 0: the info bytes (job id, world
+ * size, protocol version, 0, every rank's instance) and the key they give;
+ * the tag of the 64-byte ramp under the session key pins its expansion.
+ */
+struct gn_mac_kat_session {
+	uint8_t info[8 + 8 * 4];
+	size_t info_len;
+	uint8_t key[16];
+	uint64_t ramp64_tag;
+};
+
+static const struct gn_mac_kat_session gn_mac_kat_session[] = {
+''')
+    m = gnmac.Mac(KEYS[0])
+    for job, world, ver, inst in SESSIONS:
+        info = gnmac.session_info(job, world, ver, inst)
+        key = m.session_key(info)
+        ramp = bytes(pattern_byte(PATTERNS[0], i) for i in range(64))
+        w('\t{ %s,\n\t  %d,\n\t  %s,\n\t  0x%016xull },\n' %
+          (c_bytes(info), len(info), c_bytes(key), gnmac.Mac(key).tag(ramp)))
     w('};\n\n#endif /* GN_GOLDEN_MAC_VECTORS_H */\n')
 
 

@@ -17,7 +17,7 @@ import sys
 import gnmac
 
 MAGIC = 0x4e47
-VERSION = 1
+VERSION = 2
 HELLO, DATA, ACK, CTRL, CTRL_ACK, PING, PONG = range(1, 8)
 TYPE_NAMES = {HELLO: 'GN_PKT_HELLO', DATA: 'GN_PKT_DATA', ACK: 'GN_PKT_ACK',
               CTRL: 'GN_PKT_CTRL', CTRL_ACK: 'GN_PKT_CTRL_ACK',
@@ -37,8 +37,8 @@ TAG_LEN = 8
 # Common header, 24 bytes: magic, version, type, src, dst, job, tensor,
 # step, body length, phase, codec.
 HDR = struct.Struct('<HBBHHIIIHBB')
-# HELLO: world, flags, codec, s, chunk, mtu, reserved, instance.
-HELLO_PART = struct.Struct('<HBBIIHHQ')
+# HELLO: world, flags, codec, s, chunk, mtu, reserved, instance, echo.
+HELLO_PART = struct.Struct('<HBBIIHHQQ')
 # DATA: chunk_off, chunk_len, first, count, scale, s, pkt, npkts.
 DATA_PART = struct.Struct('<QIIIIIII')
 # ACK: entries, reserved; an entry: tensor, step, chunk_off, npkts, base,
@@ -52,7 +52,7 @@ PING_PART = struct.Struct('<Q')
 
 assert (HDR.size, HELLO_PART.size, DATA_PART.size, ACK_PART.size,
         ACK_ENTRY.size, CTRL_PART.size, CTRL_ACK_PART.size,
-        PING_PART.size) == (24, 24, 36, 4, 28, 20, 4, 8)
+        PING_PART.size) == (24, 32, 36, 4, 28, 20, 4, 8)
 
 
 def f32(x):
@@ -73,13 +73,13 @@ def packet(name, h, part_fields, part, body=b'', keyed=True, ack=None):
                 ack=ack or [], tag=tag, bytes=raw + struct.pack('<Q', tag))
 
 
-def hello(name, src, dst, flags, instance, keyed=True):
+def hello(name, src, dst, flags, instance, echo, keyed=True):
     # What every rank must agree on: 3 ranks, 3LC with s = 1.5, 65536
     # elements a chunk, MTU 1500.
     f = dict(world=3, flags=flags, codec=CODEC_3LC, s=f32(1.5),
-             chunk=65536, mtu=1500, instance=instance)
+             chunk=65536, mtu=1500, instance=instance, echo=echo)
     part = HELLO_PART.pack(f['world'], f['flags'], f['codec'], f['s'],
-                           f['chunk'], f['mtu'], 0, f['instance'])
+                           f['chunk'], f['mtu'], 0, f['instance'], f['echo'])
     return packet(name, hdr(HELLO, src, dst), f, part, keyed=keyed)
 
 
@@ -110,13 +110,13 @@ def ctrl(name, h, f):
 def packets():
     out = [
         # A rank's first HELLO: it has heard nothing yet.
-        hello('hello', 2, 1, 0, 0x0123456789abcdef),
+        hello('hello', 2, 1, 0, 0x0123456789abcdef, 0),
         # The answer of a rank that has the HELLO and agrees.
         hello('hello answer', 1, 2, HELLO_REPLY | HELLO_ANSWER,
-              0xfedcba9876543210),
+              0xfedcba9876543210, 0x0123456789abcdef),
         # A job without a key: the flag says so and the tag is 0.
         hello('hello insecure', 0, 2, HELLO_INSECURE, 0x8877665544332211,
-              keyed=False),
+              0x00f0e0d0c0b0a090, keyed=False),
         # A 3LC contribution: the second of four packets of a chunk past
         # 4 GiB elements, six bytes of zero-run code for 40 groups.
         data('data 3lc', hdr(DATA, 2, 0, 7, 0x102, REDUCE, CODEC_3LC),
@@ -163,7 +163,7 @@ def c_bytes(b, indent='\t'):
 
 PART_FIELDS = {
     HELLO: ('hello', ['world', 'flags', 'codec', 's', 'chunk', 'mtu',
-                      'instance']),
+                      'instance', 'echo']),
     DATA: ('data', ['chunk_off', 'chunk_len', 'first', 'count', 'scale', 's',
                     'pkt', 'npkts']),
     ACK: ('ack_entries', None),
@@ -204,7 +204,7 @@ struct gn_golden_pkt_hello {
 	uint8_t flags, codec;
 	uint32_t s, chunk;
 	uint16_t mtu;
-	uint64_t instance;
+	uint64_t instance, echo;
 };
 
 struct gn_golden_pkt_data {

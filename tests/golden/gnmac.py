@@ -83,7 +83,11 @@ class Mac:
 
         def derive(i):
             return siphash24(j[0], j[1], b'gradnet ' + struct.pack('<Q', i))
+        def derive_kdf(i):
+            return siphash24(j[0], j[1], b'gradkdf ' + struct.pack('<Q', i))
         self.prf = (derive(0), derive(1))
+        self.kdf = ((derive_kdf(0), derive_kdf(1)),
+                    (derive_kdf(2), derive_kdf(3)))
         self.nh = []
         for i in range(NH_WORDS // 2):
             w = derive(2 + i)
@@ -107,3 +111,15 @@ class Mac:
         h1, h2 = self.nh_passes(msg)
         return siphash24(self.prf[0], self.prf[1],
                          struct.pack('<QQQ', h1, h2, len(msg)))
+
+    def session_key(self, info):
+        """The 16-byte session key of a run: SipHash under K0 and K1."""
+        return struct.pack('<QQ', siphash24(*self.kdf[0], info),
+                           siphash24(*self.kdf[1], info))
+
+
+def session_info(job, world, version, instances):
+    """What a session key is bound to, as lib/progress.c lays it out."""
+    assert len(instances) == world
+    return (struct.pack('<IHBB', job, world, version, 0) +
+            b''.join(struct.pack('<Q', i) for i in instances))

@@ -25,6 +25,13 @@
 #         kind. The job's own drops are 'tensor', 'duplicate' and 'replay'
 #         only (the clean run shows the forged kinds at 0), so 'replay' is
 #         bounded, not exact: see check_forge_replay.
+#         Then a job under two attacks at once: a process on rank 0's own
+#         host floods it with UDP GSO super-datagrams of 128 segments
+#         (unauthenticated), and an insider holding the key sends DATA
+#         with npkts 0xffffffff and 2^31 as rank 1, for every step in
+#         turn. Every rank still ends with the clean run's results; each
+#         segment is a 'source' drop, each npkts packet that met an open
+#         step a 'malformed' one.
 #
 # usage: allreduce_net.sh GRADNET_RANK GN_FORGE [GN_LOSS]
 # Without GN_LOSS (no clang, bpftool or libbpf) the gn-loss cases skip.
@@ -51,6 +58,9 @@ LOSS_STEPS=8		# enough packets that 1% loss drops some
 KILL_TIMEOUT_MS=2000
 FORGE_STEPS=200
 FORGE_COUNT=60		# forged packets of each kind
+BOUNDS_STEPS=1000	# long enough to outlast both attackers
+GSO_COUNT=1000		# GSO super-datagrams of 128 segments
+NPKTS_COUNT=20000	# DATA packets with a huge npkts
 RUN_LIMIT=60		# seconds before a job counts as hung (a clean one takes ~2)
 tmp=
 failed=0
@@ -99,7 +109,7 @@ selected() {
 plan=0
 selected loss && plan=$((plan + 7))
 selected kill && plan=$((plan + 3))
-selected forge && plan=$((plan + 8))
+selected forge && plan=$((plan + 11))
 echo "TAP version 13"
 echo "1..$plan"
 
@@ -147,9 +157,16 @@ start_rank() {
 	local name=$1 k=$2 to=$3 faults=$4
 
 	shift 4
+	# Rank 0 tells gn-forge what its session key binds, as a rank would.
+	local session=
+	if [ "$k" -eq 0 ]; then
+		session=$tmp/$name.session
+		rm -f "$session"
+	fi
 	ip netns exec "$(gn_host_ns "$k")" env GN_RANK="$k" \
 		GN_WORLD_SIZE="$WORLD" GN_PEERS="$PEERS" GN_KEY="$KEY" \
 		GN_JOB="$JOB" GN_TIMEOUT_MS="$to" ${faults:+GN_TEST_FAULTS=$faults} \
+		${session:+GN_TEST_SESSION_FILE=$session} \
 		"$GN_RANK_BIN" --warmup 0 --out "$tmp/$name.$k.out" "$@" \
 		>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
 	pids[k]=$!
@@ -482,6 +499,7 @@ test_forge() {
 		--to-rank 0 --as "$(gn_host_addr 1):$PORT" --as-rank 1 \
 		--world "$WORLD" --job "$JOB" --key "$KEY" --elems "$ELEMS" \
 		--step 1 --count "$FORGE_COUNT" --seed "$seed" \
+		--session "$tmp/forge.session" \
 		>"$tmp/forge.sent" 2>"$tmp/forge.err" || cat "$tmp/forge.err" >&2
 	ok=1
 	for ((k = 0; k < WORLD; k++)); do
@@ -523,9 +541,78 @@ test_forge() {
 	gn_result "$ok" "forge: 'replay' drops rise by the $FORGE_COUNT forged, plus at most the job's retransmits"
 }
 
+# ---- forge: receive-path bounds ---------------------------------------------
+
+test_forge_bounds() {
+	local ok=1 k bytes0 bytes t0 gso_pid segs got sent mal rep
+
+	run_job bounds-clean 10000 "" --elems "$ELEMS" --steps "$BOUNDS_STEPS" ||
+		gn_diag "bounds-clean failed"
+	bytes0=$(gn_link_bytes 0 | cut -d' ' -f2)
+	for ((k = 0; k < WORLD; k++)); do
+		start_rank bounds "$k" 10000 "" --elems "$ELEMS" --steps "$BOUNDS_STEPS"
+	done
+	# Attack once the job is in its steady state.
+	t0=$(now)
+	while :; do
+		bytes=$(gn_link_bytes 0 | cut -d' ' -f2)
+		[ $((bytes - bytes0)) -lt 1000000 ] || break
+		if ! alive "${pids[0]}" ||
+		   [ "$(elapsed "$t0" | cut -d. -f1)" -ge 60 ]; then
+			break
+		fi
+		sleep 0.01
+	done
+	gn_host_exec 0 "$GN_FORGE" --to "$(gn_host_addr 0):$PORT" \
+		--to-rank 0 --as "$(gn_host_addr 1):$PORT" --as-rank 1 \
+		--world "$WORLD" --job "$JOB" --key "$KEY" --elems "$ELEMS" \
+		--kinds gso --count "$GSO_COUNT" --gap-us 200 \
+		>"$tmp/bounds.gso" 2>"$tmp/bounds.gso.err" &
+	gso_pid=$!
+	gn_host_exec "$WORLD" "$GN_FORGE" --to "$(gn_host_addr 0):$PORT" \
+		--to-rank 0 --as "$(gn_host_addr 1):$PORT" --as-rank 1 \
+		--world "$WORLD" --job "$JOB" --key "$KEY" --elems "$ELEMS" \
+		--kinds npkts --step 1 --steps "$BOUNDS_STEPS" \
+		--session "$tmp/bounds.session" \
+		--count "$NPKTS_COUNT" --gap-us 0 \
+		>"$tmp/bounds.npkts" 2>"$tmp/bounds.npkts.err" ||
+		cat "$tmp/bounds.npkts.err" >&2
+	wait "$gso_pid" || cat "$tmp/bounds.gso.err" >&2
+	for ((k = 0; k < WORLD; k++)); do
+		alive "${pids[k]}" || ok=0
+	done
+	[ "$ok" -eq 1 ] || gn_diag "forge-bounds: the job ended before the attackers did"
+	wait_ranks bounds || ok=0
+	same_out bounds bounds-clean && same_out bounds-clean bounds-clean || ok=0
+	gn_diag "forge-bounds: rank 0's $(sed 's/.*"drops": \(.*\)}$/drops \1/' \
+		"$tmp/bounds.0.json")"
+	gn_result "$ok" "forge-bounds: GSO flood and huge npkts: every rank finished with the clean run's results"
+
+	segs=$(field gso_segs "$tmp/bounds.gso")
+	sent=$(field gso "$tmp/bounds.gso")
+	got=$(drops source "$tmp/bounds.0.json")
+	gn_diag "forge-bounds: gso: $sent super-datagrams of $((${segs:-0} / ${sent:-1}))" \
+		"segments sent, rank 0 counted ${got:-?} 'source' drops"
+	ok=0
+	[ "${sent:-0}" -eq "$GSO_COUNT" ] && [ "${got:-0}" -gt 0 ] &&
+		[ "$got" -le "$segs" ] && ok=1
+	gn_result "$ok" "forge-bounds: GSO segments reached rank 0 and were dropped as 'source'"
+
+	sent=$(field npkts "$tmp/bounds.npkts")
+	mal=$(drops malformed "$tmp/bounds.0.json")
+	rep=$(drops replay "$tmp/bounds.0.json")
+	gn_diag "forge-bounds: npkts: $sent sent, rank 0 counted ${mal:-?} 'malformed'" \
+		"and ${rep:-?} 'replay' drops"
+	ok=0
+	[ "${sent:-0}" -eq "$NPKTS_COUNT" ] && [ "${mal:-0}" -gt 0 ] &&
+		[ "$mal" -le "$sent" ] && ok=1
+	gn_result "$ok" "forge-bounds: huge npkts in open steps were dropped as 'malformed'"
+}
+
 selected loss && test_loss
 selected kill && test_kill
 selected forge && test_forge
+selected forge && test_forge_bounds
 
 echo "# $((testno - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

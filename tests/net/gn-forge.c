@@ -16,12 +16,27 @@
  *              wrong destination rank, an unknown type or a bad DATA part
  *   version    as a peer: another protocol version
  *
+ * Two more kinds are sent only when LIST names them, since what they are
+ * dropped for depends on when they come:
+ *
+ *   gso        from this host, unauthenticated, through a plain UDP socket:
+ *              one UDP GSO super-datagram of 128 segments (64 on kernels
+ *              before 6.9, which refuse more), each a 'source' drop
+ *   npkts      as a peer, sealed: DATA claiming npkts 0xffffffff or 2^31
+ *              (first or last packet), for steps --step .. --step +
+ *              --steps - 1 in turn; 'malformed' in an open step, else
+ *              'replay'
+ *
  * usage: gn-forge --to ADDR:PORT --to-rank R --as ADDR:PORT --as-rank R
  *                 --world W --job J --key HEX --elems N [--chunk C]
  *                 [--mtu M] [--codec 3lc|none] [--tensor ID] [--step S]
- *                 [--count N] [--kinds LIST] [--gap-us U] [--seed S]
- * Sends --count packets of each kind in LIST (default: all), interleaved,
- * and prints one JSON line with the packets sent per kind.
+ *                 [--steps N] [--count N] [--kinds LIST] [--gap-us U]
+ *                 [--seed S] [--session FILE]
+ * --session: seal with the run's session key, derived from the job key and
+ * what FILE holds (the victim's GN_TEST_SESSION_FILE), as an insider would.
+ * Sends --count packets of each kind in LIST (default: all but gso and
+ * npkts), interleaved, and prints one JSON line with the packets sent per
+ * kind (for gso, super-datagrams, and their segments as gso_segs).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,12 +58,23 @@
 
 #define IPUDP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr))
 #define MAX_TEMPLATES 512
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#define GSO_SEGS 128		/* Linux >= 6.9; 64 before */
+#define GSO_SEG_LEN 64
 
-enum kind { K_SOURCE, K_MAC, K_JOB, K_REPLAY, K_MALFORMED, K_VERSION, K_COUNT };
+enum kind {
+	K_SOURCE, K_MAC, K_JOB, K_REPLAY, K_MALFORMED, K_VERSION,
+	K_GSO, K_NPKTS, K_COUNT
+};
 
 static const char *const kind_names[K_COUNT] = {
-	"source", "mac", "job", "replay", "malformed", "version",
+	"source", "mac", "job", "replay", "malformed", "version", "gso", "npkts",
 };
+
+/* Sent unless --kinds says otherwise. */
+#define DEFAULT_KINDS ((1u << K_GSO) - 1)
 
 struct pkt {
 	size_t len;
@@ -58,13 +84,14 @@ struct pkt {
 struct forge {
 	struct sockaddr_in to, as, self;
 	int to_rank, as_rank, world;
-	uint32_t job, tensor, step, chunk;
+	uint32_t job, tensor, step, steps, chunk;
 	uint64_t elems;
 	unsigned int max_pkt;
 	uint8_t codec;
 	struct gn_mac mac;
 	uint64_t rng;
 	int fd;
+	int gso_fd, gso_segs;
 	/* DATA packets of step @step as rank @as_rank sends them. */
 	struct pkt *tpl;
 	int ntpl;
@@ -236,6 +263,27 @@ static void set_version(struct gn_wire_hdr *h, uint32_t v)
 	h->version = (uint8_t)v;
 }
 
+static void set_step(struct gn_wire_hdr *h, uint32_t v)
+{
+	h->step = v;
+}
+
+/* A template DATA packet that claims @npkts packets, @pkt among them. */
+static void set_npkts(struct forge *f, struct pkt *p, uint32_t npkts,
+		      uint32_t pkt)
+{
+	struct gn_wire_hdr h;
+	struct gn_wire_data d;
+
+	if (gn_wire_hdr_get(p->buf, p->len, &h) ||
+	    gn_wire_data_get(p->buf, &h, &d))
+		die("template does not parse");
+	d.npkts = npkts;
+	d.pkt = pkt;
+	gn_wire_data_put(&d, p->buf);
+	gn_mac_seal(&f->mac, p->buf, p->len - GN_WIRE_TAG);
+}
+
 /* ---- raw IPv4 ----------------------------------------------------------- */
 
 static uint32_t sum16(uint32_t sum, const void *buf, size_t len)
@@ -297,6 +345,39 @@ static int send_raw(struct forge *f, const struct sockaddr_in *from,
 		   (const struct sockaddr *)&f->to, sizeof(f->to)) < 0) {
 		perror("gn-forge: sendto");
 		return -1;
+	}
+	return 0;
+}
+
+/*
+ * One UDP GSO super-datagram from this host to f->to over a plain socket:
+ * f->gso_segs segments of GSO_SEG_LEN bytes, the starts of templates.
+ */
+static int send_gso(struct forge *f)
+{
+	uint8_t buf[GSO_SEGS * GSO_SEG_LEN];
+	int i, seg = GSO_SEG_LEN;
+
+	if (f->gso_fd < 0) {
+		f->gso_fd = socket(AF_INET, SOCK_DGRAM, 0);
+		if (f->gso_fd < 0 ||
+		    setsockopt(f->gso_fd, IPPROTO_UDP, UDP_SEGMENT, &seg,
+			       sizeof(seg))) {
+			perror("gn-forge: UDP_SEGMENT");
+			return -1;
+		}
+		f->gso_segs = GSO_SEGS;
+	}
+	for (i = 0; i < f->gso_segs; i++)
+		memcpy(buf + i * GSO_SEG_LEN, f->tpl[i % f->ntpl].buf, GSO_SEG_LEN);
+	while (sendto(f->gso_fd, buf, (size_t)f->gso_segs * GSO_SEG_LEN, 0,
+		      (const struct sockaddr *)&f->to, sizeof(f->to)) < 0) {
+		/* Kernels before 6.9 take at most 64 segments. */
+		if (errno != EINVAL || f->gso_segs == GSO_SEGS / 2) {
+			perror("gn-forge: GSO sendto");
+			return -1;
+		}
+		f->gso_segs = GSO_SEGS / 2;
 	}
 	return 0;
 }
@@ -372,6 +453,13 @@ static void forge_one(struct forge *f, enum kind k, unsigned long i,
 			break;
 		}
 		break;
+	case K_NPKTS:
+		/* Sweep the steps, each sweep with the next of four claims. */
+		j = i / f->steps % 4;
+		reseal(f, p, set_step, f->step + (uint32_t)(i % f->steps));
+		set_npkts(f, p, j % 2 ? 0x80000000u : 0xffffffffu,
+			  j / 2 ? (j % 2 ? 0x7fffffffu : 0xfffffffeu) : 0);
+		break;
 	case K_VERSION:
 		if (i % 3 == 2) {
 			/* A HELLO of another version, as a newer peer would send. */
@@ -405,6 +493,30 @@ static void parse_addr(const char *s, struct sockaddr_in *a)
 		die("addresses are IPv4 ADDR:PORT");
 }
 
+/*
+ * An insider holds the job key and learns this run's instances, as every
+ * rank does: it seals with the session key derived from them. @path is
+ * where the victim rank writes what its session key binds
+ * (GN_TEST_SESSION_FILE); wait for it up to 30 s.
+ */
+static void session_key(struct forge *f, const char *path)
+{
+	static uint8_t info[GN_MAC_INFO_MAX];
+	struct gn_mac job = f->mac;
+	FILE *in = NULL;
+	size_t len;
+	int tries;
+
+	for (tries = 0; tries < 3000 && !(in = fopen(path, "rb")); tries++)
+		usleep(10000);
+	if (!in)
+		die("--session: the victim wrote no session file in 30 s");
+	len = fread(info, 1, sizeof(info), in);
+	fclose(in);
+	if (gn_mac_session(&f->mac, &job, info, len))
+		die("--session: the session file is too long");
+}
+
 static void parse_key(const char *hex, uint8_t *key)
 {
 	unsigned int i, b;
@@ -430,7 +542,7 @@ static unsigned int parse_kinds(const char *list)
 			if (!strcmp(tok, kind_names[k]))
 				break;
 		if (k == K_COUNT)
-			die("--kinds: source, mac, job, replay, malformed, version");
+			die("--kinds: source, mac, job, replay, malformed, version, gso, npkts");
 		mask |= 1u << k;
 	}
 	return mask;
@@ -455,7 +567,8 @@ static void usage(void)
 		"usage: gn-forge --to ADDR:PORT --to-rank R --as ADDR:PORT --as-rank R\n"
 		"                --world W --job J --key HEX --elems N [--chunk C]\n"
 		"                [--mtu M] [--codec 3lc|none] [--tensor ID] [--step S]\n"
-		"                [--count N] [--kinds LIST] [--gap-us U] [--seed S]\n");
+		"                [--steps N] [--count N] [--kinds LIST] [--gap-us U]\n"
+		"                [--seed S] [--session FILE]\n");
 	exit(2);
 }
 
@@ -475,18 +588,21 @@ int main(int argc, char **argv)
 		{ "codec", required_argument, NULL, 'C' },
 		{ "tensor", required_argument, NULL, 'i' },
 		{ "step", required_argument, NULL, 's' },
+		{ "steps", required_argument, NULL, 'P' },
 		{ "count", required_argument, NULL, 'N' },
 		{ "kinds", required_argument, NULL, 'K' },
 		{ "gap-us", required_argument, NULL, 'g' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "session", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct forge f = { .to_rank = -1, .as_rank = -1, .tensor = 1, .step = 1,
-			   .chunk = 65536, .max_pkt = 1500 - GN_WIRE_IPUDP,
+			   .steps = 1, .gso_fd = -1, .chunk = 65536, .max_pkt = 1500 - GN_WIRE_IPUDP,
 			   .codec = GN_WIRE_CODEC_3LC, .rng = 0x2545f4914f6cdd1dull };
 	unsigned long count = 10, i, sent[K_COUNT] = { 0 };
-	unsigned int kinds = (1u << K_COUNT) - 1, gap_us = 100;
+	unsigned int kinds = DEFAULT_KINDS, gap_us = 100;
 	bool have_to = false, have_as = false, have_key = false;
+	const char *session = NULL;
 	uint8_t key[GN_MAC_KEY_LEN];
 	struct pkt *p = malloc(sizeof(*p));
 	int c, k;
@@ -538,6 +654,9 @@ int main(int argc, char **argv)
 		case 's':
 			f.step = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'P':
+			f.steps = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'N':
 			count = strtoul(optarg, NULL, 0);
 			break;
@@ -550,6 +669,9 @@ int main(int argc, char **argv)
 		case 'S':
 			f.rng ^= strtoull(optarg, NULL, 0) * 0x9e3779b97f4a7c15ull;
 			break;
+		case 'E':
+			session = optarg;
+			break;
 		default:
 			usage();
 		}
@@ -557,10 +679,12 @@ int main(int argc, char **argv)
 	if (!have_to || !have_as || !have_key || f.world < 2 ||
 	    f.to_rank < 0 || f.to_rank >= f.world || f.as_rank < 0 ||
 	    f.as_rank >= f.world || f.to_rank == f.as_rank || !f.elems ||
-	    !f.chunk || f.max_pkt < 576 - GN_WIRE_IPUDP ||
+	    !f.chunk || !f.steps || f.max_pkt < 576 - GN_WIRE_IPUDP ||
 	    f.max_pkt > GN_WIRE_MAX_PKT || !p)
 		usage();
 	gn_mac_init(&f.mac, key);
+	if (session)
+		session_key(&f, session);
 	own_address(&f);
 	f.tpl = calloc(MAX_TEMPLATES, sizeof(*f.tpl));
 	if (!f.tpl)
@@ -580,9 +704,14 @@ int main(int argc, char **argv)
 
 			if (!(kinds & (1u << k)))
 				continue;
-			forge_one(&f, (enum kind)k, i, p, &from);
-			if (send_raw(&f, &from, p->buf, p->len))
-				goto out;
+			if (k == K_GSO) {
+				if (send_gso(&f))
+					goto out;
+			} else {
+				forge_one(&f, (enum kind)k, i, p, &from);
+				if (send_raw(&f, &from, p->buf, p->len))
+					goto out;
+			}
 			sent[k]++;
 			nanosleep(&gap, NULL);
 		}
@@ -591,8 +720,10 @@ out:
 	printf("{");
 	for (k = 0; k < K_COUNT; k++)
 		printf("%s\"%s\": %lu", k ? ", " : "", kind_names[k], sent[k]);
-	printf("}\n");
+	printf(", \"gso_segs\": %lu}\n", sent[K_GSO] * (unsigned long)f.gso_segs);
 	close(f.fd);
+	if (f.gso_fd >= 0)
+		close(f.gso_fd);
 	free(f.tpl);
 	free(p);
 	return i == count ? 0 : 1;

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rx_bounds_test.c - what a peer's packets may make a rank hold: a DATA
+ * packet's npkts is bounded by its chunk before anything is sized by it,
+ * dense values must be finite, and descriptors of tensors not registered
+ * yet are kept only up to a bound. Runs on a context without a network or
+ * progress thread (gn_test_ctx_new()), fed sealed packets as rank 1 or 2.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include <gradnet/gradnet.h>
+#include <gradnet/wire.h>
+#include "internal.h"
+
+#define WORLD 3
+#define JOB 0x626e6473u
+#define CHUNK 4096		/* gn_test_ctx_new()'s chunk */
+#define MAX_PKT (9000 - GN_WIRE_IPUDP)	/* and its MTU */
+#define PENDING_DESCS 4096	/* GN_PENDING_DESCS in lib/allreduce.c */
+
+static const uint8_t key[GN_MAC_KEY_LEN] = "rx bounds test k";
+
+struct rig {
+	struct gn_ctx *ctx;
+	struct gn_mac mac;
+	uint32_t seq[WORLD];
+};
+
+static void deliver(struct rig *r, int from, uint8_t *pkt, size_t body_end)
+{
+	size_t len = gn_mac_seal(&r->mac, pkt, body_end);
+
+	gn_test_packet_in(r->ctx, from, pkt, len);
+}
+
+/* Peer @from registered tensor @id: its TENSOR control message. */
+static void desc_from(struct rig *r, int from, uint32_t id, uint64_t elems,
+		      uint8_t codec)
+{
+	uint8_t pkt[GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN + GN_WIRE_TAG];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_CTRL, .src = (uint16_t)from, .dst = 0,
+		.job = JOB, .tensor = id, .codec = codec,
+	};
+	struct gn_wire_ctrl c = {
+		.seq = ++r->seq[from], .kind = GN_CTRL_TENSOR, .value = elems,
+		.extra = codec == GN_WIRE_CODEC_3LC ? 0x3f800000u : 0,
+	};
+
+	gn_wire_hdr_put(&h, pkt);
+	gn_wire_ctrl_put(&c, pkt);
+	deliver(r, from, pkt, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN);
+}
+
+static void rig_open(struct __test_metadata *_metadata, struct rig *r)
+{
+	memset(r, 0, sizeof(*r));
+	gn_mac_init(&r->mac, key);
+	ASSERT_EQ(0, gn_test_ctx_new(WORLD, 0, key, JOB, &r->ctx));
+	ASSERT_EQ(CHUNK, r->ctx->chunk);
+	ASSERT_EQ(MAX_PKT, r->ctx->max_pkt);
+}
+
+/* Tensor @id registered everywhere, step 1 started here on @x. */
+static void rig_tensor(struct __test_metadata *_metadata, struct rig *r,
+		       uint32_t id, size_t elems, uint8_t codec, float *x)
+{
+	GN_OPTS(gn_tensor_opts, o, .id = id, .elems = elems, .codec = codec);
+	size_t i;
+
+	ASSERT_EQ(0, gn_tensor_register(r->ctx, &o));
+	desc_from(r, 1, id, elems, codec);
+	desc_from(r, 2, id, elems, codec);
+	for (i = 0; i < elems; i++)
+		x[i] = (float)(i % 7) * 0.25f;
+	ASSERT_EQ(0, gn_allreduce_start(r->ctx, id, x));
+}
+
+/* A DATA packet from rank 1 of tensor @id, step 1, phase @phase. */
+static void data_from1(struct rig *r, uint32_t id, uint8_t codec, uint8_t phase,
+		       const struct gn_wire_data *d, const void *body,
+		       uint16_t blen)
+{
+	uint8_t pkt[GN_WIRE_MAX_PKT];
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_DATA, .src = 1,
+		.dst = phase == GN_PHASE_REDUCE ? 0 : GN_RANK_ALL,
+		.job = JOB, .tensor = id, .step = 1, .body_len = blen,
+		.phase = phase, .codec = codec,
+	};
+
+	gn_wire_hdr_put(&h, pkt);
+	gn_wire_data_put(d, pkt);
+	memcpy(pkt + GN_WIRE_DATA_HDR, body, blen);
+	deliver(r, 1, pkt, GN_WIRE_DATA_HDR + blen);
+}
+
+static uint64_t drops(struct gn_ctx *ctx, int reason)
+{
+	return ctx->stats.drops[reason];
+}
+
+/*
+ * Rank 1's contribution to chunk 0 of shard 0 (of 4096 values, 820
+ * groups): with this MTU no sender cuts it into more than 2 packets (3LC)
+ * or 2 (dense), so npkts above that is refused before the message's
+ * state exists, and 2 is still taken.
+ */
+static void npkts_case(struct __test_metadata *_metadata, uint8_t codec)
+{
+	static const uint32_t bad[] = { 0xffffffffu, 0x80000000u, 3 };
+	uint8_t body[8] = { 0 };
+	struct gn_wire_data d = {
+		.chunk_off = 0, .chunk_len = CHUNK, .first = 0, .count = 1,
+		.scale = codec == GN_WIRE_CODEC_3LC ? 0x3f800000u : 0,
+		.s = codec == GN_WIRE_CODEC_3LC ? 0x3f800000u : 0,
+	};
+	uint16_t blen = codec == GN_WIRE_CODEC_3LC ? 1 : 4;
+	struct gn_rxmsg *rx;
+	struct rig r;
+	uint64_t before;
+	float *x = malloc(3 * CHUNK * sizeof(float));
+	unsigned int i;
+
+	ASSERT_NE(NULL, x);
+	rig_open(_metadata, &r);
+	rig_tensor(_metadata, &r, 7, 3 * CHUNK, codec, x);
+	rx = &r.ctx->tensors->cur->red[1 * r.ctx->tensors->chunks[0] + 0];
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		before = drops(r.ctx, GN_DROP_MALFORMED);
+		d.npkts = bad[i];
+		d.pkt = 0;
+		data_from1(&r, 7, codec, GN_PHASE_REDUCE, &d, body, blen);
+		d.pkt = bad[i] - 1;
+		data_from1(&r, 7, codec, GN_PHASE_REDUCE, &d, body, blen);
+		ASSERT_EQ(before + 2, drops(r.ctx, GN_DROP_MALFORMED)) {
+			TH_LOG("npkts %#x", bad[i]);
+		}
+		ASSERT_EQ(0, rx->npkts) {
+			TH_LOG("npkts %#x", bad[i]);
+		}
+		ASSERT_EQ(NULL, rx->seen);
+	}
+	d.npkts = 2;
+	d.pkt = 1;
+	data_from1(&r, 7, codec, GN_PHASE_REDUCE, &d, body, blen);
+	ASSERT_EQ(2, rx->npkts);
+	gn_test_ctx_free(r.ctx);
+	free(x);
+}
+
+TEST(npkts_bounded_3lc)
+{
+	npkts_case(_metadata, GN_WIRE_CODEC_3LC);
+}
+
+TEST(npkts_bounded_dense)
+{
+	npkts_case(_metadata, GN_WIRE_CODEC_NONE);
+}
+
+/*
+ * Rank 1's dense result for its shard [3000, 6000) in two packets: one
+ * full of NaN (or one infinity) is dropped and not counted as received,
+ * so the real one is still taken; the caller's tensor shows only it.
+ */
+TEST(dense_result_nan_dropped)
+{
+	uint32_t per = (MAX_PKT - GN_WIRE_DATA_OVERHEAD) / 4, i;
+	float *x = malloc(9000 * sizeof(float)), *v = malloc(per * sizeof(float));
+	struct gn_wire_data d = {
+		.chunk_off = 3000, .chunk_len = 3000, .first = 0, .count = per,
+		.pkt = 0, .npkts = 2,
+	};
+	struct gn_rxmsg *rx;
+	struct rig r;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, v);
+	rig_open(_metadata, &r);
+	rig_tensor(_metadata, &r, 8, 9000, GN_WIRE_CODEC_NONE, x);
+	rx = &r.ctx->tensors->cur->gat[r.ctx->tensors->gat_off[1]];
+	for (i = 0; i < per; i++)
+		v[i] = __builtin_nanf("");
+	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
+		   (uint16_t)(per * 4));
+	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(0, rx->got);
+	for (i = 0; i < per; i++)
+		v[i] = 1.0f;
+	v[per / 2] = __builtin_inff();
+	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
+		   (uint16_t)(per * 4));
+	ASSERT_EQ(2, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(0, rx->got);
+	for (i = 0; i < per; i++)
+		v[i] = (float)i;
+	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
+		   (uint16_t)(per * 4));
+	ASSERT_EQ(2, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(1, rx->got);
+	ASSERT_EQ(0, memcmp(x + 3000, v, per * sizeof(float)));
+	gn_test_ctx_free(r.ctx);
+	free(x);
+	free(v);
+}
+
+/* A NaN contribution is dropped too, and the real one still added. */
+TEST(dense_contribution_nan_dropped)
+{
+	float *x = malloc(9000 * sizeof(float)), v[4] = { 1, 2, 3, 4 };
+	struct gn_wire_data d = {
+		.chunk_off = 0, .chunk_len = 3000, .first = 10, .count = 4,
+		.pkt = 0, .npkts = 2,
+	};
+	float nan4[4] = { 0, __builtin_nanf(""), 0, 0 };
+	struct gn_rxmsg *rx;
+	struct rig r;
+
+	ASSERT_NE(NULL, x);
+	rig_open(_metadata, &r);
+	rig_tensor(_metadata, &r, 9, 9000, GN_WIRE_CODEC_NONE, x);
+	rx = &r.ctx->tensors->cur->red[1 * r.ctx->tensors->chunks[0] + 0];
+	data_from1(&r, 9, GN_WIRE_CODEC_NONE, GN_PHASE_REDUCE, &d, nan4, 16);
+	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(0, rx->got);
+	data_from1(&r, 9, GN_WIRE_CODEC_NONE, GN_PHASE_REDUCE, &d, v, 16);
+	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(1, rx->got);
+	gn_test_ctx_free(r.ctx);
+	free(x);
+}
+
+static unsigned int pending_of(const struct gn_ctx *ctx, int peer)
+{
+	const struct gn_pending_desc *pd;
+	unsigned int n = 0;
+
+	for (pd = ctx->pending; pd; pd = pd->next)
+		n += pd->peer == peer;
+	return n;
+}
+
+/*
+ * Rank 1 describes more tensors than a rank keeps for later: the extra
+ * descriptors are neither kept nor acknowledged (rank 1 will repeat
+ * them), and one is taken once registering a tensor made room.
+ */
+TEST(pending_descriptors_bounded)
+{
+	GN_OPTS(gn_tensor_opts, o, .id = 1000, .elems = 10);
+	struct gn_peer *p1;
+	struct rig r;
+	uint32_t i, n = PENDING_DESCS + 100;
+
+	rig_open(_metadata, &r);
+	p1 = &r.ctx->peers[1];
+	for (i = 0; i < n; i++)
+		desc_from(&r, 1, 1000 + i, 10, GN_WIRE_CODEC_3LC);
+	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
+	ASSERT_EQ(PENDING_DESCS, p1->pending_descs);
+	ASSERT_EQ(PENDING_DESCS, p1->ctrl_seen_base);
+	ASSERT_LT(0, drops(r.ctx, GN_DROP_TENSOR));
+	/* Rank 2's descriptors are not crowded out by rank 1's. */
+	desc_from(&r, 2, 5, 10, GN_WIRE_CODEC_3LC);
+	ASSERT_EQ(1, pending_of(r.ctx, 2));
+	/* Registering takes one off; rank 1's next repetition fits. */
+	ASSERT_EQ(0, gn_tensor_register(r.ctx, &o));
+	ASSERT_EQ(PENDING_DESCS - 1, pending_of(r.ctx, 1));
+	r.seq[1] = PENDING_DESCS;
+	desc_from(&r, 1, 1000 + PENDING_DESCS, 10, GN_WIRE_CODEC_3LC);
+	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
+	ASSERT_EQ(PENDING_DESCS + 1, p1->ctrl_seen_base);
+	gn_test_ctx_free(r.ctx);
+}
+
+TEST_HARNESS_MAIN
