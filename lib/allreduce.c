@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -163,7 +164,7 @@ static void send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
 	for (i = 0; i < ctx->world; i++)
 		if (i != ctx->rank && !ctx->peers[i].dead)
 			gn_ctrl_send(ctx, i, GN_CTRL_TENSOR, (u8)t->flags, t->id,
-				     0, t->codec, t->n, t->s_bits);
+				     t->base, t->codec, t->n, t->s_bits);
 }
 
 static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
@@ -203,6 +204,33 @@ static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
 out_free:
 	gn_tensor_free(t);
 	return -ENOMEM;
+}
+
+static void aborts_due(struct gn_ctx *ctx, struct gn_step *st);
+static bool older_registration(const struct gn_ctx *ctx,
+			       const struct gn_tensor *t, u32 id, u32 no);
+
+/*
+ * Where the steps of a new registration of @id start: after the last step
+ * of its previous registration, with one step number left unused, so that
+ * no packet of the old registration (at most one step ahead of it, as an
+ * early step) can belong to the new one on any rank.
+ */
+static u32 retired_take(struct gn_ctx *ctx, u32 id)
+{
+	struct gn_retired **pp, *rt;
+	u32 base;
+
+	for (pp = &ctx->retired; *pp; pp = &(*pp)->next) {
+		rt = *pp;
+		if (rt->id != id)
+			continue;
+		base = rt->stepno + 1;
+		*pp = rt->next;
+		free(rt);
+		return base;
+	}
+	return 0;
 }
 
 int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
@@ -250,18 +278,24 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 			 "tensor %u: out of memory for %zu values", o->id, o->elems);
 		goto out;
 	}
+	t->base = retired_take(ctx, t->id);
+	t->stepno = t->done_no = t->base;
 	t->next = ctx->tensors;
 	ctx->tensors = t;
-	/* Descriptors that peers sent before this rank registered the tensor. */
+	/* Descriptors that peers sent before this rank registered the tensor;
+	 * those of an older registration are stale, a newer one's stay. */
 	for (pp = &ctx->pending; *pp;) {
 		struct gn_pending_desc *d = *pp;
 
-		if (d->id != t->id) {
+		/* Aborts of this registration's steps wait for the step. */
+		if (d->id != t->id || d->base > t->base) {
 			pp = &d->next;
 			continue;
 		}
-		t->desc[d->peer] = d->desc;
-		desc_check(ctx, t, d->peer);
+		if (d->base == t->base && !d->abort_err) {
+			t->desc[d->peer] = d->desc;
+			desc_check(ctx, t, d->peer);
+		}
 		ctx->peers[d->peer].pending_descs--;
 		*pp = d->next;
 		free(d);
@@ -1004,8 +1038,11 @@ static struct gn_step *begin_step(struct gn_ctx *ctx, struct gn_tensor *t,
 		st = t->early;
 		t->early = NULL;
 	}
-	if (!st)
+	if (!st) {
 		st = step_new(ctx, t, no);
+		if (st)
+			aborts_due(ctx, st);
+	}
 	if (!st)
 		return NULL;
 	t->stepno = no;
@@ -1104,6 +1141,82 @@ int gn_allreduce(struct gn_ctx *ctx, u32 id, float *data)
 	return r ? r : gn_allreduce_wait(ctx, id);
 }
 
+static bool tensor_owes(const struct gn_ctx *ctx, const struct gn_tensor *t)
+{
+	const struct gn_txmsg *m;
+
+	for (m = ctx->tx; m; m = m->next)
+		if (m->t == t)
+			return true;
+	return false;
+}
+
+int gn_tensor_unregister(struct gn_ctx *ctx, u32 id)
+{
+	struct gn_tensor **pp, *t;
+	struct gn_retired *rt;
+	u64 until;
+
+	if (!ctx)
+		return -EINVAL;
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return api_err(ctx, -ENOMEM, "tensor %u: out of memory", id);
+	pthread_mutex_lock(&ctx->lock);
+	for (pp = &ctx->tensors; *pp && (*pp)->id != id; pp = &(*pp)->next)
+		;
+	t = *pp;
+	if (!t || t->busy || (t->cur && t->cur->encoding)) {
+		pthread_mutex_unlock(&ctx->lock);
+		free(rt);
+		if (!t)
+			return api_err(ctx, -ENOENT, "tensor %u is not registered", id);
+		return api_err(ctx, -EBUSY,
+			       "tensor %u: allreduce in flight; call gn_allreduce_wait() first",
+			       id);
+	}
+	/* Busy while we wait below, so a racing start is refused. */
+	t->busy = true;
+	step_free(ctx, t->cur);
+	step_free(ctx, t->early);
+	t->cur = t->early = NULL;
+	/*
+	 * This rank's results may still be on their way to slower peers, and
+	 * those messages point at @t: wait for their acknowledgements. A dead
+	 * peer's are dropped after ctx->timeout_ns, so this ends.
+	 */
+	until = gn_now_ns() + 2 * ctx->timeout_ns + 1000000000ull;
+	while (tensor_owes(ctx, t) && gn_now_ns() < until) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
+	}
+	if (tensor_owes(ctx, t)) {
+		t->busy = false;
+		pthread_mutex_unlock(&ctx->lock);
+		free(rt);
+		return api_err(ctx, -ETIMEDOUT,
+			       "tensor %u: peers did not acknowledge its last results; still registered",
+			       id);
+	}
+	for (pp = &ctx->tensors; *pp != t; pp = &(*pp)->next)
+		;
+	*pp = t->next;
+	rt->id = id;
+	rt->stepno = t->stepno;
+	rt->next = ctx->retired;
+	ctx->retired = rt;
+	gn_tensor_destroy(ctx, t);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 /* ---- the progress thread's side: packets in ---------------------------------------------- */
 
 /*
@@ -1124,6 +1237,7 @@ static struct gn_step *step_for(struct gn_ctx *ctx, struct gn_tensor *t,
 
 		if (!st)
 			return NULL;
+		aborts_due(ctx, st);
 		if (!t->cur || ((t->cur->done || t->cur->err) &&
 				 !t->cur->encoding)) {
 			step_free(ctx, t->cur);
@@ -1366,6 +1480,20 @@ static void gather_in(struct gn_ctx *ctx, struct gn_peer *p,
 		gathered_one(ctx, st);
 }
 
+/* Is step @no of tensor @id from a registration that was unregistered? */
+static bool older_registration(const struct gn_ctx *ctx,
+			       const struct gn_tensor *t, u32 id, u32 no)
+{
+	const struct gn_retired *rt;
+
+	if (t)
+		return no <= t->base;
+	for (rt = ctx->retired; rt; rt = rt->next)
+		if (rt->id == id)
+			return no <= rt->stepno;
+	return false;
+}
+
 void gn_data_in(struct gn_ctx *ctx, struct gn_peer *p,
 		const struct gn_wire_hdr *h, const u8 *pkt)
 {
@@ -1379,6 +1507,12 @@ void gn_data_in(struct gn_ctx *ctx, struct gn_peer *p,
 		return;
 	}
 	t = gn_tensor_find(ctx, h->tensor);
+	if (older_registration(ctx, t, h->tensor, h->step)) {
+		/* Over on this rank; the sender may wait for our ack. */
+		gn_ack_all(ctx, p->rank, h, &d);
+		gn_count_drop(ctx, p, GN_DROP_REPLAY);
+		return;
+	}
 	if (!t || !t->desc[p->rank].have || t->proto_err ||
 	    h->codec != t->codec || d.s != t->s_bits ||
 	    d.chunk_off + d.chunk_len > t->n) {
@@ -1443,8 +1577,14 @@ static void desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
 bool gn_ctrl_fits(struct gn_ctx *ctx, const struct gn_peer *p,
 		  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
 {
-	return c->kind != GN_CTRL_TENSOR || p->pending_descs < GN_PENDING_DESCS ||
-	       gn_tensor_find(ctx, h->tensor);
+	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
+
+	if (p->pending_descs < GN_PENDING_DESCS)
+		return true;
+	/* Full: only what is taken at once (see abort_in()). */
+	if (c->kind == GN_CTRL_TENSOR)
+		return t && h->step <= t->base;
+	return t && h->step <= t->stepno + 1;
 }
 
 static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
@@ -1455,15 +1595,21 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
 	struct gn_pending_desc *pd;
 
-	if (t) {
+	/* The header's step is the registration's base: one before ours is
+	 * over, one after ours waits until this rank registers again. */
+	if (t && h->step < t->base)
+		return;
+	if (t && h->step == t->base) {
 		t->desc[p->rank] = d;
 		desc_check(ctx, t, p->rank);
 		return;
 	}
 	/* A second descriptor of one tensor from one peer: the last counts. */
 	for (pd = ctx->pending; pd; pd = pd->next)
-		if (pd->peer == p->rank && pd->id == h->tensor) {
+		if (pd->peer == p->rank && pd->id == h->tensor &&
+		    !pd->abort_err) {
 			pd->desc = d;
+			pd->base = h->step;
 			return;
 		}
 	if (p->pending_descs >= GN_PENDING_DESCS)
@@ -1473,39 +1619,87 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 		return;
 	pd->peer = (u16)p->rank;
 	pd->id = h->tensor;
+	pd->base = h->step;
 	pd->desc = d;
 	pd->next = ctx->pending;
 	ctx->pending = pd;
 	p->pending_descs++;
 }
 
+static void abort_apply(struct gn_ctx *ctx, struct gn_step *st,
+			const struct gn_peer *p, u64 value, u32 extra)
+{
+	int err = value > 0 && value < 4096 ? -(int)value : -EPROTO;
+	const char *culprit = extra < (u32)ctx->world ?
+				      ctx->peers[extra].name : "a peer";
+	char msg[GN_ERRMSG_LEN];
+	u32 id = st->t->id;
+
+	if (err == -EDOM)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u step %u: the gradient of %s holds NaN or infinity (or a sum overflowed there); step skipped on every rank",
+			 id, st->no, culprit);
+	else if (err == -ETIMEDOUT)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u step %u: %.100s gave up waiting for %.100s (step timeout); step failed on every rank",
+			 id, st->no, p->name, culprit);
+	else
+		snprintf(msg, sizeof(msg), "tensor %u step %u failed at %s: %s (%s)",
+			 id, st->no, p->name, gn_strerror(err), culprit);
+	step_fail(ctx, st, err, msg);
+}
+
+/* Aborts that came before step @st existed here: apply them now. */
+static void aborts_due(struct gn_ctx *ctx, struct gn_step *st)
+{
+	struct gn_pending_desc **pp, *d;
+
+	for (pp = &ctx->pending; *pp;) {
+		d = *pp;
+		if (!d->abort_err || d->id != st->t->id || d->base != st->no) {
+			pp = &d->next;
+			continue;
+		}
+		abort_apply(ctx, st, &ctx->peers[d->peer], d->abort_err,
+			    d->abort_culprit);
+		ctx->peers[d->peer].pending_descs--;
+		*pp = d->next;
+		free(d);
+	}
+}
+
 static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,
 		     const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
 {
 	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
-	int err = c->value > 0 && c->value < 4096 ? -(int)c->value : -EPROTO;
-	const char *culprit = c->extra < (u32)ctx->world ?
-				      ctx->peers[c->extra].name : "a peer";
-	char msg[GN_ERRMSG_LEN];
+	struct gn_pending_desc *pd;
 	struct gn_step *st;
-	bool stale;
+	bool stale = false;
 
-	if (!t)
+	st = t ? step_for(ctx, t, h->step, &stale) : NULL;
+	if (st) {
+		abort_apply(ctx, st, p, c->value, c->extra);
 		return;
-	if (err == -EDOM)
-		snprintf(msg, sizeof(msg),
-			 "tensor %u step %u: the gradient of %s holds NaN or infinity (or a sum overflowed there); step skipped on every rank",
-			 t->id, h->step, culprit);
-	else if (err == -ETIMEDOUT)
-		snprintf(msg, sizeof(msg),
-			 "tensor %u step %u: %.100s gave up waiting for %.100s (step timeout); step failed on every rank",
-			 t->id, h->step, p->name, culprit);
-	else
-		snprintf(msg, sizeof(msg), "tensor %u step %u failed at %s: %s (%s)",
-			 t->id, h->step, p->name, gn_strerror(err), culprit);
-	st = step_for(ctx, t, h->step, &stale);
-	if (st)
-		step_fail(ctx, st, err, msg);
+	}
+	if (stale || older_registration(ctx, t, h->tensor, h->step))
+		return;
+	/*
+	 * A step this rank has not reached: the first of a registration it
+	 * has still to make, or one after a step that failed early here.
+	 */
+	if (p->pending_descs >= GN_PENDING_DESCS)
+		return;
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return;
+	pd->peer = (u16)p->rank;
+	pd->id = h->tensor;
+	pd->base = h->step;
+	pd->abort_err = c->value ? c->value : EPROTO;
+	pd->abort_culprit = c->extra;
+	pd->next = ctx->pending;
+	ctx->pending = pd;
+	p->pending_descs++;
 }
 
 void gn_ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,

@@ -591,6 +591,12 @@ void gn_ctx_free(struct gn_ctx *ctx)
 		ctx->pending = d->next;
 		free(d);
 	}
+	while (ctx->retired) {
+		struct gn_retired *rt = ctx->retired;
+
+		ctx->retired = rt->next;
+		free(rt);
+	}
 	while (ctx->tx) {
 		struct gn_txmsg *m = ctx->tx;
 

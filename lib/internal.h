@@ -172,12 +172,29 @@ struct gn_peer_desc {
 	u32 s_bits;
 };
 
-/* A peer's tensor descriptor that came before this rank registered it. */
+/*
+ * A peer's tensor descriptor that came before this rank registered it, or
+ * (@abort_err set) its abort of step @base of a registration this rank
+ * has not made yet.
+ */
 struct gn_pending_desc {
 	struct gn_pending_desc *next;
 	u16 peer;
 	u32 id;
+	u32 base;			/* of the registration it describes */
 	struct gn_peer_desc desc;
+	u64 abort_err;			/* the ABORT's value and extra */
+	u32 abort_culprit;
+};
+
+/*
+ * A tensor id that was unregistered: its next registration numbers its
+ * steps after @stepno, so packets of the old one are stale there.
+ */
+struct gn_retired {
+	struct gn_retired *next;
+	u32 id;
+	u32 stepno;
 };
 
 struct gn_tensor {
@@ -192,6 +209,7 @@ struct gn_tensor {
 	u32 *chunks;			/* chunks of shard j */
 	u32 *gat_off;			/* first gather message of shard j */
 	u32 chunks_total;
+	u32 base;			/* steps before this registration */
 	u32 stepno;			/* last started */
 	bool busy;			/* started, not yet waited for */
 	u32 done_no;			/* last step with a known outcome */
@@ -294,6 +312,7 @@ struct gn_ctx {
 	u64 deadlines_ns;		/* next look at step deadlines */
 	struct gn_tensor *tensors;
 	struct gn_pending_desc *pending;
+	struct gn_retired *retired;	/* unregistered ids */
 	struct gn_txmsg *tx;		/* messages with packets owed */
 	struct gn_ackq *ackq;		/* acknowledgements not yet sent */
 	u32 ackq_n, ackq_cap;

@@ -981,4 +981,186 @@ TEST(single_rank_and_api_errors)
 	}
 }
 
+/*
+ * Re-registration, as a DDP job does when it rebuilds its buckets: tensor
+ * 100 is allreduced with n1 values, unregistered and registered again with
+ * n2 values (fresh error feedback), then allreduced again. Both phases
+ * equal the reference bit for bit on every rank. With faults, packets of
+ * the first registration are duplicated and held back past the rebuild;
+ * they must be dropped (the results would differ if one were added).
+ */
+#define REREG_STEPS 3
+
+struct rereg_out {
+	int status[JOB_MAX_RANKS];
+	int rc[JOB_MAX_RANKS][2][REREG_STEPS];
+	uint64_t hash[JOB_MAX_RANKS][2][REREG_STEPS];
+	int enoent[JOB_MAX_RANKS], ebusy[JOB_MAX_RANKS], unreg[JOB_MAX_RANKS];
+	int eexist[JOB_MAX_RANKS];
+	uint64_t replays[JOB_MAX_RANKS];
+	char msg[JOB_MAX_RANKS][320];
+};
+
+FIXTURE(rereg) {
+	struct rereg_out *out;
+};
+
+FIXTURE_VARIANT(rereg) {
+	int world;
+	size_t n1, n2;
+	const char *faults;
+	bool nan;	/* rank 0's first step after re-registering: a NaN */
+};
+
+FIXTURE_VARIANT_ADD(rereg, r2_grow) {
+	.world = 2, .n1 = 5003, .n2 = 140001 };
+FIXTURE_VARIANT_ADD(rereg, r2_same_size_faults) {
+	.world = 2, .n1 = 70001, .n2 = 70001,
+	.faults = "loss=0.05,dup=0.2,reorder=0.3,seed=9" };
+/* Rank 0's NaN abort reaches the others before they register again. */
+FIXTURE_VARIANT_ADD(rereg, r3_nan_first_step) {
+	.world = 3, .n1 = 5003, .n2 = 7001, .nan = true };
+FIXTURE_VARIANT_ADD(rereg, r3_shrink_faults) {
+	.world = 3, .n1 = 140001, .n2 = 3001,
+	.faults = "loss=0.05,dup=0.2,reorder=0.3,seed=4" };
+
+FIXTURE_SETUP(rereg)
+{
+	self->out = mmap(NULL, sizeof(*self->out), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->out);
+	memset(self->out, 0, sizeof(*self->out));
+}
+
+FIXTURE_TEARDOWN(rereg)
+{
+	munmap(self->out, sizeof(*self->out));
+}
+
+static int rereg_phase(struct gn_ctx *ctx, struct rereg_out *out, int rank,
+		       int phase, size_t n, bool nan)
+{
+	GN_OPTS(gn_tensor_opts, t, .id = 100, .elems = n, .codec = GN_CODEC_3LC,
+		.flags = GN_TENSOR_AVERAGE);
+	float *x = malloc(n * sizeof(float));
+	int step, r;
+
+	if (!x || gn_tensor_register(ctx, &t))
+		return -1;
+	out->eexist[rank] = gn_tensor_register(ctx, &t);
+	for (step = 0; step < REREG_STEPS; step++) {
+		job_grad(x, n, rank, 0, step);
+		if (nan && rank == 0 && phase == 1 && step == 0)
+			x[n / 2] = NAN;
+		r = gn_allreduce_start(ctx, 100, x);
+		if (!r && step == 1 && phase == 0)
+			out->ebusy[rank] = gn_tensor_unregister(ctx, 100);
+		if (!r)
+			r = gn_allreduce_wait(ctx, 100);
+		out->rc[rank][phase][step] = r;
+		if (r)
+			snprintf(out->msg[rank], sizeof(out->msg[rank]), "%s",
+				 gn_ctx_errmsg(ctx));
+		out->hash[rank][phase][step] = job_fnv(x, n);
+	}
+	free(x);
+	return 0;
+}
+
+static void rereg_rank(const FIXTURE_VARIANT(rereg) *v, struct rereg_out *out,
+		       int rank, const char *peers, uint32_t job)
+{
+	GN_OPTS(gn_ctx_opts, o, .rank = rank, .world_size = v->world,
+		.peers = peers, .timeout_ms = 5000, .job_id = job,
+		.step_timeout_ms = 5000,
+		.flags = GN_CTX_INSECURE | GN_CTX_RANK);
+	struct gn_stats st = { .sz = sizeof(st) };
+	struct gn_ctx *ctx;
+
+	if (v->faults)
+		setenv("GN_TEST_FAULTS", v->faults, 1);
+	if (gn_ctx_open(&o, &ctx)) {
+		snprintf(out->msg[rank], sizeof(out->msg[rank]), "%s", gn_last_errmsg());
+		_exit(2);
+	}
+	out->enoent[rank] = gn_tensor_unregister(ctx, 99);
+	if (rereg_phase(ctx, out, rank, 0, v->n1, v->nan))
+		_exit(3);
+	out->unreg[rank] = gn_tensor_unregister(ctx, 100);
+	if (out->unreg[rank])
+		snprintf(out->msg[rank], sizeof(out->msg[rank]), "%s", gn_ctx_errmsg(ctx));
+	/* Rank 0 comes back at once, the others a little later. */
+	if (rank)
+		usleep(20000);
+	if (rereg_phase(ctx, out, rank, 1, v->n2, v->nan))
+		_exit(4);
+	gn_stats_ctx(ctx, &st);
+	out->replays[rank] = st.drops[GN_DROP_REPLAY];
+	gn_ctx_close(ctx);
+	_exit(0);
+}
+
+TEST_F(rereg, unregister_and_register_again)
+{
+	static int calls;
+	struct job_spec s = { .world = variant->world, .steps = REREG_STEPS,
+			      .ntensors = 1, .codec = { GN_CODEC_3LC },
+			      .flags = { GN_TENSOR_AVERAGE } };
+	int base = 20000 + (int)((getpid() * 137 + calls * 16 + 8) % 40000);
+	uint32_t job = (uint32_t)getpid() * 1000 + 500 + (uint32_t)calls++;
+	uint64_t hash[2][JOB_MAX_STEPS];
+	bool skip[2][JOB_MAX_STEPS] = { { false }, { variant->nan } };
+	pid_t pid[JOB_MAX_RANKS];
+	char peers[512] = "";
+	int r, ph, step;
+	float *res;
+
+	for (r = 0; r < variant->world; r++) {
+		char one[48];
+
+		snprintf(one, sizeof(one), "%s127.0.0.1:%d", r ? "," : "", base + r);
+		strcat(peers, one);
+	}
+	for (r = 0; r < variant->world; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0)
+			rereg_rank(variant, self->out, r, peers, job);
+	}
+	for (r = 0; r < variant->world; r++)
+		waitpid(pid[r], &self->out->status[r], 0);
+
+	ASSERT_EQ(0, gn_codec_isa_set_default(GN_ISA_SCALAR));
+	for (ph = 0; ph < 2; ph++) {
+		s.elems[0] = ph ? variant->n2 : variant->n1;
+		res = malloc(s.elems[0] * sizeof(float));
+		job_reference(&s, 0, skip[ph], hash[ph], res);
+		free(res);
+	}
+	for (r = 0; r < variant->world; r++) {
+		ASSERT_EQ(0, self->out->status[r]) TH_LOG("rank %d: %s", r, self->out->msg[r]);
+		ASSERT_EQ(-ENOENT, self->out->enoent[r]);
+		ASSERT_EQ(-EEXIST, self->out->eexist[r]);
+		ASSERT_EQ(-EBUSY, self->out->ebusy[r]);
+		ASSERT_EQ(0, self->out->unreg[r]) TH_LOG("rank %d: %s", r, self->out->msg[r]);
+		for (ph = 0; ph < 2; ph++) {
+			for (step = 0; step < REREG_STEPS; step++) {
+				ASSERT_EQ(skip[ph][step] ? -EDOM : 0,
+					  self->out->rc[r][ph][step]) {
+					TH_LOG("rank %d phase %d step %d: %s", r, ph,
+					       step, self->out->msg[r]);
+				}
+				if (skip[ph][step])
+					continue;
+				ASSERT_EQ(hash[ph][step], self->out->hash[r][ph][step]) {
+					TH_LOG("rank %d phase %d step %d differs from the reference",
+					       r, ph, step);
+				}
+			}
+		}
+		if (variant->faults)
+			TH_LOG("rank %d dropped %llu stale or early packets", r,
+			       (unsigned long long)self->out->replays[r]);
+	}
+}
+
 TEST_HARNESS_MAIN

@@ -231,6 +231,27 @@ GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
 				 const struct gn_tensor_opts *opts);
 
 /**
+ * gn_tensor_unregister() - forget a tensor and free its buffers
+ * @ctx: context
+ * @id: a registered tensor with no allreduce in flight
+ *
+ * For a trainer whose tensors change shape (a DDP job rebuilding its
+ * buckets): unregister, then register the id again with another size or
+ * codec. Every rank must do the same, after the same number of allreduces
+ * of the tensor; the error feedback starts from zero again. Packets of the
+ * old registration still on their way are dropped, never added to the new
+ * one: the new registration's steps are numbered after the old ones.
+ * Waits until the peers have acknowledged this rank's last results for
+ * the tensor (they may still be decoding them), or a peer is found dead.
+ *
+ * Return: 0; -EINVAL for a NULL @ctx; -ENOENT if @id is not registered;
+ * -EBUSY if an allreduce of it was started and not yet waited for;
+ * -ETIMEDOUT if peers did not acknowledge those results within twice the
+ * context's timeout (the tensor stays registered); -ENOMEM.
+ */
+GN_EXPORT int gn_tensor_unregister(struct gn_ctx *ctx, uint32_t id);
+
+/**
  * gn_allreduce_start() - start an allreduce of tensor @id, in place
  * @ctx: context
  * @id: a registered tensor with no allreduce in flight

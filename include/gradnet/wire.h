@@ -168,7 +168,10 @@ struct gn_wire_ack {
  *	0 u32 seq (per sender and receiver, from 1)	4 u8 kind
  *	5 u8 flags	6 u16 reserved (0)	8 u64 value	16 u32 extra
  * GN_CTRL_TENSOR: the sender registered tensor (header) with value =
- *	elements, codec (header), extra = s bits, flags = GN_TENSOR_* flags.
+ *	elements, codec (header), extra = s bits, flags = GN_TENSOR_* flags;
+ *	step (header) is the registration's base: 0 for the first, and for a
+ *	registration after gn_tensor_unregister() one more than the last step
+ *	of the previous one (its steps are numbered from base + 1).
  * GN_CTRL_ABORT: step (header) of tensor (header) failed with errno value;
  *	extra is the rank it blames.
  */

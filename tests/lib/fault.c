@@ -34,6 +34,9 @@ struct fault {
 	FILE *rec;
 	u8 *rep;			/* the recording to replay */
 	size_t rep_len, rep_at;
+	/* The progress thread (send, wait) and an API call (a control
+	 * message from gn_tensor_register()) both send: guards what follows. */
+	pthread_mutex_t lock;
 	int held_n;
 	struct {
 		u16 peer, len;
@@ -110,6 +113,7 @@ static int load_replay(struct fault *f)
 
 static void fault_free(struct fault *f)
 {
+	pthread_mutex_destroy(&f->lock);
 	if (f->rec)
 		fclose(f->rec);
 	free(f->rep);
@@ -124,8 +128,9 @@ static int fault_open(const struct gn_addr *self, unsigned int max_pkt,
 
 	if (!f)
 		return -ENOMEM;
+	pthread_mutex_init(&f->lock, NULL);
 	if (parse(f, getenv("GN_TEST_FAULTS"))) {
-		free(f);
+		fault_free(f);
 		return -EINVAL;
 	}
 	if (f->record[0] && !(f->rec = fopen(f->record, "ab"))) {
@@ -203,8 +208,10 @@ static int fault_send(void *state, const struct gn_addr *peers,
 		      const struct gn_tx_pkt *pkts, int n)
 {
 	struct fault *f = state;
-	int i, k = 0, held_before = f->held_n;
+	int i, k = 0, held_before;
 
+	pthread_mutex_lock(&f->lock);
+	held_before = f->held_n;
 	f->peers = peers;
 	for (i = 0; i < n; i++) {
 		if (f->rec)
@@ -232,6 +239,7 @@ static int fault_send(void *state, const struct gn_addr *peers,
 	release_held(f, peers, held_before);
 	if (f->rep)
 		replay(f, peers, n);
+	pthread_mutex_unlock(&f->lock);
 	return n;
 }
 
@@ -246,8 +254,10 @@ static int fault_wait(void *state, int timeout_ms)
 {
 	struct fault *f = state;
 
+	pthread_mutex_lock(&f->lock);
 	if (f->held_n && f->peers)
 		release_held(f, f->peers, f->held_n);
+	pthread_mutex_unlock(&f->lock);
 	return f->inner->wait(f->inner_state, timeout_ms);
 }
 

@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: MIT
+"""ddp_worker.py - one rank of a DDP job under torchrun for test_ddp.py.
+
+usage: torchrun --standalone --nproc_per_node N ddp_worker.py SCENARIO OUTDIR
+(or any launcher that sets torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
+MASTER_PORT, as test_ddp.py does)
+
+Scenarios (each trains a few steps on 127.0.0.1 with a Gloo process group
+and gradnet's hook, recording every bucket the hook saw, in and out):
+  3lc      the hook's results, replayed through a second context with the
+           plain binding (gn_allreduce), must match bit for bit
+  dense    codec none; compared with Gloo's allreduce of the same inputs
+  unused   a model with a parameter no step uses (find_unused_parameters)
+  nan      a loss scaler (GradScaler's algorithm); rank 1's loss is NaN
+           at step 2
+Writes OUTDIR/rank<R>.pt with what the test checks.
+"""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import gradnet
+import gradnet.torch as gt
+
+STEPS = 4
+
+
+class Net(nn.Module):
+    """Layers declared in another order than used, and odd sizes, so the
+    rebuilt buckets differ from the first ones and the last one is uneven."""
+
+    def __init__(self, unused=False):
+        super().__init__()
+        self.c = nn.Linear(37, 5)
+        self.a = nn.Linear(13, 101)
+        self.b = nn.Linear(101, 37)
+        if unused:
+            self.spare = nn.Linear(29, 7)
+
+    def forward(self, x):
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+class CpuScaler:
+    """torch.cuda.amp.GradScaler's algorithm (1.13's asserts CUDA tensors):
+    scale the loss, skip the step and halve the scale if any gradient is
+    not finite, else unscale, step, and grow the scale every few steps."""
+
+    def __init__(self, scale=2.0 ** 10, interval=2):
+        self.s, self.interval, self.good = scale, interval, 0
+        self.found_inf = False
+
+    def scale(self, loss):
+        return loss * self.s
+
+    def step(self, opt):
+        grads = [p.grad for g in opt.param_groups for p in g["params"]
+                 if p.grad is not None]
+        self.found_inf = not all(torch.isfinite(g).all() for g in grads)
+        if self.found_inf:
+            return
+        for g in grads:
+            g.div_(self.s)
+        opt.step()
+
+    def update(self):
+        if self.found_inf:
+            self.s, self.good = self.s / 2, 0
+            return
+        self.good += 1
+        if self.good == self.interval:
+            self.s, self.good = self.s * 2, 0
+
+    def get_scale(self):
+        return self.s
+
+
+def recording(log):
+    """gradnet's hook, recording each bucket's input and result."""
+    def hook(state, bucket):
+        entry = {"index": bucket.index(), "in": bucket.buffer().clone()}
+        log.append(entry)
+        fut = gt.allreduce_hook(state, bucket)
+
+        def done(f):
+            entry["out"] = f.value().clone()
+            return f.value()
+        return fut.then(done)
+    return hook
+
+
+def main():
+    scenario, outdir = sys.argv[1], sys.argv[2]
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(1)
+    net = Net(unused=scenario == "unused")
+    # Small buckets (DDP's own knob, as its comments suggest) so that this
+    # small model has several and the rebuilt ones differ from the first.
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 4096
+    model = DDP(net, bucket_cap_mb=0.01,
+                find_unused_parameters=scenario == "unused")
+    codec = "none" if scenario == "dense" else "3lc"
+    state = gt.init(codec=codec)
+    log = []
+    model.register_comm_hook(state, recording(log))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = CpuScaler() if scenario == "nan" else None
+    out = {"rank": rank, "world": world, "skipped": [], "scale": [],
+           "params": []}
+    gen = torch.Generator().manual_seed(100 + rank)
+    for step in range(STEPS):
+        x = torch.randn(16, 13, generator=gen)
+        y = torch.randn(16, 5, generator=gen)
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        if scenario == "nan" and rank == 1 and step == 2:
+            loss = loss * float("nan")
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            before = [p.detach().clone() for p in model.parameters()]
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            out["skipped"].append(all(torch.equal(a, p.detach())
+                                      for a, p in zip(before,
+                                                      model.parameters())))
+            out["scale"].append(scaler.get_scale())
+        out["params"].append(torch.cat([p.detach().flatten()
+                                        for p in model.parameters()]))
+    out["grads"] = [p.grad.clone() if p.grad is not None else None
+                    for p in model.parameters()]
+    out["log"] = [(e["index"], e["in"], e["out"]) for e in log]
+    out["rebuilds"] = state.rebuilds
+    out["nonfinite_steps"] = state.nonfinite_steps
+    out["stats"] = state.stats()
+
+    # The same inputs through the plain binding, on a second context.
+    if scenario in ("3lc", "unused"):
+        ref = gt.init(codec=codec)
+        ctx, sizes, res = ref.ctx, {}, []
+        for idx, x_in, _ in out["log"]:
+            n = x_in.numel()
+            if sizes.get(idx) != n:
+                if idx in sizes:
+                    ctx.unregister(idx)
+                ctx.register(idx, n, codec=codec, average=True)
+                sizes[idx] = n
+            x = x_in.clone()
+            ctx.allreduce(idx, x)
+            res.append(x)
+        out["replay"] = res
+        ref.close()
+    if scenario == "dense":
+        res = []
+        for _, x_in, _ in out["log"]:
+            x = x_in.clone()
+            dist.all_reduce(x)
+            res.append(x / world)
+        out["gloo"] = res
+    state.close()
+    torch.save(out, os.path.join(outdir, "rank%d.pt" % rank))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

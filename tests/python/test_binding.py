@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: MIT
+"""test_binding.py - the Python binding over gradnet.h, on one-rank jobs:
+exceptions carry gradnet's message, -EDOM is NonFiniteError, stats are a
+dict, buffers of torch, numpy and the buffer protocol are accepted."""
+import array
+import errno
+import os
+import socket
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python"))
+import gradnet  # noqa: E402
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ctx():
+    c = gradnet.Context(rank=0, world_size=1,
+                        peers="127.0.0.1:%d" % free_udp_port(), insecure=True)
+    yield c
+    c.close()
+
+
+def test_open_error_carries_message():
+    with pytest.raises(gradnet.GradnetError) as e:
+        gradnet.Context(rank=3, world_size=2,
+                        peers="127.0.0.1:1,127.0.0.1:2", insecure=True)
+    assert e.value.errno == errno.EINVAL
+    assert e.value.strerror and e.value.call == "gn_ctx_open"
+
+
+def test_register_unregister_errors(ctx):
+    ctx.register(5, 100, codec="3lc", average=True)
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.register(5, 100)
+    assert e.value.errno == errno.EEXIST and "tensor 5" in e.value.strerror
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.unregister(6)
+    assert e.value.errno == errno.ENOENT and "tensor 6" in str(e.value)
+    x = torch.ones(100)
+    ctx.start(5, x)
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.unregister(5)
+    assert e.value.errno == errno.EBUSY
+    ctx.wait(5)
+    ctx.unregister(5)
+    ctx.register(5, 7, codec="none")
+    y = torch.arange(7, dtype=torch.float32)
+    ctx.allreduce(5, y)
+    assert torch.equal(y, torch.arange(7, dtype=torch.float32))
+
+
+def test_nan_is_nonfinite_error(ctx):
+    ctx.register(1, 64)
+    x = torch.ones(64)
+    x[3] = float("nan")
+    with pytest.raises(gradnet.NonFiniteError) as e:
+        ctx.allreduce(1, x)
+    assert e.value.errno == errno.EDOM and "NaN" in e.value.strerror
+    assert isinstance(e.value, gradnet.GradnetError)
+    ctx.allreduce(1, torch.ones(64))       # the next step goes on
+
+
+def test_buffers_and_stats(ctx):
+    ctx.register(2, 8, codec="none", average=True)
+    for buf in (torch.ones(8), np.ones(8, dtype=np.float32),
+                array.array("f", [1.0] * 8)):
+        ctx.allreduce(2, buf)
+        assert list(buf) == [1.0] * 8
+    with pytest.raises(TypeError):
+        ctx.allreduce(2, torch.ones(8, dtype=torch.float64))
+    with pytest.raises(TypeError):
+        ctx.allreduce(2, torch.ones(16)[::2])
+    st = ctx.stats()
+    assert st["allreduces"] == 3 and isinstance(st["drops"], dict)
+    assert "mac" in st["drops"]
+    assert ctx.stats(tensor_id=2)["allreduces"] == 3
+    with pytest.raises(gradnet.GradnetError):
+        ctx.stats(tensor_id=99)
+
+
+def test_closed_context_refuses(ctx):
+    ctx.close()
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.register(1, 4)
+    assert e.value.errno == errno.EBADF
