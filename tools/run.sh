@@ -25,6 +25,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
 	meson ninja-build pkg-config gcc clang llvm lld libclang-rt-14-dev
 	libzstd-dev liblz4-dev zlib1g-dev python3-sklearn python3-numpy
+	python3-torch python3-pytest
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
 	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod
 	iproute2 libbpf-dev bpftool openmpi-bin libopenmpi-dev
