@@ -20,7 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..8"
 
 if ! meson install -C "$build" --no-rebuild --destdir "$tmp" >"$tmp/install.log" 2>&1; then
 	sed 's/^/# /' "$tmp/install.log"
@@ -112,6 +112,26 @@ if [ -n "$inc" ] && [ -n "$so" ] &&
 else
 	fail "a trainer builds and runs on the installed gradnet.h and libgradnet.so"
 fi
+# The Python package, installed, on the installed library, trees hidden.
+pkg=$(find "$tmp" -path '*/gradnet/__init__.py' | head -1)
+if [ -n "$pkg" ] && [ -z "$san" ] &&
+	env -u GRADNET_LIB PYTHONPATH="$(dirname "$(dirname "$pkg")")" \
+		LD_LIBRARY_PATH="$(dirname "$so")" /usr/bin/python3 -c '
+import gradnet, array
+assert gradnet.__file__.startswith("'"$tmp"'"), gradnet.__file__
+with gradnet.Context(world_size=1, peers="127.0.0.1:29097", insecure=True) as c:
+    c.register(1, 4, codec="none")
+    x = array.array("f", [1, 2, 3, 4])
+    c.allreduce(1, x)
+    assert list(x) == [1, 2, 3, 4], list(x)
+print("gradnet", gradnet.version())
+' >"$tmp/out" 2>&1; then
+	ok "the installed Python package imports and allreduces on the installed library"
+elif [ -n "$pkg" ] && [ -n "$san" ]; then
+	ok "the Python package is installed (a sanitizer build's library cannot load into python3)"
+else
+	fail "the installed Python package imports and allreduces on the installed library"
+fi
 ls "$(dirname "$inc")" >"$tmp/out"
 if [ "$(cat "$tmp/out")" = gradnet.h ]; then
 	ok "only gradnet.h is installed (codec.h and wire.h are internal)"
@@ -130,7 +150,7 @@ else
 	bash "$tmp/checks.sh" "$tmp" "$bindir"
 fi
 if [ -f "$(dirname "$bindir")/share/gradnet/gradients/mlp-small-seq/manifest.tsv" ]; then
-	echo "ok 7 - gradient samples installed in datadir (source and build trees hidden: $hidden)"
+	echo "ok 8 - gradient samples installed in datadir (source and build trees hidden: $hidden)"
 else
-	echo "not ok 7 - no share/gradnet/gradients/mlp-small-seq/manifest.tsv"
+	echo "not ok 8 - no share/gradnet/gradients/mlp-small-seq/manifest.tsv"
 fi

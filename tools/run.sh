@@ -5,7 +5,10 @@
 #
 #   tools/run.sh demo   install what is missing, build, run the main job:
 #                       data-parallel training, dense and 3LC, then the
-#                       codec benchmark on the real gradient samples
+#                       codec benchmark on the real gradient samples; then
+#                       install gradnet under /usr/local (C library, tools,
+#                       Python package) and train a PyTorch DDP model with
+#                       gradnet's hook against PyTorch's own hooks
 #   tools/run.sh test   install what is missing, build (plain and with
 #                       ASan+UBSan) and run every test: unit, golden,
 #                       SIMD-vs-scalar, loopback and network-namespace
@@ -68,6 +71,11 @@ cmd_demo() {
 	build/tools/gradnet-demo --ranks 4
 	echo "== codec benchmark on real gradients"
 	build/tools/gradnet-bench codec
+	echo "== install under /usr/local: libgradnet, gradnet.h, the tools, the Python package"
+	ninja -C build install >/dev/null
+	ldconfig
+	echo "== PyTorch DDP on digits, 4 ranks: Gloo, fp16, PowerSGD, gradnet dense and 3LC"
+	/usr/bin/python3 python/examples/ddp_digits.py --ranks 4 --steps 300
 }
 
 # The meson suites of the codec instruction sets this CPU lacks, as
