@@ -549,6 +549,53 @@ TEST_F(isa, zre_matches_spec_on_runs)
 		}
 }
 
+/*
+ * Sparse group sequences of every density, encoded in place (as
+ * gn_tlc_encode() does) and elsewhere, whole and to tight budgets: the SIMD
+ * encoders write ahead of their output, never ahead of their input.
+ */
+TEST_F(isa, zre_in_place_sparse)
+{
+	static const double zero_share[] = { 0.0, 0.3, 0.6, 0.8, 0.9, 0.95,
+					     0.99, 1.0 };
+	static const size_t caps[] = { 37, 40, 41, 100, 1000, SIZE_MAX };
+	struct gn_rng r = { 7 };
+	size_t g = 5000, d, t, c, k;
+	uint8_t *q = malloc(g), *z1 = malloc(g + 64), *z2 = malloc(g + 64);
+
+	for (d = 0; d < ARRAY_LEN(zero_share); d++)
+		for (t = 0; t < 8; t++) {
+			size_t count = g - t * 97, used, len;
+
+			for (k = 0; k < count; k++)
+				q[k] = gn_rng_unit(&r) < zero_share[d] ?
+					       GN_TLC_ZERO :
+					       (uint8_t)(gn_rng_u64(&r) % 242);
+			len = zre_spec(q, count, z2);
+			memcpy(z1, q, count);
+			ASSERT_EQ((long)len, gn_zre_encode_isa(self->isa, z1, count,
+							       z1, count, &used));
+			ASSERT_EQ(count, used);
+			ASSERT_EQ(0, memcmp(z1, z2, len));
+			for (c = 0; c < ARRAY_LEN(caps); c++) {
+				size_t cap = caps[c] < count ? caps[c] : count;
+				long l;
+
+				memcpy(z1, q, count);
+				l = gn_zre_encode_isa(self->isa, z1, count, z1,
+						      cap, &used);
+				ASSERT_GE((long)cap, l);
+				ASSERT_EQ((size_t)l, zre_spec(q, used, z2));
+				ASSERT_EQ(0, memcmp(z1, z2, (size_t)l));
+				if (used < count)
+					ASSERT_LT(cap, zre_spec(q, used + 1, z2));
+			}
+		}
+	free(q);
+	free(z1);
+	free(z2);
+}
+
 /* Chunked quantization equals quantizing each chunk on its own. */
 TEST_F(isa, chunks_match_single_chunks)
 {

@@ -94,8 +94,48 @@ static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 }
 
 /*
- * Blocks of 32 groups that are all zero or all literal take a fast path;
- * mixed blocks go through the scalar encoder, which keeps the same state.
+ * The codes of a 32-group block that mixes zeros and literals, one literal
+ * at a time: the run before a literal (carried in plus the gap) becomes
+ * run/14 bytes 255 and the remainder code, then the literal. The 255s are
+ * written as four bytes whatever their count, and the remainder code even
+ * when there is none; later codes overwrite the excess. With the slack the
+ * caller guarantees, (consumed groups - written bytes - pending run) >= 4,
+ * no store reaches past the block, so in-place encoding reads nothing
+ * clobbered; the literals themselves come from a copy of the block.
+ */
+static size_t zre_mixed(__m256i v, u32 lit, u8 *dst, size_t o,
+			unsigned int *run)
+{
+	static const u32 ff = 0xffffffffu;
+	unsigned int r = *run, prev = 0, p;
+	u8 lanes[32];
+
+	_mm256_storeu_si256((__m256i *)lanes, v);
+	do {
+		p = _tzcnt_u32(lit);
+		r += p - prev;
+		memcpy(dst + o, &ff, 4);
+		o += r / GN_ZRE_RUN_MAX_LEN;
+		r %= GN_ZRE_RUN_MAX_LEN;
+		dst[o] = gn_zre_run_byte(r);
+		o += r != 0;
+		dst[o++] = lanes[p];
+		r = 0;
+		prev = p + 1;
+		lit = _blsr_u32(lit);
+	} while (lit);
+	r += 32 - prev;
+	memcpy(dst + o, &ff, 4);
+	o += r / GN_ZRE_RUN_MAX_LEN;
+	*run = r % GN_ZRE_RUN_MAX_LEN;
+	return o;
+}
+
+/*
+ * Blocks of 32 groups: all zero and all literal ones take a fast path,
+ * mixed ones go literal by literal (zre_mixed()) once the output trails
+ * the input by a few bytes, and through the scalar encoder, which keeps
+ * the same state, before that.
  */
 static size_t zre_avx2(const u8 *q, size_t count, u8 *dst, size_t cap,
 		       size_t *consumed)
@@ -121,6 +161,9 @@ static size_t zre_avx2(const u8 *q, size_t count, u8 *dst, size_t cap,
 			run = 0;
 			_mm256_storeu_si256((__m256i *)(dst + o), v);
 			o += 32;
+			i += 32;
+		} else if (i >= o + run + 4) {
+			o = zre_mixed(v, ~z, dst, o, &run);
 			i += 32;
 		} else {
 			i += gn_zre_run(q + i, 32, dst, cap, &o, &run);
