@@ -44,50 +44,64 @@ static u32 maxabs_bits_avx2(const float *x, const float *e, size_t n)
 	return max;
 }
 
-/* Eight groups of one partition: new e stored, group bytes updated. */
+/*
+ * Eight values of one partition: e stored, trits returned as 1 (t > h),
+ * -1 (t < -h) or 0 in 32-bit lanes. qm is M, -M or +0, so t - qm rounds
+ * exactly as the reference.
+ */
 static inline __m256i quantize8(const float *x, const float *e_in,
 				float *e_out, __m256 hv, __m256 nhv, __m256 mv,
-				__m256 nmv, __m256i w, __m256i b)
+				__m256 nmv)
 {
 	__m256 t = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(e_in));
-	__m256 p = _mm256_cmp_ps(t, hv, _CMP_GT_OQ);
-	__m256 q = _mm256_cmp_ps(t, nhv, _CMP_LT_OQ);
-	__m256 qm = _mm256_blendv_ps(_mm256_and_ps(p, mv), nmv, q);
+	__m256 pos = _mm256_cmp_ps(t, hv, _CMP_GT_OQ);
+	__m256 neg = _mm256_cmp_ps(t, nhv, _CMP_LT_OQ);
+	__m256 qm = _mm256_blendv_ps(_mm256_and_ps(pos, mv), nmv, neg);
 
-	/* qm is M, -M or +0, so t - qm rounds exactly as the reference. */
 	_mm256_storeu_ps(e_out, _mm256_sub_ps(t, qm));
-	b = _mm256_add_epi32(b, _mm256_and_si256(_mm256_castps_si256(p), w));
-	return _mm256_sub_epi32(b, _mm256_and_si256(_mm256_castps_si256(q), w));
+	/* The masks are all ones where true: neg - pos is the trit. */
+	return _mm256_sub_epi32(_mm256_castps_si256(neg),
+				_mm256_castps_si256(pos));
 }
 
+/*
+ * Sixteen groups at a time while all five partitions are in range. The
+ * trits of sixteen groups travel as 16-bit lanes and the group bytes are
+ * built by Horner's rule, 3b + q per partition, plus 121 at the end. The
+ * pointers are copied out of the spans: a store through e_out could
+ * otherwise alias them and force a reload after every store.
+ */
 static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 			const struct gn_tlc_span *next)
 {
 	const __m256 mv = _mm256_set1_ps(m), nmv = _mm256_set1_ps(-m);
 	const __m256 hv = _mm256_set1_ps(0.5f * m);
 	const __m256 nhv = _mm256_set1_ps(-(0.5f * m));
+	const __m256i zero = _mm256_set1_epi16(GN_TLC_ZERO);
+	const float *x = cur->x, *e_in = cur->e_in;
+	float *e_out = cur->e_out;
 	size_t n = cur->n, g = gn_tlc_groups(n), j = 0;
 	size_t full = n > 4 * g ? n - 4 * g : 0;
 	unsigned int k;
 
 	for (; j + 16 <= full; j += 16) {
-		__m256i b0 = _mm256_set1_epi32(GN_TLC_ZERO), b1 = b0, w16;
+		__m256i b = _mm256_setzero_si256();
 
 		for (k = 0; k < GN_TLC_GROUP; k++) {
-			const __m256i w = _mm256_set1_epi32(gn_quartic_weight(k));
 			size_t at = (size_t)k * g + j;
+			__m256i q0 = quantize8(x + at, e_in + at, e_out + at, hv,
+					       nhv, mv, nmv);
+			__m256i q1 = quantize8(x + at + 8, e_in + at + 8,
+					       e_out + at + 8, hv, nhv, mv, nmv);
 
-			b0 = quantize8(cur->x + at, cur->e_in + at,
-				       cur->e_out + at, hv, nhv, mv, nmv, w, b0);
-			b1 = quantize8(cur->x + at + 8, cur->e_in + at + 8,
-				       cur->e_out + at + 8, hv, nhv, mv, nmv, w,
-				       b1);
+			/* Lanes come out in 128-bit halves; fixed below. */
+			b = _mm256_add_epi16(_mm256_add_epi16(b, _mm256_add_epi16(b, b)),
+					     _mm256_packs_epi32(q0, q1));
 		}
-		w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(b0, b1),
-					       0xd8);
+		b = _mm256_permute4x64_epi64(_mm256_add_epi16(b, zero), 0xd8);
 		_mm_storeu_si128((__m128i *)(out + j),
-				 _mm_packus_epi16(_mm256_castsi256_si128(w16),
-						  _mm256_extracti128_si256(w16, 1)));
+				 _mm_packus_epi16(_mm256_castsi256_si128(b),
+						  _mm256_extracti128_si256(b, 1)));
 	}
 	gn_quartic_scalar(cur, m, out, j, g);
 	return maxabs_bits_avx2(next->x, next->e_in, next->n);
