@@ -209,13 +209,15 @@ static size_t groups_avx2(const u8 *src, size_t len)
 	       gn_zre_groups_scalar(src + i, len - i);
 }
 
-/* acc + M where @p, acc - M where @q, acc itself elsewhere, bit for bit. */
-static inline void add8(float *a, __m256 mv, __m256i p, __m256i q)
+/*
+ * acc + M or acc - M (@s holds M or -M per lane), or acc itself where
+ * @keep is set, bit for bit: the kept lanes never go through an add.
+ */
+static inline void add8(float *a, __m256 s, __m256i keep)
 {
 	__m256 v = _mm256_loadu_ps(a);
 
-	v = _mm256_blendv_ps(v, _mm256_add_ps(v, mv), _mm256_castsi256_ps(p));
-	v = _mm256_blendv_ps(v, _mm256_sub_ps(v, mv), _mm256_castsi256_ps(q));
+	v = _mm256_blendv_ps(_mm256_add_ps(v, s), v, _mm256_castsi256_ps(keep));
 	_mm256_storeu_ps(a, v);
 }
 
@@ -223,14 +225,17 @@ static inline void add8(float *a, __m256 mv, __m256i p, __m256i q)
  * Sixteen groups at a time; the five trits come from multiply-high by
  * rounded-up reciprocals of 81, 27, 9 and 3, exact for 0..242. Pieces that
  * reach past n or past the block go through the scalar decoder (group bytes
- * are valid zero-run codes on their own).
+ * are valid zero-run codes on their own). Every partition is read and
+ * written back without a branch on its trits: whether sixteen values hold
+ * a nonzero trit is a coin toss at usual densities, and a mispredicted
+ * branch costs more than the blend.
  */
 static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 			     float *acc, size_t n, size_t g)
 {
 	static const u16 recip[4] = { 810, 2428, 7282, 21846 };
 	const __m128i zero_group = _mm_set1_epi8((char)GN_TLC_ZERO);
-	const __m256 mv = _mm256_set1_ps(m);
+	const __m256 mv = _mm256_set1_ps(m), nmv = _mm256_set1_ps(-m);
 	size_t c;
 
 	for (c = 0; c < groups; c += 16) {
@@ -255,18 +260,18 @@ static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 		}
 		d[4] = r;
 		for (k = 0; k < GN_TLC_GROUP; k++) {
-			__m256i p = _mm256_cmpeq_epi16(d[k], _mm256_set1_epi16(2));
-			__m256i q = _mm256_cmpeq_epi16(d[k], _mm256_setzero_si256());
+			__m256i keep = _mm256_cmpeq_epi16(d[k], _mm256_set1_epi16(1));
+			__m256i neg = _mm256_cmpeq_epi16(d[k], _mm256_setzero_si256());
+			__m128i kh = _mm256_extracti128_si256(keep, 1);
+			__m128i nh = _mm256_extracti128_si256(neg, 1);
 			float *a = acc + (size_t)k * g + j + c;
 
-			if (_mm256_testz_si256(_mm256_or_si256(p, q),
-					       _mm256_or_si256(p, q)))
-				continue;
-			add8(a, mv, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(p)),
-			     _mm256_cvtepi16_epi32(_mm256_castsi256_si128(q)));
-			add8(a + 8, mv,
-			     _mm256_cvtepi16_epi32(_mm256_extracti128_si256(p, 1)),
-			     _mm256_cvtepi16_epi32(_mm256_extracti128_si256(q, 1)));
+			add8(a, _mm256_blendv_ps(mv, nmv, _mm256_castsi256_ps(
+					_mm256_cvtepi16_epi32(_mm256_castsi256_si128(neg)))),
+			     _mm256_cvtepi16_epi32(_mm256_castsi256_si128(keep)));
+			add8(a + 8, _mm256_blendv_ps(mv, nmv, _mm256_castsi256_ps(
+					_mm256_cvtepi16_epi32(nh))),
+			     _mm256_cvtepi16_epi32(kh));
 		}
 	}
 }
