@@ -209,6 +209,9 @@ static size_t groups_avx2(const u8 *src, size_t len)
 	       gn_zre_groups_scalar(src + i, len - i);
 }
 
+/* Values of each partition decode-accumulate prefetches ahead (512 B). */
+#define GN_DECODE_AHEAD 128
+
 /*
  * acc + M or acc - M (@s holds M or -M per lane), or acc itself where
  * @keep is set, bit for bit: the kept lanes never go through an add.
@@ -249,6 +252,15 @@ static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 			gn_accumulate_scalar(qb + c, left, m, acc, n, g, j + c);
 			continue;
 		}
+		/*
+		 * The five partitions are five streams through acc that the
+		 * hardware prefetcher follows late; ask for them ahead.
+		 */
+		if (j + c + GN_DECODE_AHEAD < g)
+			for (k = 0; k < GN_TLC_GROUP; k++)
+				_mm_prefetch((const char *)(acc + (size_t)k * g + j +
+							    c + GN_DECODE_AHEAD),
+					     _MM_HINT_T0);
 		v = _mm_loadu_si128((const __m128i *)(qb + c));
 		if (_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero_group)) == 0xffff)
 			continue;
