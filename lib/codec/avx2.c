@@ -213,14 +213,17 @@ static size_t groups_avx2(const u8 *src, size_t len)
 #define GN_DECODE_AHEAD 128
 
 /*
- * acc + M or acc - M (@s holds M or -M per lane), or acc itself where
- * @keep is set, bit for bit: the kept lanes never go through an add.
+ * acc += -M, (kept) or +M for the trits @d (0, 1, 2) of eight values: the
+ * signed scale is looked up by trit, and the lanes of trit 1 (bit 0 set,
+ * so bit 31 after the shift) are blended back bit for bit, never added.
  */
-static inline void add8(float *a, __m256 s, __m256i keep)
+static inline void add8(float *a, __m256 scale, __m256i d)
 {
 	__m256 v = _mm256_loadu_ps(a);
+	__m256 s = _mm256_permutevar8x32_ps(scale, d);
 
-	v = _mm256_blendv_ps(_mm256_add_ps(v, s), v, _mm256_castsi256_ps(keep));
+	v = _mm256_blendv_ps(_mm256_add_ps(v, s), v,
+			     _mm256_castsi256_ps(_mm256_slli_epi32(d, 31)));
 	_mm256_storeu_ps(a, v);
 }
 
@@ -238,7 +241,7 @@ static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 {
 	static const u16 recip[4] = { 810, 2428, 7282, 21846 };
 	const __m128i zero_group = _mm_set1_epi8((char)GN_TLC_ZERO);
-	const __m256 mv = _mm256_set1_ps(m), nmv = _mm256_set1_ps(-m);
+	const __m256 scale = _mm256_setr_ps(-m, 0.0f, m, 0, 0, 0, 0, 0);
 	size_t c;
 
 	for (c = 0; c < groups; c += 16) {
@@ -272,18 +275,11 @@ static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 		}
 		d[4] = r;
 		for (k = 0; k < GN_TLC_GROUP; k++) {
-			__m256i keep = _mm256_cmpeq_epi16(d[k], _mm256_set1_epi16(1));
-			__m256i neg = _mm256_cmpeq_epi16(d[k], _mm256_setzero_si256());
-			__m128i kh = _mm256_extracti128_si256(keep, 1);
-			__m128i nh = _mm256_extracti128_si256(neg, 1);
 			float *a = acc + (size_t)k * g + j + c;
 
-			add8(a, _mm256_blendv_ps(mv, nmv, _mm256_castsi256_ps(
-					_mm256_cvtepi16_epi32(_mm256_castsi256_si128(neg)))),
-			     _mm256_cvtepi16_epi32(_mm256_castsi256_si128(keep)));
-			add8(a + 8, _mm256_blendv_ps(mv, nmv, _mm256_castsi256_ps(
-					_mm256_cvtepi16_epi32(nh))),
-			     _mm256_cvtepi16_epi32(kh));
+			add8(a, scale, _mm256_cvtepu16_epi32(_mm256_castsi256_si128(d[k])));
+			add8(a + 8, scale, _mm256_cvtepu16_epi32(
+						   _mm256_extracti128_si256(d[k], 1)));
 		}
 	}
 }
