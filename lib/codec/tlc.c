@@ -114,8 +114,9 @@ static int scale_of(u32 bits, float s, float *m)
 }
 
 /*
- * Chunk after chunk, each chunk's second pass interleaved with the next
- * chunk's first pass. A chunk is checked before anything of it is written.
+ * Chunk after chunk: each chunk's first pass (max |t|) and check, then its
+ * second pass while it is still in cache. A chunk is checked before
+ * anything of it is written.
  */
 static int quantize_chunks(const struct gn_tlc_kernels *k, const float *x,
 			   const float *e_in, float *e_out, size_t n,

@@ -20,10 +20,10 @@
  *	orders like the values; >= GN_F32_INF_BITS means some t_i is not finite.
  * @quartic: second quantization pass of chunk @cur, groups [0, g): q from
  *	t = x + e_in against h = 0.5f*m, e_out = t - q*m (e_out may be e_in),
- *	one quartic byte per group; interleaved with it, the first pass of
- *	chunk @next (n may be 0), whose maxabs_bits it returns. Overlapping
- *	the memory-bound first pass with the compute-bound second one is what
- *	lets a long tensor encode at close to memory speed.
+ *	one quartic byte per group; then the first pass of chunk @next (n may
+ *	be 0), whose maxabs_bits it returns. The chunk is still in L2 for its
+ *	second pass; the first pass streams from memory on its own, which on
+ *	Zen 4 beats taking it piecewise inside the second pass.
  * @zre: gn_zre_encode() on groups already known to be in 0..242.
  * @groups: groups covered by a zero-run encoded slice (no validation).
  * @accumulate: decode-accumulate a validated slice starting at group j0.
