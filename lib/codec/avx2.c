@@ -209,9 +209,6 @@ static size_t groups_avx2(const u8 *src, size_t len)
 	       gn_zre_groups_scalar(src + i, len - i);
 }
 
-/* Values of each partition decode-accumulate prefetches ahead (512 B). */
-#define GN_DECODE_AHEAD 128
-
 /*
  * acc += -M, (kept) or +M for the trits @d (0, 1, 2) of eight values: the
  * signed scale is looked up by trit, and the lanes of trit 1 (bit 0 set,
@@ -255,10 +252,7 @@ static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 			gn_accumulate_scalar(qb + c, left, m, acc, n, g, j + c);
 			continue;
 		}
-		/*
-		 * The five partitions are five streams through acc that the
-		 * hardware prefetcher follows late; ask for them ahead.
-		 */
+		/* Five streams through acc: ask for each ahead. */
 		if (j + c + GN_DECODE_AHEAD < g)
 			for (k = 0; k < GN_TLC_GROUP; k++)
 				_mm_prefetch((const char *)(acc + (size_t)k * g + j +

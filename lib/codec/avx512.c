@@ -238,6 +238,14 @@ static void accumulate_block(const u8 *qb, size_t groups, size_t j, float m,
 		__m512i pos, neg;
 		unsigned int k, s;
 
+		/* Five streams through acc: ask for each ahead. */
+		if (j + c + GN_DECODE_AHEAD + 64 <= g)
+			for (k = 0; k < GN_TLC_GROUP; k++)
+				for (s = 0; s < 4; s++)
+					_mm_prefetch((const char *)(acc + (size_t)k * g + j + c +
+								    GN_DECODE_AHEAD + 16 * s),
+						     _MM_HINT_T0);
+
 		if (!_mm512_cmpneq_epi8_mask(v, zero_group))
 			continue;
 		pos = lookup256(v, pos_trits);

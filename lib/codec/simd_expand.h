@@ -9,6 +9,13 @@
 #include "tlc_impl.h"
 #include <immintrin.h>
 
+/*
+ * Values of each partition the decoders prefetch ahead in acc (512 bytes):
+ * the five partitions are five streams that the hardware prefetcher picks
+ * up late, each restarted at every chunk.
+ */
+#define GN_DECODE_AHEAD 128
+
 /* Groups expanded per block; the buffer needs GN_EXPAND_SLACK more bytes. */
 #define GN_EXPAND_BLOCK 512
 #define GN_EXPAND_SLACK 16
