@@ -108,6 +108,27 @@ static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 }
 
 /*
+ * A pending run of r < 46 groups cut by a literal: byte 0 the code of
+ * r mod 14, byte 1 the number of 255s before it, byte 2 the bytes all of
+ * them take, byte 3 r mod 14. A table, because the selects behind them
+ * (r mod 14 == 1 gives 121) compile to branches that mispredict.
+ */
+#define GN_RUN_REM(r) ((r) % GN_ZRE_RUN_MAX_LEN)
+#define GN_RUN_ENTRY(r)                                                       \
+	((GN_RUN_REM(r) == 1 ? GN_TLC_ZERO : 241u + GN_RUN_REM(r)) & 0xff) |   \
+	((r) / GN_ZRE_RUN_MAX_LEN) << 8 |                                     \
+	((r) / GN_ZRE_RUN_MAX_LEN + (GN_RUN_REM(r) != 0)) << 16 |             \
+	GN_RUN_REM(r) << 24
+#define GN_RE4(r) GN_RUN_ENTRY(r), GN_RUN_ENTRY(r + 1), GN_RUN_ENTRY(r + 2),  \
+		  GN_RUN_ENTRY(r + 3)
+#define GN_RE16(r) GN_RE4(r), GN_RE4(r + 4), GN_RE4(r + 8), GN_RE4(r + 12)
+static const u32 run_entry[48] = { GN_RE16(0), GN_RE16(16), GN_RE16(32) };
+#undef GN_RE16
+#undef GN_RE4
+#undef GN_RUN_ENTRY
+#undef GN_RUN_REM
+
+/*
  * The codes of a 32-group block that mixes zeros and literals, one literal
  * at a time: the run before a literal (carried in plus the gap) becomes
  * run/14 bytes 255 and the remainder code, then the literal. The 255s are
@@ -123,26 +144,24 @@ static size_t zre_mixed(__m256i v, u32 lit, u8 *dst, size_t o,
 	static const u32 ff = 0xffffffffu;
 	unsigned int r = *run, prev = 0, p;
 	u8 lanes[32];
+	u32 ent;
 
 	_mm256_storeu_si256((__m256i *)lanes, v);
 	do {
 		p = _tzcnt_u32(lit);
-		r += p - prev;
+		ent = run_entry[r + p - prev];
 		memcpy(dst + o, &ff, 4);
-		o += r / GN_ZRE_RUN_MAX_LEN;
-		r %= GN_ZRE_RUN_MAX_LEN;
-		dst[o] = gn_zre_run_byte(r);
-		o += r != 0;
+		dst[o + (ent >> 8 & 0xff)] = (u8)ent;
+		o += ent >> 16 & 0xff;
 		dst[o++] = lanes[p];
 		r = 0;
 		prev = p + 1;
 		lit = _blsr_u32(lit);
 	} while (lit);
-	r += 32 - prev;
+	ent = run_entry[r + 32 - prev];
 	memcpy(dst + o, &ff, 4);
-	o += r / GN_ZRE_RUN_MAX_LEN;
-	*run = r % GN_ZRE_RUN_MAX_LEN;
-	return o;
+	*run = ent >> 24;
+	return o + (ent >> 8 & 0xff);
 }
 
 /*
