@@ -66,10 +66,10 @@ static inline __m256i quantize8(const float *x, const float *e_in,
 
 /*
  * Sixteen groups at a time while all five partitions are in range. The
- * trits of sixteen groups travel as 16-bit lanes and the group bytes are
- * built by Horner's rule, 3b + q per partition, plus 121 at the end. The
- * pointers are copied out of the spans: a store through e_out could
- * otherwise alias them and force a reload after every store.
+ * trits of sixteen groups travel as 16-bit lanes, and each partition adds
+ * its weight times its trit (a sign operation) to 121. The pointers are
+ * copied out of the spans: a store through e_out could otherwise alias
+ * them and force a reload after every store.
  */
 static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 			const struct gn_tlc_span *next)
@@ -77,7 +77,6 @@ static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 	const __m256 mv = _mm256_set1_ps(m), nmv = _mm256_set1_ps(-m);
 	const __m256 hv = _mm256_set1_ps(0.5f * m);
 	const __m256 nhv = _mm256_set1_ps(-(0.5f * m));
-	const __m256i zero = _mm256_set1_epi16(GN_TLC_ZERO);
 	const float *x = cur->x, *e_in = cur->e_in;
 	float *e_out = cur->e_out;
 	size_t n = cur->n, g = gn_tlc_groups(n), j = 0;
@@ -85,7 +84,7 @@ static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 	unsigned int k;
 
 	for (; j + 16 <= full; j += 16) {
-		__m256i b = _mm256_setzero_si256();
+		__m256i b = _mm256_set1_epi16(GN_TLC_ZERO);
 
 		for (k = 0; k < GN_TLC_GROUP; k++) {
 			size_t at = (size_t)k * g + j;
@@ -95,10 +94,11 @@ static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 					       e_out + at + 8, hv, nhv, mv, nmv);
 
 			/* Lanes come out in 128-bit halves; fixed below. */
-			b = _mm256_add_epi16(_mm256_add_epi16(b, _mm256_add_epi16(b, b)),
-					     _mm256_packs_epi32(q0, q1));
+			b = _mm256_add_epi16(b, _mm256_sign_epi16(
+				_mm256_set1_epi16(gn_quartic_weight(k)),
+				_mm256_packs_epi32(q0, q1)));
 		}
-		b = _mm256_permute4x64_epi64(_mm256_add_epi16(b, zero), 0xd8);
+		b = _mm256_permute4x64_epi64(b, 0xd8);
 		_mm_storeu_si128((__m128i *)(out + j),
 				 _mm_packus_epi16(_mm256_castsi256_si128(b),
 						  _mm256_extracti128_si256(b, 1)));
