@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * avx2.c - AVX2 codec kernels (AVX2, BMI2). Each produces the same bytes,
- * e and acc as the scalar reference; tests/codec_test.c compares them.
+ * avx2.c - AVX2 codec kernels (AVX2, BMI1, BMI2). Each produces the same
+ * bytes, e and acc as the scalar reference; tests/codec_test.c compares
+ * them.
  */
 #include "tlc_impl.h"
 #include "simd_expand.h"
