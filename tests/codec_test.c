@@ -657,6 +657,57 @@ next:
 		}
 }
 
+/*
+ * A tensor long enough (4 Mi values and more) that the kernels write a
+ * double-buffered e_out with non-temporal stores, 16-byte aligned, with
+ * chunks whose groups keep that alignment or break it, and e_out off by
+ * one value: the same floats and bytes as the scalar reference.
+ */
+TEST_F(isa, long_chunks_out_of_place)
+{
+	static const size_t chunks[] = { 65536, 65541, 1 << 20 };
+	size_t n = ((size_t)1 << 22) + 1001, a, shift;
+	struct gn_rng r = { 5 };
+	float *x = malloc(n * 4), *e = malloc(n * 4), *e_ref = malloc(n * 4);
+	uint32_t *e_keep = malloc(n * 4);
+	char *raw = malloc((n + 16) * 4 + 64);
+	float *e_out = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+
+	fill(&r, x, n, 1);
+	fill(&r, e, n, 1);
+	bits_of(e, e_keep, n);
+	for (a = 0; a < ARRAY_LEN(chunks); a++)
+		for (shift = 0; shift < 2; shift++) {
+			size_t ch = chunks[a], nc = gn_tlc_chunk_count(n, ch);
+			size_t ng = gn_tlc_chunks_groups(n, ch);
+			float *m = malloc(nc * 4), *m_ref = malloc(nc * 4);
+			uint8_t *q = malloc(ng), *q_ref = malloc(ng);
+
+			memcpy(e_ref, e, n * 4);
+			ASSERT_EQ(0, gn_tlc_quantize_chunks_isa(GN_ISA_SCALAR, x,
+								e_ref, e_ref, n,
+								ch, 1.5f, q_ref,
+								m_ref));
+			ASSERT_EQ(0, gn_tlc_quantize_chunks_isa(self->isa, x, e,
+								e_out + shift,
+								n, ch, 1.5f, q,
+								m));
+			ASSERT_EQ(0, memcmp(e_keep, e, n * 4));
+			ASSERT_EQ(0, memcmp(e_ref, e_out + shift, n * 4));
+			ASSERT_EQ(0, memcmp(q_ref, q, ng));
+			ASSERT_EQ(0, memcmp(m_ref, m, nc * 4));
+			free(m);
+			free(m_ref);
+			free(q);
+			free(q_ref);
+		}
+	free(x);
+	free(e);
+	free(e_ref);
+	free(raw);
+	free(e_keep);
+}
+
 /* A bad value in chunk c: earlier chunks done, c and later untouched. */
 TEST_F(isa, chunks_stop_at_nonfinite)
 {

@@ -151,7 +151,9 @@ static inline size_t gn_tlc_chunks_groups(size_t n, size_t chunk)
  * Each chunk is read twice (its maximum first), so chunks that fit in the
  * L2 cache (the default 65536 values do) read memory only once. With
  * @e_out != @e_in, @e_in is never written, so a caller can drop a failed
- * step by keeping @e_in.
+ * step by keeping @e_in; from 4 Mi values on, @e_out is then written with
+ * non-temporal stores where its alignment allows (it is left out of the
+ * caches, and its old contents are never read).
  *
  * Return: 0; -EINVAL for a bad @s or @chunk; -EDOM if a chunk holds a
  * value that is not finite (chunks before it have been quantized; nothing

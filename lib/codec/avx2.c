@@ -52,25 +52,60 @@ static u32 maxabs_bits_avx2(const float *x, const float *e, size_t n)
  */
 static inline __m256i quantize8(const float *x, const float *e_in,
 				float *e_out, __m256 hv, __m256 nhv, __m256 mv,
-				__m256 nmv)
+				__m256 nmv, bool stream)
 {
 	__m256 t = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(e_in));
 	__m256 pos = _mm256_cmp_ps(t, hv, _CMP_GT_OQ);
 	__m256 neg = _mm256_cmp_ps(t, nhv, _CMP_LT_OQ);
 	__m256 qm = _mm256_blendv_ps(_mm256_and_ps(pos, mv), nmv, neg);
 
-	_mm256_storeu_ps(e_out, _mm256_sub_ps(t, qm));
+	t = _mm256_sub_ps(t, qm);
+	if (stream) {
+		_mm_stream_ps(e_out, _mm256_castps256_ps128(t));
+		_mm_stream_ps(e_out + 4, _mm256_extractf128_ps(t, 1));
+	} else {
+		_mm256_storeu_ps(e_out, t);
+	}
 	/* The masks are all ones where true: neg - pos is the trit. */
 	return _mm256_sub_epi32(_mm256_castps_si256(neg),
 				_mm256_castps_si256(pos));
 }
 
 /*
- * Sixteen groups at a time while all five partitions are in range. The
- * trits of sixteen groups travel as 16-bit lanes, and each partition adds
- * its weight times its trit (a sign operation) to 121. The pointers are
- * copied out of the spans: a store through e_out could otherwise alias
- * them and force a reload after every store.
+ * Sixteen groups of a chunk (all five partitions in range), e_out stored
+ * with non-temporal stores if @stream. The trits of sixteen groups travel
+ * as 16-bit lanes, and each partition adds its weight times its trit (a
+ * sign operation) to 121.
+ */
+static inline void quartic16(const float *x, const float *e_in, float *e_out,
+			     size_t g, size_t j, __m256 hv, __m256 nhv,
+			     __m256 mv, __m256 nmv, u8 *out, bool stream)
+{
+	__m256i b = _mm256_set1_epi16(GN_TLC_ZERO);
+	unsigned int k;
+
+	for (k = 0; k < GN_TLC_GROUP; k++) {
+		size_t at = (size_t)k * g + j;
+		__m256i q0 = quantize8(x + at, e_in + at, e_out + at, hv, nhv,
+				       mv, nmv, stream);
+		__m256i q1 = quantize8(x + at + 8, e_in + at + 8,
+				       e_out + at + 8, hv, nhv, mv, nmv, stream);
+
+		/* Lanes come out in 128-bit halves; fixed below. */
+		b = _mm256_add_epi16(b, _mm256_sign_epi16(
+			_mm256_set1_epi16(gn_quartic_weight(k)),
+			_mm256_packs_epi32(q0, q1)));
+	}
+	b = _mm256_permute4x64_epi64(b, 0xd8);
+	_mm_storeu_si128((__m128i *)(out + j),
+			 _mm_packus_epi16(_mm256_castsi256_si128(b),
+					  _mm256_extracti128_si256(b, 1)));
+}
+
+/*
+ * The pointers are copied out of the spans: a store through e_out could
+ * otherwise alias them and force a reload after every store. Streaming
+ * needs every partition 16-byte aligned, else plain stores are used.
  */
 static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 			const struct gn_tlc_span *next)
@@ -82,27 +117,18 @@ static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 	float *e_out = cur->e_out;
 	size_t n = cur->n, g = gn_tlc_groups(n), j = 0;
 	size_t full = n > 4 * g ? n - 4 * g : 0;
-	unsigned int k;
+	bool stream = cur->stream && !(((uintptr_t)e_out | g * 4) % 16);
 
-	for (; j + 16 <= full; j += 16) {
-		__m256i b = _mm256_set1_epi16(GN_TLC_ZERO);
-
-		for (k = 0; k < GN_TLC_GROUP; k++) {
-			size_t at = (size_t)k * g + j;
-			__m256i q0 = quantize8(x + at, e_in + at, e_out + at, hv,
-					       nhv, mv, nmv);
-			__m256i q1 = quantize8(x + at + 8, e_in + at + 8,
-					       e_out + at + 8, hv, nhv, mv, nmv);
-
-			/* Lanes come out in 128-bit halves; fixed below. */
-			b = _mm256_add_epi16(b, _mm256_sign_epi16(
-				_mm256_set1_epi16(gn_quartic_weight(k)),
-				_mm256_packs_epi32(q0, q1)));
-		}
-		b = _mm256_permute4x64_epi64(b, 0xd8);
-		_mm_storeu_si128((__m128i *)(out + j),
-				 _mm_packus_epi16(_mm256_castsi256_si128(b),
-						  _mm256_extracti128_si256(b, 1)));
+	if (stream) {
+		for (; j + 16 <= full; j += 16)
+			quartic16(x, e_in, e_out, g, j, hv, nhv, mv, nmv, out,
+				  true);
+		/* Order the streamed e before anything that follows. */
+		_mm_sfence();
+	} else {
+		for (; j + 16 <= full; j += 16)
+			quartic16(x, e_in, e_out, g, j, hv, nhv, mv, nmv, out,
+				  false);
 	}
 	gn_quartic_scalar(cur, m, out, j, g);
 	return maxabs_bits_avx2(next->x, next->e_in, next->n);

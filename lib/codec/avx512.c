@@ -40,6 +40,18 @@ static u32 maxabs_bits_avx512(const float *x, const float *e, size_t n)
 }
 
 /*
+ * Sixteen floats to a 16-byte aligned address with non-temporal stores
+ * (see struct gn_tlc_span): partitions are 16-byte aligned at best.
+ */
+static inline void stream16(float *to, __m512 v)
+{
+	_mm_stream_ps(to, _mm512_castps512_ps128(v));
+	_mm_stream_ps(to + 4, _mm512_extractf32x4_ps(v, 1));
+	_mm_stream_ps(to + 8, _mm512_extractf32x4_ps(v, 2));
+	_mm_stream_ps(to + 12, _mm512_extractf32x4_ps(v, 3));
+}
+
+/*
  * Sixteen groups at a time while all five partitions are in range; the
  * group byte is built as 121 plus or minus each partition's weight. The
  * next chunk's first pass runs after this one, on its own: taken sixteen
@@ -57,6 +69,7 @@ static u32 quartic_avx512(const struct gn_tlc_span *cur, float m, u8 *out,
 	float *e_out = cur->e_out;
 	size_t n = cur->n, g = gn_tlc_groups(n), j = 0;
 	size_t full = n > 4 * g ? n - 4 * g : 0;
+	bool stream = cur->stream && !(((uintptr_t)e_out | g * 4) % 16);
 	unsigned int k;
 
 	for (; j + 16 <= full; j += 16) {
@@ -72,12 +85,17 @@ static u32 quartic_avx512(const struct gn_tlc_span *cur, float m, u8 *out,
 			__m512 en = _mm512_mask_sub_ps(t, pos, t, mv);
 
 			en = _mm512_mask_add_ps(en, neg, t, mv);
-			_mm512_storeu_ps(e_out + at, en);
+			if (stream)
+				stream16(e_out + at, en);
+			else
+				_mm512_storeu_ps(e_out + at, en);
 			b = _mm512_mask_add_epi32(b, pos, b, w);
 			b = _mm512_mask_sub_epi32(b, neg, b, w);
 		}
 		_mm_storeu_si128((__m128i *)(out + j), _mm512_cvtepi32_epi8(b));
 	}
+	if (stream)
+		_mm_sfence();
 	gn_quartic_scalar(cur, m, out, j, g);
 	return maxabs_bits_avx512(next->x, next->e_in, next->n);
 }

@@ -28,13 +28,22 @@
  * @groups: groups covered by a zero-run encoded slice (no validation).
  * @accumulate: decode-accumulate a validated slice starting at group j0.
  */
-/* A chunk being quantized: input, error feedback in and out, length. */
+/*
+ * A chunk being quantized: input, error feedback in and out, length, and
+ * whether e_out may be written with non-temporal stores (a long tensor
+ * with e_out != e_in: it saves the read for ownership of e_out, which
+ * would not stay in cache until the next step anyway).
+ */
 struct gn_tlc_span {
 	const float *x;
 	const float *e_in;
 	float *e_out;
 	size_t n;
+	bool stream;
 };
+
+/* Values from which double-buffered error feedback is streamed (16 MiB). */
+#define GN_TLC_STREAM_MIN ((size_t)1 << 22)
 
 struct gn_tlc_kernels {
 	u32 (*maxabs_bits)(const float *x, const float *e, size_t n);
