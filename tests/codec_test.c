@@ -549,6 +549,53 @@ TEST_F(isa, zre_matches_spec_on_runs)
 		}
 }
 
+/*
+ * Sparse group sequences of every density, encoded in place (as
+ * gn_tlc_encode() does) and elsewhere, whole and to tight budgets: the SIMD
+ * encoders write ahead of their output, never ahead of their input.
+ */
+TEST_F(isa, zre_in_place_sparse)
+{
+	static const double zero_share[] = { 0.0, 0.3, 0.6, 0.8, 0.9, 0.95,
+					     0.99, 1.0 };
+	static const size_t caps[] = { 37, 40, 41, 100, 1000, SIZE_MAX };
+	struct gn_rng r = { 7 };
+	size_t g = 5000, d, t, c, k;
+	uint8_t *q = malloc(g), *z1 = malloc(g + 64), *z2 = malloc(g + 64);
+
+	for (d = 0; d < ARRAY_LEN(zero_share); d++)
+		for (t = 0; t < 8; t++) {
+			size_t count = g - t * 97, used, len;
+
+			for (k = 0; k < count; k++)
+				q[k] = gn_rng_unit(&r) < zero_share[d] ?
+					       GN_TLC_ZERO :
+					       (uint8_t)(gn_rng_u64(&r) % 242);
+			len = zre_spec(q, count, z2);
+			memcpy(z1, q, count);
+			ASSERT_EQ((long)len, gn_zre_encode_isa(self->isa, z1, count,
+							       z1, count, &used));
+			ASSERT_EQ(count, used);
+			ASSERT_EQ(0, memcmp(z1, z2, len));
+			for (c = 0; c < ARRAY_LEN(caps); c++) {
+				size_t cap = caps[c] < count ? caps[c] : count;
+				long l;
+
+				memcpy(z1, q, count);
+				l = gn_zre_encode_isa(self->isa, z1, count, z1,
+						      cap, &used);
+				ASSERT_GE((long)cap, l);
+				ASSERT_EQ((size_t)l, zre_spec(q, used, z2));
+				ASSERT_EQ(0, memcmp(z1, z2, (size_t)l));
+				if (used < count)
+					ASSERT_LT(cap, zre_spec(q, used + 1, z2));
+			}
+		}
+	free(q);
+	free(z1);
+	free(z2);
+}
+
 /* Chunked quantization equals quantizing each chunk on its own. */
 TEST_F(isa, chunks_match_single_chunks)
 {
@@ -608,6 +655,57 @@ next:
 			free(q_ref);
 			free(e_keep);
 		}
+}
+
+/*
+ * A tensor long enough (4 Mi values and more) that the kernels write a
+ * double-buffered e_out with non-temporal stores, 16-byte aligned, with
+ * chunks whose groups keep that alignment or break it, and e_out off by
+ * one value: the same floats and bytes as the scalar reference.
+ */
+TEST_F(isa, long_chunks_out_of_place)
+{
+	static const size_t chunks[] = { 65536, 65541, 1 << 20 };
+	size_t n = ((size_t)1 << 22) + 1001, a, shift;
+	struct gn_rng r = { 5 };
+	float *x = malloc(n * 4), *e = malloc(n * 4), *e_ref = malloc(n * 4);
+	uint32_t *e_keep = malloc(n * 4);
+	char *raw = malloc((n + 16) * 4 + 64);
+	float *e_out = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+
+	fill(&r, x, n, 1);
+	fill(&r, e, n, 1);
+	bits_of(e, e_keep, n);
+	for (a = 0; a < ARRAY_LEN(chunks); a++)
+		for (shift = 0; shift < 2; shift++) {
+			size_t ch = chunks[a], nc = gn_tlc_chunk_count(n, ch);
+			size_t ng = gn_tlc_chunks_groups(n, ch);
+			float *m = malloc(nc * 4), *m_ref = malloc(nc * 4);
+			uint8_t *q = malloc(ng), *q_ref = malloc(ng);
+
+			memcpy(e_ref, e, n * 4);
+			ASSERT_EQ(0, gn_tlc_quantize_chunks_isa(GN_ISA_SCALAR, x,
+								e_ref, e_ref, n,
+								ch, 1.5f, q_ref,
+								m_ref));
+			ASSERT_EQ(0, gn_tlc_quantize_chunks_isa(self->isa, x, e,
+								e_out + shift,
+								n, ch, 1.5f, q,
+								m));
+			ASSERT_EQ(0, memcmp(e_keep, e, n * 4));
+			ASSERT_EQ(0, memcmp(e_ref, e_out + shift, n * 4));
+			ASSERT_EQ(0, memcmp(q_ref, q, ng));
+			ASSERT_EQ(0, memcmp(m_ref, m, nc * 4));
+			free(m);
+			free(m_ref);
+			free(q);
+			free(q_ref);
+		}
+	free(x);
+	free(e);
+	free(e_ref);
+	free(raw);
+	free(e_keep);
 }
 
 /* A bad value in chunk c: earlier chunks done, c and later untouched. */

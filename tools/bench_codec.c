@@ -31,7 +31,7 @@ struct speed {
 };
 
 struct results {
-	struct speed encode, decode, memcpy_, stream_enc, stream_dec;
+	struct speed encode, encode2, decode, memcpy_, stream_enc, stream_dec;
 	struct speed zstd_c, zstd_d, lz4_c, lz4_d;
 	double zstd_ratio, lz4_ratio, tlc_ratio_dram;
 	double snap_ratio[4], snap_entropy[4];
@@ -100,11 +100,12 @@ struct chunked {
  * tensor chunk after chunk, then zero-run encode each chunk behind its
  * scale. Returns the stream bytes.
  */
-static size_t encode_chunks(int isa, const float *x, float *e, size_t n,
-			    size_t chunk, float s, struct chunked *c)
+static size_t encode_chunks(int isa, const float *x, const float *e_in,
+			    float *e_out, size_t n, size_t chunk, float s,
+			    struct chunked *c)
 {
 	size_t k, pos = 0, stride = gn_tlc_groups(chunk);
-	int r = gn_tlc_quantize_chunks_isa(isa, x, e, e, n, chunk, s,
+	int r = gn_tlc_quantize_chunks_isa(isa, x, e_in, e_out, n, chunk, s,
 					   c->quartic, c->m);
 
 	if (r)
@@ -141,9 +142,26 @@ static void decode_chunks(int isa, const struct chunked *c, float *acc,
 	}
 }
 
+/*
+ * The same, with the error feedback double-buffered as libgradnet keeps it
+ * (read from one buffer, written to the other, so a failed step can keep
+ * the old one); the buffers swap after each run.
+ */
+static void encode_swapped(int isa, const float *x, float *ef[2], size_t n,
+			   size_t chunk, struct chunked *c)
+{
+	float *t;
+
+	encode_chunks(isa, x, ef[0], ef[1], n, chunk, 1.0f, c);
+	t = ef[0];
+	ef[0] = ef[1];
+	ef[1] = t;
+}
+
 /* Run @n values' worth of every kernel; speeds in GB/s of float input. */
 static void measure(const struct codec_opts *o, size_t n, double *enc,
-		    double *dec, double *mcp, double *senc, double *sdec,
+		    double *enc2, double *dec, double *mcp, double *senc,
+		    double *sdec,
 		    double zs[2], double lz[2], double *zr, double *lr,
 		    double *tr)
 {
@@ -151,6 +169,7 @@ static void measure(const struct codec_opts *o, size_t n, double *enc,
 	size_t nchunks = (n + chunk - 1) / chunk, total = 0;
 	float *x = tiled_gradients(n), *e = bench_alloc(bytes);
 	float *acc = bench_alloc(bytes), *dst = bench_alloc(bytes);
+	float *ef[2] = { bench_alloc(bytes), bench_alloc(bytes) };
 	struct chunked c = {
 		.buf = bench_alloc(nchunks * gn_tlc_encode_bound(chunk)),
 		.quartic = bench_alloc(gn_tlc_chunks_groups(n, chunk)),
@@ -174,11 +193,14 @@ static void measure(const struct codec_opts *o, size_t n, double *enc,
 	memset(dst, 0, bytes);
 	/* Warm up to the error-feedback steady state. */
 	for (i = 0; i < 3; i++)
-		total = encode_chunks(o->isa, x, e, n, chunk, 1.0f, &c);
+		total = encode_chunks(o->isa, x, e, e, n, chunk, 1.0f, &c);
 	*tr = (double)bytes / (double)total;
+	memcpy(ef[0], e, bytes);
 
+	BENCH_TIME(*enc2, bytes, o->min_seconds,
+		   encode_swapped(o->isa, x, ef, n, chunk, &c));
 	BENCH_TIME(*enc, bytes, o->min_seconds,
-		   encode_chunks(o->isa, x, e, n, chunk, 1.0f, &c));
+		   encode_chunks(o->isa, x, e, e, n, chunk, 1.0f, &c));
 	BENCH_TIME(*dec, bytes, o->min_seconds,
 		   decode_chunks(o->isa, &c, acc, n, chunk));
 	BENCH_TIME(*mcp, bytes, o->min_seconds, memcpy(dst, x, bytes));
@@ -207,6 +229,8 @@ static void measure(const struct codec_opts *o, size_t n, double *enc,
 	ZSTD_freeDCtx(zd);
 	free(x);
 	free(e);
+	free(ef[0]);
+	free(ef[1]);
 	free(acc);
 	free(dst);
 	free(c.buf);
@@ -403,6 +427,7 @@ static void print_text(const struct codec_opts *o, const struct results *r,
 	       dram_n * 4 / 1024);
 #define ROW(name, f) printf("%-34s %10.2f %10.2f\n", name, r->f.cache, r->f.dram)
 	ROW("3LC encode (ef+quant+quartic+zre)", encode);
+	ROW("3LC encode, e_in -> e_out", encode2);
 	ROW("3LC decode-accumulate", decode);
 	ROW("memcpy", memcpy_);
 	ROW("STREAM e[i] += x[i]", stream_enc);
@@ -415,6 +440,9 @@ static void print_text(const struct codec_opts *o, const struct results *r,
 	printf("%-34s %10.2f %10.2f\n", "encode / STREAM e+=x",
 	       r->encode.cache / r->stream_enc.cache,
 	       r->encode.dram / r->stream_enc.dram);
+	printf("%-34s %10.2f %10.2f\n", "encode e_in->e_out / STREAM",
+	       r->encode2.cache / r->stream_enc.cache,
+	       r->encode2.dram / r->stream_enc.dram);
 	printf("%-34s %10.2f %10.2f\n", "decode / STREAM acc+=k",
 	       r->decode.cache / r->stream_dec.cache,
 	       r->decode.dram / r->stream_dec.dram);
@@ -462,6 +490,7 @@ static void print_json(const struct codec_opts *o, const struct results *r,
 	       gn_codec_isa_name(o->isa), o->chunk, cache_n * 4, dram_n * 4);
 #define FIELD(name, f) printf(", \"%s\": {\"cache\": %.4f, \"dram\": %.4f}", name, r->f.cache, r->f.dram)
 	FIELD("encode_gbps", encode);
+	FIELD("encode_double_buffered_gbps", encode2);
 	FIELD("decode_gbps", decode);
 	FIELD("memcpy_gbps", memcpy_);
 	FIELD("stream_encode_gbps", stream_enc);
@@ -556,15 +585,16 @@ int bench_codec(int argc, char **argv)
 	dram_n = o.dram_mib * 1024 * 1024 / sizeof(float);
 	bench_pin_cpu();
 
-	measure(&o, cache_n, &r.encode.cache, &r.decode.cache,
-		&r.memcpy_.cache, &r.stream_enc.cache, &r.stream_dec.cache, zs,
-		lz, &zr, &lr, &tr);
+	measure(&o, cache_n, &r.encode.cache, &r.encode2.cache,
+		&r.decode.cache, &r.memcpy_.cache, &r.stream_enc.cache,
+		&r.stream_dec.cache, zs, lz, &zr, &lr, &tr);
 	r.zstd_c.cache = zs[0];
 	r.zstd_d.cache = zs[1];
 	r.lz4_c.cache = lz[0];
 	r.lz4_d.cache = lz[1];
-	measure(&o, dram_n, &r.encode.dram, &r.decode.dram, &r.memcpy_.dram,
-		&r.stream_enc.dram, &r.stream_dec.dram, zs, lz, &zr, &lr, &tr);
+	measure(&o, dram_n, &r.encode.dram, &r.encode2.dram, &r.decode.dram,
+		&r.memcpy_.dram, &r.stream_enc.dram, &r.stream_dec.dram, zs,
+		lz, &zr, &lr, &tr);
 	r.zstd_c.dram = zs[0];
 	r.zstd_d.dram = zs[1];
 	r.lz4_c.dram = lz[0];

@@ -147,10 +147,13 @@ static inline size_t gn_tlc_chunks_groups(size_t n, size_t chunk)
  * @quartic: out, gn_tlc_chunks_groups(@n, @chunk) bytes
  * @m: out, gn_tlc_chunk_count(@n, @chunk) scales
  *
- * The same results as gn_tlc_quantize() on each chunk in turn, faster on
- * long tensors: a chunk's memory-bound first pass overlaps the previous
- * chunk's second pass. With @e_out != @e_in, @e_in is never written, so a
- * caller can drop a failed step by keeping @e_in.
+ * The same results as gn_tlc_quantize() on each chunk in turn, in one call.
+ * Each chunk is read twice (its maximum first), so chunks that fit in the
+ * L2 cache (the default 65536 values do) read memory only once. With
+ * @e_out != @e_in, @e_in is never written, so a caller can drop a failed
+ * step by keeping @e_in; from 4 Mi values on, @e_out is then written with
+ * non-temporal stores where its alignment allows (it is left out of the
+ * caches, and its old contents are never read).
  *
  * Return: 0; -EINVAL for a bad @s or @chunk; -EDOM if a chunk holds a
  * value that is not finite (chunks before it have been quantized; nothing

@@ -9,6 +9,13 @@
 #include "tlc_impl.h"
 #include <immintrin.h>
 
+/*
+ * Values of each partition the decoders prefetch ahead in acc (512 bytes):
+ * the five partitions are five streams that the hardware prefetcher picks
+ * up late, each restarted at every chunk.
+ */
+#define GN_DECODE_AHEAD 128
+
 /* Groups expanded per block; the buffer needs GN_EXPAND_SLACK more bytes. */
 #define GN_EXPAND_BLOCK 512
 #define GN_EXPAND_SLACK 16
@@ -23,14 +30,36 @@
 static inline void gn_expand(const u8 *src, size_t len, size_t *pos, u8 *buf,
 			     size_t *fill, size_t limit)
 {
+	/*
+	 * The group byte and the group count of each code, from tables:
+	 * compilers turn the two selects into a branch on run or literal,
+	 * which mispredicts on every other code of a sparse stream.
+	 */
+#define GN_EXP_VAL(b) ((b) >= GN_ZRE_RUN_MIN ? GN_TLC_ZERO : (b))
+#define GN_EXP_LEN(b) ((b) >= GN_ZRE_RUN_MIN ? (b) - 241 : 1)
+#define GN_EXP4(f, b) f(b), f(b + 1), f(b + 2), f(b + 3)
+#define GN_EXP16(f, b) GN_EXP4(f, b), GN_EXP4(f, b + 4), GN_EXP4(f, b + 8),   \
+		       GN_EXP4(f, b + 12)
+#define GN_EXP64(f, b) GN_EXP16(f, b), GN_EXP16(f, b + 16),                   \
+		       GN_EXP16(f, b + 32), GN_EXP16(f, b + 48)
+#define GN_EXP256(f) GN_EXP64(f, 0), GN_EXP64(f, 64), GN_EXP64(f, 128),       \
+		     GN_EXP64(f, 192)
+	static const u8 group_of[256] = { GN_EXP256(GN_EXP_VAL) };
+	static const u8 count_of[256] = { GN_EXP256(GN_EXP_LEN) };
+#undef GN_EXP256
+#undef GN_EXP64
+#undef GN_EXP16
+#undef GN_EXP4
+#undef GN_EXP_LEN
+#undef GN_EXP_VAL
 	size_t i = *pos, p = *fill;
 
 	while (p < limit && i < len) {
 		u8 b = src[i++];
-		u8 v = b >= GN_ZRE_RUN_MIN ? GN_TLC_ZERO : b;
 
-		_mm_storeu_si128((__m128i *)(buf + p), _mm_set1_epi8((char)v));
-		p += gn_zre_len(b);
+		_mm_storeu_si128((__m128i *)(buf + p),
+				 _mm_set1_epi8((char)group_of[b]));
+		p += count_of[b];
 	}
 	*pos = i;
 	*fill = p;

@@ -114,8 +114,9 @@ static int scale_of(u32 bits, float s, float *m)
 }
 
 /*
- * Chunk after chunk, each chunk's second pass interleaved with the next
- * chunk's first pass. A chunk is checked before anything of it is written.
+ * Chunk after chunk: each chunk's first pass (max |t|) and check, then its
+ * second pass while it is still in cache. A chunk is checked before
+ * anything of it is written.
  */
 static int quantize_chunks(const struct gn_tlc_kernels *k, const float *x,
 			   const float *e_in, float *e_out, size_t n,
@@ -123,6 +124,7 @@ static int quantize_chunks(const struct gn_tlc_kernels *k, const float *x,
 {
 	size_t at = 0, len = n < chunk ? n : chunk, c;
 	size_t stride = gn_tlc_groups(chunk);
+	bool stream = e_out != e_in && n >= GN_TLC_STREAM_MIN;
 	struct gn_fpu fpu;
 	int ret = -EINVAL;
 	u32 bits;
@@ -132,7 +134,8 @@ static int quantize_chunks(const struct gn_tlc_kernels *k, const float *x,
 		goto out;
 	bits = k->maxabs_bits(x, e_in, len);
 	for (c = 0;; c++) {
-		struct gn_tlc_span cur = { x + at, e_in + at, e_out + at, len };
+		struct gn_tlc_span cur = { x + at, e_in + at, e_out + at, len,
+					   stream };
 		struct gn_tlc_span next;
 
 		ret = scale_of(bits, s, &m[c]);
@@ -140,7 +143,8 @@ static int quantize_chunks(const struct gn_tlc_kernels *k, const float *x,
 			goto out;
 		at += len;
 		len = n - at < chunk ? n - at : chunk;
-		next = (struct gn_tlc_span){ x + at, e_in + at, e_out + at, len };
+		next = (struct gn_tlc_span){ x + at, e_in + at, e_out + at, len,
+					     stream };
 		bits = k->quartic(&cur, m[c], quartic + c * stride, &next);
 		if (at == n)
 			break;

@@ -20,21 +20,30 @@
  *	orders like the values; >= GN_F32_INF_BITS means some t_i is not finite.
  * @quartic: second quantization pass of chunk @cur, groups [0, g): q from
  *	t = x + e_in against h = 0.5f*m, e_out = t - q*m (e_out may be e_in),
- *	one quartic byte per group; interleaved with it, the first pass of
- *	chunk @next (n may be 0), whose maxabs_bits it returns. Overlapping
- *	the memory-bound first pass with the compute-bound second one is what
- *	lets a long tensor encode at close to memory speed.
+ *	one quartic byte per group; then the first pass of chunk @next (n may
+ *	be 0), whose maxabs_bits it returns. The chunk is still in L2 for its
+ *	second pass; the first pass streams from memory on its own, which on
+ *	Zen 4 beats taking it piecewise inside the second pass.
  * @zre: gn_zre_encode() on groups already known to be in 0..242.
  * @groups: groups covered by a zero-run encoded slice (no validation).
  * @accumulate: decode-accumulate a validated slice starting at group j0.
  */
-/* A chunk being quantized: input, error feedback in and out, length. */
+/*
+ * A chunk being quantized: input, error feedback in and out, length, and
+ * whether e_out may be written with non-temporal stores (a long tensor
+ * with e_out != e_in: it saves the read for ownership of e_out, which
+ * would not stay in cache until the next step anyway).
+ */
 struct gn_tlc_span {
 	const float *x;
 	const float *e_in;
 	float *e_out;
 	size_t n;
+	bool stream;
 };
+
+/* Values from which double-buffered error feedback is streamed (16 MiB). */
+#define GN_TLC_STREAM_MIN ((size_t)1 << 22)
 
 struct gn_tlc_kernels {
 	u32 (*maxabs_bits)(const float *x, const float *e, size_t n);
