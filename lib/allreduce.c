@@ -82,14 +82,74 @@ static long chunk_of(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
 
 /* ---- tensors ------------------------------------------------------------------ */
 
+/*
+ * Tensors by id, for the receive path's lookup per packet: a table with
+ * linear probing, kept at most half full, grown at registration.
+ */
+static u32 tensor_slot(u32 id, u32 mask)
+{
+	return (id * 2654435761u) & mask;
+}
+
 struct gn_tensor *gn_tensor_find(struct gn_ctx *ctx, u32 id)
 {
-	struct gn_tensor *t;
+	u32 i;
 
-	for (t = ctx->tensors; t; t = t->next)
-		if (t->id == id)
-			return t;
+	if (!ctx->tensor_tab)
+		return NULL;
+	for (i = tensor_slot(id, ctx->tensor_mask); ctx->tensor_tab[i];
+	     i = (i + 1) & ctx->tensor_mask)
+		if (ctx->tensor_tab[i]->id == id)
+			return ctx->tensor_tab[i];
 	return NULL;
+}
+
+static void tensor_tab_put(struct gn_tensor **tab, u32 mask,
+			   struct gn_tensor *t)
+{
+	u32 i = tensor_slot(t->id, mask);
+
+	while (tab[i])
+		i = (i + 1) & mask;
+	tab[i] = t;
+}
+
+/* Room for one more tensor: 0 or -ENOMEM (the table unchanged). */
+static int tensor_tab_reserve(struct gn_ctx *ctx)
+{
+	u32 size = ctx->tensor_mask + 1, i;
+	struct gn_tensor **tab;
+
+	if (ctx->tensor_tab && 2 * (ctx->tensor_count + 1) <= size)
+		return 0;
+	size = ctx->tensor_tab ? 2 * size : 16;
+	tab = calloc(size, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (i = 0; ctx->tensor_tab && i <= ctx->tensor_mask; i++)
+		if (ctx->tensor_tab[i])
+			tensor_tab_put(tab, size - 1, ctx->tensor_tab[i]);
+	free(ctx->tensor_tab);
+	ctx->tensor_tab = tab;
+	ctx->tensor_mask = size - 1;
+	return 0;
+}
+
+/* Take @t out; the rest of its probe run is put back so lookups find it. */
+static void tensor_tab_del(struct gn_ctx *ctx, struct gn_tensor *t)
+{
+	u32 mask = ctx->tensor_mask, i = tensor_slot(t->id, mask), j;
+
+	while (ctx->tensor_tab[i] != t)
+		i = (i + 1) & mask;
+	ctx->tensor_tab[i] = NULL;
+	for (j = (i + 1) & mask; ctx->tensor_tab[j]; j = (j + 1) & mask) {
+		struct gn_tensor *u = ctx->tensor_tab[j];
+
+		ctx->tensor_tab[j] = NULL;
+		tensor_tab_put(ctx->tensor_tab, mask, u);
+	}
+	ctx->tensor_count--;
 }
 
 static void step_free(struct gn_ctx *ctx, struct gn_step *st);
@@ -272,7 +332,9 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 		r = -EEXIST;
 		goto out;
 	}
-	r = tensor_new(ctx, o, &t);
+	r = tensor_tab_reserve(ctx);
+	if (!r)
+		r = tensor_new(ctx, o, &t);
 	if (r) {
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
 			 "tensor %u: out of memory for %zu values", o->id, o->elems);
@@ -282,6 +344,8 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 	t->stepno = t->done_no = t->base;
 	t->next = ctx->tensors;
 	ctx->tensors = t;
+	tensor_tab_put(ctx->tensor_tab, ctx->tensor_mask, t);
+	ctx->tensor_count++;
 	/* Descriptors that peers sent before this rank registered the tensor;
 	 * those of an older registration are stale, a newer one's stay. */
 	for (pp = &ctx->pending; *pp;) {
@@ -1163,9 +1227,7 @@ int gn_tensor_unregister(struct gn_ctx *ctx, u32 id)
 	if (!rt)
 		return api_err(ctx, -ENOMEM, "tensor %u: out of memory", id);
 	pthread_mutex_lock(&ctx->lock);
-	for (pp = &ctx->tensors; *pp && (*pp)->id != id; pp = &(*pp)->next)
-		;
-	t = *pp;
+	t = gn_tensor_find(ctx, id);
 	if (!t || t->busy || (t->cur && t->cur->encoding)) {
 		pthread_mutex_unlock(&ctx->lock);
 		free(rt);
@@ -1208,6 +1270,7 @@ int gn_tensor_unregister(struct gn_ctx *ctx, u32 id)
 	for (pp = &ctx->tensors; *pp != t; pp = &(*pp)->next)
 		;
 	*pp = t->next;
+	tensor_tab_del(ctx, t);
 	rt->id = id;
 	rt->stepno = t->stepno;
 	rt->next = ctx->retired;

@@ -585,6 +585,7 @@ void gn_ctx_free(struct gn_ctx *ctx)
 		ctx->tensors = t->next;
 		gn_tensor_destroy(ctx, t);
 	}
+	free(ctx->tensor_tab);
 	while (ctx->pending) {
 		struct gn_pending_desc *d = ctx->pending;
 

@@ -311,6 +311,8 @@ struct gn_ctx {
 	int dead_peer;			/* first peer found dead, or -1 */
 	u64 deadlines_ns;		/* next look at step deadlines */
 	struct gn_tensor *tensors;
+	struct gn_tensor **tensor_tab;	/* by id: open addressing, <= half full */
+	u32 tensor_mask, tensor_count;
 	struct gn_pending_desc *pending;
 	struct gn_retired *retired;	/* unregistered ids */
 	struct gn_txmsg *tx;		/* messages with packets owed */

@@ -874,6 +874,63 @@ TEST(no_key_refused)
 	gn_ctx_close(ctx);
 }
 
+/*
+ * Many tensors whose ids share their low bits (the id table's worst case),
+ * some released and registered again: each id still finds its own tensor.
+ */
+TEST(many_ids_registered_and_released)
+{
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = "127.0.0.1:29996",
+		.flags = GN_CTX_INSECURE);
+	enum { N = 300 };
+	struct gn_ctx *ctx;
+	float x[3];
+	int i, k;
+
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	for (i = 0; i < N; i++) {
+		GN_OPTS(gn_tensor_opts, t, .id = (uint32_t)i << 16,
+			.elems = 1 + (size_t)i % 3, .codec = GN_CODEC_NONE);
+
+		ASSERT_EQ(0, gn_tensor_register(ctx, &t)) TH_LOG("%d", i);
+	}
+	for (i = 0; i < N; i += 3)
+		ASSERT_EQ(0, gn_tensor_unregister(ctx, (uint32_t)i << 16)) TH_LOG("%d", i);
+	for (i = 0; i < N; i += 3)
+		ASSERT_EQ(-ENOENT, gn_allreduce(ctx, (uint32_t)i << 16, x)) TH_LOG("%d", i);
+	for (i = 0; i < N; i += 6) {
+		GN_OPTS(gn_tensor_opts, t, .id = (uint32_t)i << 16,
+			.elems = 1 + (size_t)(i + 1) % 3, .codec = GN_CODEC_NONE);
+
+		ASSERT_EQ(0, gn_tensor_register(ctx, &t)) TH_LOG("%d", i);
+	}
+	for (i = 0; i < N; i++) {
+		bool gone = i % 3 == 0 && i % 6 != 0;
+		size_t n = 1 + (size_t)(i % 6 == 0 ? i + 1 : i) % 3;
+
+		for (k = 0; k < 3; k++)
+			x[k] = (float)(i * 3 + k);
+		if (gone) {
+			ASSERT_EQ(-ENOENT, gn_allreduce(ctx, (uint32_t)i << 16, x)) TH_LOG("%d", i);
+			continue;
+		}
+		ASSERT_EQ(0, gn_allreduce(ctx, (uint32_t)i << 16, x)) TH_LOG("%d: %s", i, gn_ctx_errmsg(ctx));
+		/* One rank's sum is its own values, and only n of them. */
+		for (k = 0; k < 3; k++)
+			ASSERT_EQ((float)(i * 3 + k), x[k]) TH_LOG("%d[%d], %zu values", i, k, n);
+	}
+	/* Each allreduce went to its own id's tensor: one each. */
+	for (i = 0; i < N; i++) {
+		GN_OPTS(gn_stats, st);
+
+		if (i % 3 == 0 && i % 6 != 0)
+			continue;
+		ASSERT_EQ(0, gn_stats_tensor(ctx, (uint32_t)i << 16, &st)) TH_LOG("%d", i);
+		ASSERT_EQ(1, st.allreduces) TH_LOG("%d", i);
+	}
+	gn_ctx_close(ctx);
+}
+
 /* GN_CODEC_ISA picks the codec's kernels, and a CPU that lacks them refuses. */
 TEST(codec_isa_from_env)
 {
