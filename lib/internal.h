@@ -21,13 +21,11 @@
 #include <gradnet/gradnet.h>
 #include <gradnet/wire.h>
 
+#include "gn_deps.h"		/* u8..u64, gn_put_le*() */
+
 #define GN_HIDDEN __attribute__((visibility("hidden")))
 #define GN_ERRMSG_LEN 320
 
-typedef uint8_t u8;
-typedef uint16_t u16;
-typedef uint32_t u32;
-typedef uint64_t u64;
 
 /* ---- transport: what the UDP, DPDK and kernel paths provide ---------- */
 

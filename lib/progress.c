@@ -200,14 +200,6 @@ static void hello_in(struct gn_ctx *ctx, struct gn_peer *p,
 		send_hello(ctx, p, GN_HELLO_ANSWER, o.instance);
 }
 
-static void put_le(u64 v, u8 *p, int bytes)
-{
-	int i;
-
-	for (i = 0; i < bytes; i++)
-		p[i] = (u8)(v >> (8 * i));
-}
-
 /*
  * The session key: the job key and every rank's instance of this run,
  * so no packet of another run authenticates in this one.
@@ -225,12 +217,12 @@ static int start_session(struct gn_ctx *ctx)
 	info = calloc(1, len);
 	if (!info)
 		return -ENOMEM;
-	put_le(ctx->job, info, 4);
-	put_le((u16)ctx->world, info + 4, 2);
+	gn_put_le32(ctx->job, info);
+	gn_put_le16((u16)ctx->world, info + 4);
 	info[6] = ctx->version;
 	for (i = 0; i < ctx->world; i++)
-		put_le(i == ctx->rank ? ctx->instance : ctx->peers[i].instance,
-		       info + 8 + 8 * i, 8);
+		gn_put_le64(i == ctx->rank ? ctx->instance : ctx->peers[i].instance,
+			    info + 8 + 8 * i);
 	r = gn_mac_session(ctx->mac, ctx->job_mac, info, len);
 	if (!r && gn_test_hooks && gn_test_hooks->session)
 		gn_test_hooks->session(ctx, info, len);
