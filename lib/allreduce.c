@@ -1650,6 +1650,31 @@ bool gn_ctrl_fits(struct gn_ctx *ctx, const struct gn_peer *p,
 	return t && h->step <= t->stepno + 1;
 }
 
+/*
+ * A control message from @p for a registration this rank has not made
+ * yet, kept until it does: NULL when @p has GN_PENDING_DESCS waiting
+ * already (it repeats the message) or memory is short.
+ */
+static struct gn_pending_desc *pending_new(struct gn_ctx *ctx,
+					   struct gn_peer *p,
+					   const struct gn_wire_hdr *h)
+{
+	struct gn_pending_desc *pd;
+
+	if (p->pending_descs >= GN_PENDING_DESCS)
+		return NULL;
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	pd->peer = (u16)p->rank;
+	pd->id = h->tensor;
+	pd->base = h->step;
+	pd->next = ctx->pending;
+	ctx->pending = pd;
+	p->pending_descs++;
+	return pd;
+}
+
 static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 			   const struct gn_wire_hdr *h,
 			   const struct gn_wire_ctrl *c)
@@ -1675,18 +1700,9 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 			pd->base = h->step;
 			return;
 		}
-	if (p->pending_descs >= GN_PENDING_DESCS)
-		return;
-	pd = calloc(1, sizeof(*pd));
-	if (!pd)
-		return;
-	pd->peer = (u16)p->rank;
-	pd->id = h->tensor;
-	pd->base = h->step;
-	pd->desc = d;
-	pd->next = ctx->pending;
-	ctx->pending = pd;
-	p->pending_descs++;
+	pd = pending_new(ctx, p, h);
+	if (pd)
+		pd->desc = d;
 }
 
 static void abort_apply(struct gn_ctx *ctx, struct gn_step *st,
@@ -1750,19 +1766,11 @@ static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,
 	 * A step this rank has not reached: the first of a registration it
 	 * has still to make, or one after a step that failed early here.
 	 */
-	if (p->pending_descs >= GN_PENDING_DESCS)
-		return;
-	pd = calloc(1, sizeof(*pd));
+	pd = pending_new(ctx, p, h);
 	if (!pd)
 		return;
-	pd->peer = (u16)p->rank;
-	pd->id = h->tensor;
-	pd->base = h->step;
 	pd->abort_err = c->value ? c->value : EPROTO;
 	pd->abort_culprit = c->extra;
-	pd->next = ctx->pending;
-	ctx->pending = pd;
-	p->pending_descs++;
 }
 
 void gn_ctrl_in(struct gn_ctx *ctx, struct gn_peer *p,
