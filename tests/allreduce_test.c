@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <gradnet/wire.h>
+#include "testlib.h"	/* gn_test_session_mac() */
 
 #include "kselftest_harness.h"
 #include "job.h"
@@ -358,26 +359,16 @@ static void session_file(char *path, size_t len, pid_t test)
 static int insider_open(struct insider *in, const struct job_spec *s, int base,
 			uint32_t job, const uint8_t *key)
 {
-	uint8_t info[GN_MAC_INFO_MAX];
-	static struct gn_mac jm;
 	char path[64];
-	size_t len = 0;
-	FILE *f = NULL;
-	int tries;
+	int r;
 
 	in->s = s;
 	in->base = base;
 	in->job = job;
 	session_file(path, sizeof(path), getppid());
-	for (tries = 0; tries < 3000 && !(f = fopen(path, "rb")); tries++)
-		usleep(10000);
-	if (!f)
-		return -1;
-	len = fread(info, 1, sizeof(info), f);
-	fclose(f);
+	r = gn_test_session_mac(path, key, &in->mac);
 	unlink(path);
-	gn_mac_init(&jm, key);
-	if (gn_mac_session(&in->mac, &jm, info, len))
+	if (r)
 		return -1;
 	in->fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
 	return in->fd;

@@ -53,6 +53,24 @@ static void test_session(struct gn_ctx *ctx, const u8 *info, size_t len)
 		unlink(tmp);
 }
 
+int gn_test_session_mac(const char *path, const u8 *key, struct gn_mac *out)
+{
+	static u8 info[GN_MAC_INFO_MAX];
+	static struct gn_mac job;
+	FILE *f = NULL;
+	size_t len;
+	int tries;
+
+	for (tries = 0; tries < 3000 && !(f = fopen(path, "rb")); tries++)
+		usleep(10000);
+	if (!f)
+		return -ETIMEDOUT;
+	len = fread(info, 1, sizeof(info), f);
+	fclose(f);
+	gn_mac_init(&job, key);
+	return gn_mac_session(out, &job, info, len);
+}
+
 static const struct gn_test_hooks hooks = {
 	.open = test_open,
 	.session = test_session,

@@ -22,6 +22,13 @@ void gn_test_ctx_free(struct gn_ctx *ctx);
 void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt,
 		       size_t len);
 
+/*
+ * hooks.c: the session MAC of a run, as an insider holding the job @key
+ * derives it from what a rank wrote to @path (GN_TEST_SESSION_FILE);
+ * waits up to 30 s for the file. 0, -ETIMEDOUT or -EINVAL.
+ */
+int gn_test_session_mac(const char *path, const u8 *key, struct gn_mac *out);
+
 /* fault.c: @inner behind GN_TEST_FAULTS; -EINVAL for a bad spec. */
 int gn_fault_wrap(const struct gn_transport_ops **ops);
 

@@ -55,6 +55,7 @@
 
 #include <gradnet/codec.h>
 #include <gradnet/wire.h>
+#include "testlib.h"	/* gn_test_session_mac() */
 
 #define IPUDP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr))
 #define MAX_TEMPLATES 512
@@ -499,21 +500,14 @@ static void parse_addr(const char *s, struct sockaddr_in *a)
  * where the victim rank writes what its session key binds
  * (GN_TEST_SESSION_FILE); wait for it up to 30 s.
  */
-static void session_key(struct forge *f, const char *path)
+static void session_key(struct forge *f, const char *path,
+			const uint8_t *key)
 {
-	static uint8_t info[GN_MAC_INFO_MAX];
-	struct gn_mac job = f->mac;
-	FILE *in = NULL;
-	size_t len;
-	int tries;
+	int r = gn_test_session_mac(path, key, &f->mac);
 
-	for (tries = 0; tries < 3000 && !(in = fopen(path, "rb")); tries++)
-		usleep(10000);
-	if (!in)
+	if (r == -ETIMEDOUT)
 		die("--session: the victim wrote no session file in 30 s");
-	len = fread(info, 1, sizeof(info), in);
-	fclose(in);
-	if (gn_mac_session(&f->mac, &job, info, len))
+	if (r)
 		die("--session: the session file is too long");
 }
 
@@ -684,7 +678,7 @@ int main(int argc, char **argv)
 		usage();
 	gn_mac_init(&f.mac, key);
 	if (session)
-		session_key(&f, session);
+		session_key(&f, session, key);
 	own_address(&f);
 	f.tpl = calloc(MAX_TEMPLATES, sizeof(*f.tpl));
 	if (!f.tpl)
