@@ -448,15 +448,10 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 static int read_isa(void)
 {
 	const char *v = getenv("GN_CODEC_ISA");
-	int isa, r;
+	int r = gn_codec_isa_select(v);
 
-	if (!v)
-		return 0;
-	isa = gn_codec_isa_parse(v);
-	if (isa == -EINVAL)
-		return open_fail(-EINVAL,
-				 "GN_CODEC_ISA=%s: use scalar, avx2, avx512 or best", v);
-	r = gn_codec_isa_set_default(isa);
+	if (r == -EINVAL)
+		return open_fail(r, "GN_CODEC_ISA=%s: use scalar, avx2, avx512 or best", v);
 	if (r)
 		return open_fail(r, "GN_CODEC_ISA=%s: this CPU lacks %s (it runs %s at best)",
 				 v, v, gn_codec_isa_name(gn_codec_isa_best()));

@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2)
 		usage();
-	if (isa && gn_codec_isa_set_default(gn_codec_isa_parse(isa)))
+	if (gn_codec_isa_select(isa))
 		bench_die("GN_CODEC_ISA=%s: not an instruction set this CPU runs", isa);
 	printf("# command:");
 	for (i = 0; i < argc; i++)

@@ -561,10 +561,8 @@ int bench_codec(int argc, char **argv)
 			o.json = 1;
 			break;
 		case 'i':
-			for (o.isa = 0; o.isa < GN_ISA_COUNT; o.isa++)
-				if (!strcmp(optarg, gn_codec_isa_name(o.isa)))
-					break;
-			if (o.isa == GN_ISA_COUNT || !gn_codec_isa_supported(o.isa))
+			o.isa = gn_codec_isa_parse(optarg);
+			if (o.isa < 0 || !gn_codec_isa_supported(o.isa))
 				bench_die("instruction set %s not available", optarg);
 			break;
 		case 'd':

@@ -421,20 +421,13 @@ static int cmd_isa(void)
 static int use_env_isa(void)
 {
 	const char *v = getenv("GN_CODEC_ISA");
-	int isa;
+	int r = gn_codec_isa_select(v);
 
-	if (!v)
-		return 0;
-	isa = gn_codec_isa_parse(v);
-	if (isa == -EINVAL) {
+	if (r == -EINVAL)
 		say("GN_CODEC_ISA=%s: use scalar, avx2, avx512 or best", v);
-		return EXIT_FAILURE;
-	}
-	if (gn_codec_isa_set_default(isa)) {
+	else if (r)
 		say("GN_CODEC_ISA=%s: this CPU lacks %s", v, v);
-		return EXIT_FAILURE;
-	}
-	return 0;
+	return r ? EXIT_FAILURE : 0;
 }
 
 int main(int argc, char **argv)

@@ -294,6 +294,15 @@ GN_EXPORT int gn_codec_isa_parse(const char *name);
 GN_EXPORT int gn_codec_isa_set_default(int isa);
 
 /**
+ * gn_codec_isa_select() - gn_codec_isa_set_default() by name
+ * @name: as gn_codec_isa_parse() takes it (GN_CODEC_ISA's value), or
+ *	NULL to leave the choice as it is
+ *
+ * Return: 0, -EINVAL for an unknown name, -EOPNOTSUPP if the CPU lacks it.
+ */
+GN_EXPORT int gn_codec_isa_select(const char *name);
+
+/**
  * gn_codec_isa_default() - the instruction set the default entry points use
  *
  * Return: the one chosen by gn_codec_isa_set_default(), else the widest

@@ -68,6 +68,16 @@ int gn_codec_isa_set_default(int isa)
 	return 0;
 }
 
+int gn_codec_isa_select(const char *name)
+{
+	int isa;
+
+	if (!name)
+		return 0;
+	isa = gn_codec_isa_parse(name);
+	return isa == -EINVAL ? isa : gn_codec_isa_set_default(isa);
+}
+
 int gn_codec_isa_default(void)
 {
 	int isa = READ_ONCE(default_isa);
