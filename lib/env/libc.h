@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libc.h - the environment of libgradnet's core: the C library and
+ * pthreads. The driver (lib/driver.c) and the API (lib/api.c) wait on
+ * the same lock and condition variable that the core's wake() signals.
+ */
+#ifndef GN_ENV_LIBC_H
+#define GN_ENV_LIBC_H
+
+#include <pthread.h>
+
+#include "env.h"
+
+struct gn_env_libc {
+	struct gn_env env;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+void gn_env_libc_init(struct gn_env_libc *e);
+void gn_env_libc_destroy(struct gn_env_libc *e);
+/* With the lock held: sleep until a wake(), or until @deadline_ns (0: none). */
+void gn_env_libc_wait(struct gn_env_libc *e, u64 deadline_ns);
+u64 gn_env_libc_now(void);
+
+#endif /* GN_ENV_LIBC_H */
