@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kernel.c - the core's environment in the kernel module: kvzalloc()
+ * (tensor-sized buffers may be too large for kmalloc), the monotonic
+ * ktime clock, a mutex and a wait queue, get_random_bytes().
+ */
+#include <linux/jiffies.h>
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+
+#include "kernel.h"
+
+static struct gn_env_kernel *to_kenv(void *env)
+{
+	return env;
+}
+
+/*
+ * GFP_KERNEL: the core allocates at open, at tensor registration and
+ * while its packet pool grows, all in process context with at most the
+ * env's mutex held, where sleeping for memory is allowed.
+ */
+static void *kenv_alloc(void *env, size_t bytes)
+{
+	return kvzalloc(bytes, GFP_KERNEL);
+}
+
+static void kenv_free(void *env, void *p)
+{
+	kvfree(p);
+}
+
+static u64 kenv_now(void *env)
+{
+	return ktime_get_ns();
+}
+
+static void kenv_lock(void *env)
+{
+	mutex_lock(&to_kenv(env)->lock);
+}
+
+static void kenv_unlock(void *env)
+{
+	mutex_unlock(&to_kenv(env)->lock);
+}
+
+static void kenv_wake(void *env)
+{
+	struct gn_env_kernel *e = to_kenv(env);
+
+	atomic_inc(&e->wakes);
+	wake_up_all(&e->wq);
+}
+
+/* Since 6.1 the kernel's pool never blocks for entropy once it booted. */
+static int kenv_random(void *env, void *buf, size_t len)
+{
+	get_random_bytes(buf, len);
+	return 0;
+}
+
+static const struct gn_env_ops kenv_ops = {
+	.alloc = kenv_alloc,
+	.free = kenv_free,
+	.now_ns = kenv_now,
+	.lock = kenv_lock,
+	.unlock = kenv_unlock,
+	.wake = kenv_wake,
+	.random = kenv_random,
+};
+
+/**
+ * gn_env_kernel_init() - make @e an environment for one core context
+ * @e: caller's storage, which must outlive the context
+ *
+ * Return: 0 (nothing here can fail; the return leaves room to grow).
+ */
+int gn_env_kernel_init(struct gn_env_kernel *e)
+{
+	e->env.ops = &kenv_ops;
+	e->env.priv = e;
+	mutex_init(&e->lock);
+	init_waitqueue_head(&e->wq);
+	atomic_set(&e->wakes, 0);
+	return 0;
+}
+
+/**
+ * gn_env_kernel_destroy() - undo gn_env_kernel_init()
+ * @e: an environment no context and no waiter uses any more
+ */
+void gn_env_kernel_destroy(struct gn_env_kernel *e)
+{
+	mutex_destroy(&e->lock);
+}
+
+/**
+ * gn_env_kernel_wait() - sleep until the core wakes its waiters
+ * @e: environment, its lock held by the caller
+ * @deadline_ns: give up at this time of the env's clock; 0 for never
+ *
+ * Drops the lock while asleep, as a condition variable would, and takes
+ * it again before returning. A wake() between the caller's last look at
+ * the core and this call is not lost: the wake count was read under the
+ * lock, so it has already moved.
+ *
+ * Return: 0 after a wake() or at the deadline, -ERESTARTSYS if a signal
+ * came first.
+ */
+int gn_env_kernel_wait(struct gn_env_kernel *e, u64 deadline_ns)
+{
+	int seen = atomic_read(&e->wakes);
+	long timeout = MAX_SCHEDULE_TIMEOUT, left;
+	u64 now = ktime_get_ns();
+
+	if (deadline_ns) {
+		if (deadline_ns <= now)
+			return 0;
+		timeout = nsecs_to_jiffies(deadline_ns - now) + 1;
+	}
+	mutex_unlock(&e->lock);
+	left = wait_event_interruptible_timeout(e->wq,
+						atomic_read(&e->wakes) != seen,
+						timeout);
+	mutex_lock(&e->lock);
+	return left < 0 ? (int)left : 0;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel.h - the environment of the core inside the kernel module:
+ * kvzalloc, ktime, a mutex around the core's state and a wait queue that
+ * the core's wake() stirs. Everything here sleeps, so the core runs in
+ * process context (the module's worker and ioctls), never in softirq.
+ */
+#ifndef GN_ENV_KERNEL_H
+#define GN_ENV_KERNEL_H
+
+#include <linux/atomic.h>
+#include <linux/mutex.h>
+#include <linux/wait.h>
+
+#include "env.h"
+
+struct gn_env_kernel {
+	struct gn_env env;
+	struct mutex lock;
+	wait_queue_head_t wq;
+	/* Bumped by every wake(): what a waiter waits to see change. */
+	atomic_t wakes;
+};
+
+int gn_env_kernel_init(struct gn_env_kernel *e);
+void gn_env_kernel_destroy(struct gn_env_kernel *e);
+int gn_env_kernel_wait(struct gn_env_kernel *e, u64 deadline_ns);
+
+#endif /* GN_ENV_KERNEL_H */
