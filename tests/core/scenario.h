@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scenario.h - a whole allreduce job of the protocol core in one thread:
+ * three core contexts over the in-memory fabric, which loses, duplicates
+ * and reorders packets, four cases (3LC and dense, sum and average) of
+ * three steps each. Freestanding and integer-only, so the same file runs
+ * in a process (tests/core_test.c) and in the kernel module
+ * (kmod/selftest_core.c); both compare its hashes with
+ * tests/golden/core_hashes.h.
+ */
+#ifndef GN_TEST_SCENARIO_H
+#define GN_TEST_SCENARIO_H
+
+#include "env.h"
+#include "mem.h"
+
+#define GN_SCN_WORLD	3
+#define GN_SCN_CASES	4
+#define GN_SCN_STEPS	3
+/* Not a multiple of the chunk or of the world: shards are uneven. */
+#define GN_SCN_ELEMS	10000u
+#define GN_SCN_CHUNK	4096u
+#define GN_SCN_MTU	1500u
+#define GN_SCN_S_BITS	0x3fc00000u	/* s = 1.5 */
+#define GN_SCN_JOB	0x5c3e0001u
+#define GN_SCN_TENSOR	7u
+#define GN_SCN_KEY	"gradnet core key"	/* GN_MAC_KEY_LEN bytes */
+/* Faults of the fabric, in 1/65536 per packet: 5% each. */
+#define GN_SCN_FAULT	3277u
+/*
+ * What the golden hashes were made from; the golden header repeats it, so
+ * a change here without a new header fails by name, not by hash.
+ */
+#define GN_SCN_DESC "3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, " \
+		    "3 steps, xorshift64 inputs exponent 115..130, v1"
+
+struct gn_scn_case {
+	const char *name;
+	int codec;			/* enum gn_codec */
+	unsigned int flags;		/* GN_TENSOR_* */
+};
+
+extern const struct gn_scn_case gn_scn_cases[GN_SCN_CASES];
+
+/* How the caller lets time pass between polls (sleep, reschedule). */
+struct gn_scn_hooks {
+	/*
+	 * Nothing is due before @until_ns (an env time); 0: something may be
+	 * due at once, only give the CPU away if others want it.
+	 */
+	void (*idle)(void *arg, u64 until_ns);
+	void *arg;
+};
+
+struct gn_scn_result {
+	u64 hash[GN_SCN_CASES][GN_SCN_STEPS];	/* FNV-1a 64 of the result */
+	struct gn_mem_counts counts[GN_SCN_CASES];
+	u64 retransmits[GN_SCN_CASES];	/* summed over the ranks */
+	u64 dup_drops[GN_SCN_CASES];
+	u64 ns[GN_SCN_CASES];		/* env time, open to free */
+	u64 rounds[GN_SCN_CASES];	/* poll rounds over every rank */
+	/* On failure: what, where (-1: not that far), and the core's word. */
+	const char *what;
+	int kase, step, rank, err;
+	char msg[160];
+};
+
+void gn_scn_input(float *x, u32 n, int kase, int rank, int step);
+u64 gn_scn_hash(const void *p, size_t bytes);
+int gn_scn_run(const struct gn_env *env, const struct gn_scn_hooks *hooks,
+	       struct gn_scn_result *res);
+
+#endif /* GN_TEST_SCENARIO_H */
