@@ -50,7 +50,7 @@ static inline void *gn_alloc_array(const struct gn_env *env, size_t n,
 {
 	if (size && n > (size_t)-1 / size)
 		return NULL;
-	return env->ops->alloc(env->priv, n && size ? n * size : 1);
+	return env->ops->alloc(env->priv, n * size != 0 ? n * size : 1);
 }
 
 static inline void gn_free(const struct gn_env *env, void *p)
