@@ -160,7 +160,8 @@ static int scn_rank_done(struct scn *c, enum scn_phase phase, int r,
 		*done = st == 1;
 		return st == 1;
 	case SCN_DRAIN:
-		return !gn_core_owes(ctx);
+		return !gn_core_tensor_owes(ctx, GN_SCN_TENSOR) &&
+		       !gn_core_owes(ctx);
 	}
 	return -EINVAL;
 }
@@ -206,7 +207,7 @@ static int scn_poll_until(struct scn *c, enum scn_phase phase, int step,
 			return scn_fail(c, step, -1, -ETIMEDOUT,
 					phase == SCN_HANDSHAKE ? "handshake never ended" :
 					phase == SCN_STEP ? "step never ended" :
-					"ranks still owe each other after the job",
+					"ranks still owe each other after retiring the tensor",
 					NULL);
 		c->hooks->idle(c->hooks->arg, next > now ? next : 0);
 	}
@@ -271,6 +272,37 @@ static int scn_register(struct scn *c)
 			return err;
 	}
 	return 0;
+}
+
+/*
+ * Unregister as gn_tensor_unregister() does: retire the tensor, poll until
+ * the peers acknowledged every rank's last results and nothing else is
+ * owed, then remove it.
+ */
+static int scn_unregister(struct scn *c)
+{
+	int r, err, errs[GN_SCN_WORLD] = { 0 };
+
+	for (r = 0; r < GN_SCN_WORLD; r++) {
+		gn_env_lock(c->env);
+		err = gn_core_tensor_retire(c->ctx[r], GN_SCN_TENSOR);
+		if (err)
+			scn_fail(c, GN_SCN_STEPS, r, err, "gn_core_tensor_retire failed",
+				 gn_core_api_errmsg(c->ctx[r]));
+		gn_env_unlock(c->env);
+		if (err)
+			return err;
+	}
+	err = scn_poll_until(c, SCN_DRAIN, GN_SCN_STEPS, errs);
+	for (r = 0; !err && r < GN_SCN_WORLD; r++) {
+		gn_env_lock(c->env);
+		err = gn_core_tensor_remove(c->ctx[r], GN_SCN_TENSOR, false);
+		if (err)
+			scn_fail(c, GN_SCN_STEPS, r, err, "gn_core_tensor_remove failed",
+				 gn_core_api_errmsg(c->ctx[r]));
+		gn_env_unlock(c->env);
+	}
+	return err;
 }
 
 /* One allreduce on every rank; its hash, the same on all, into res. */
@@ -369,7 +401,7 @@ static int scn_case(const struct gn_env *env, const struct gn_scn_hooks *hooks,
 		err = scn_step(&c, step);
 	/* Every rank's last results acknowledged before anyone leaves. */
 	if (!err)
-		err = scn_poll_until(&c, SCN_DRAIN, GN_SCN_STEPS, errs);
+		err = scn_unregister(&c);
 	if (!err)
 		scn_stats(&c);
 	cerr = scn_close(&c);
