@@ -2,8 +2,9 @@
 /*
  * gradnet_main.c - module entry points. For now the module proves that the
  * codec and the wire layer with its MAC compute in the kernel exactly what
- * their specifications say: it runs the self-tests when it loads and
- * refuses to load if any check fails.
+ * their specifications say, and that the protocol core runs a whole job
+ * in the kernel with the results libgradnet gives: it runs the
+ * self-tests when it loads and refuses to load if any check fails.
  */
 #include <linux/init.h>
 #include <linux/module.h>
@@ -12,12 +13,13 @@
 
 static int __init gradnet_init(void)
 {
-	int codec, wire;
+	int codec, wire, core;
 
-	/* Both run, so one log shows every failure. */
+	/* All run, so one log shows every failure. */
 	codec = gn_selftest_run();
 	wire = gn_selftest_wire_run();
-	return codec ? codec : wire;
+	core = gn_selftest_core_run();
+	return codec ? codec : wire ? wire : core;
 }
 
 static void __exit gradnet_exit(void)

@@ -7,8 +7,11 @@
 # the codec's, every golden vector for the scalar code and for each SIMD
 # instruction set the guest CPU has; lib/wire's, every MAC known answer and
 # every golden packet with the MAC's scalar NH pass and its AVX2 one (the
-# guest must have AVX2: "-cpu max" gives it). The expected counts come from
-# the golden headers the module includes.
+# guest must have AVX2: "-cpu max" gives it); the protocol core's, a whole
+# allreduce job of three cores over a lossy in-memory fabric
+# (tests/core/scenario.c) whose every step hashes as libgradnet's did
+# (tests/golden/core_hashes.h). The expected counts come from the golden
+# headers the module includes.
 #
 # usage: selftest.sh [SOURCE_ROOT]
 # Exit: 0 pass, 1 fail, 4 skip (headers, kernel image, qemu, busybox-static
@@ -95,7 +98,7 @@ build_module() {
 	mkdir -p "$tmp/src/tests"
 	cp -R "$root/Kbuild" "$root/kmod" "$root/lib" "$root/include" \
 		"$tmp/src/"
-	cp -R "$root/tests/golden" "$tmp/src/tests/"
+	cp -R "$root/tests/golden" "$root/tests/core" "$tmp/src/tests/"
 	# Leftovers of an in-tree build would be taken as up to date.
 	find "$tmp/src" \( -name '*.o' -o -name '.*.cmd' -o -name '*.ko' \) \
 		-delete
@@ -267,6 +270,24 @@ check_log() {
 	done
 	check "wire self-test summary says PASS" \
 		grep -q '^gradnet: selftest wire summary: PASS,' "$tmp/log"
+	check_core
+}
+
+# The scenario's cases, as the golden header lists them, one per line.
+core_cases() {
+	sed -n 's/^	{ "\([^"]*\)", {.*/\1/p' "$root/tests/golden/core_hashes.h"
+}
+
+# The core's scenario: every step of every case hashed as in userspace.
+check_core() {
+	nsteps=$(sed -n 's/^#define GN_CORE_GOLDEN_STEPS \([0-9]*\)$/\1/p' \
+		"$root/tests/golden/core_hashes.h")
+	for c in $(core_cases); do
+		check "core $c: $nsteps/$nsteps steps hash as libgradnet's in the kernel" \
+			in_log "gradnet: selftest core $c: $nsteps/$nsteps steps match the golden hashes"
+	done
+	check "core self-test summary says PASS" \
+		grep -q '^gradnet: selftest core summary: PASS,' "$tmp/log"
 }
 
 main() {
@@ -283,7 +304,8 @@ main() {
 	fi
 	build_initramfs
 	boot_guest
-	echo "1..14"
+	# 14 checks of the codec and the wire, one per core case, a summary.
+	echo "1..$((14 + $(core_cases | wc -l) + 1))"
 	result 0 "module builds against $kver headers"
 	check_log
 
