@@ -31,6 +31,8 @@ struct gn_core_conf {
 	u64 step_timeout_ns;		/* 0: steps wait for shares forever */
 	const u8 *key;			/* GN_MAC_KEY_LEN bytes; NULL: insecure */
 	u8 version;			/* wire version; 0: GN_WIRE_VERSION */
+	/* Told what the session key binds when the handshake is done (optional). */
+	void (*on_session)(const u8 *info, size_t len);
 };
 
 /*
