@@ -20,7 +20,7 @@
 #define JOB 0x626e6473u
 #define CHUNK 4096		/* gn_test_ctx_new()'s chunk */
 #define MAX_PKT (9000 - GN_WIRE_IPUDP)	/* and its MTU */
-#define PENDING_DESCS 4096	/* GN_PENDING_DESCS in lib/allreduce.c */
+#define PENDING_DESCS 4096	/* GN_PENDING_DESCS in lib/collective/core.h */
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "rx bounds test k";
 
