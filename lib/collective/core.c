@@ -12,11 +12,21 @@ static void peer_dead(void *up, struct gn_peer *p, const char *msg)
 	gn_fail_all(up, -ETIMEDOUT, msg);
 }
 
+/* Packet events go on to the driver's probes, if it has any. */
+static void account(void *up, const struct gn_event *ev)
+{
+	struct gn_ctx *ctx = up;
+
+	if (ctx->account)
+		ctx->account(ctx->account_arg, ev);
+}
+
 static const struct gn_dl_up collective_up = {
 	.data_in = gn_data_in,
 	.ctrl_fits = gn_ctrl_fits,
 	.ctrl_in = gn_ctrl_in,
 	.peer_dead = peer_dead,
+	.account = account,
 };
 
 int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,
@@ -50,6 +60,8 @@ int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,
 	ctx->codec = conf->codec;
 	ctx->s_bits = conf->s_bits;
 	ctx->step_timeout_ns = conf->step_timeout_ns;
+	ctx->account = conf->account;
+	ctx->account_arg = conf->account_arg;
 	ctx->pending_descs = gn_alloc_array(env, (size_t)conf->world, sizeof(u32));
 	r = ctx->pending_descs ? gn_dl_init(&ctx->dl, &dc, env, tp,
 					    &collective_up, ctx) : -ENOMEM;

@@ -150,6 +150,8 @@ struct gn_ctx {
 	u64 step_timeout_ns;
 	const struct gn_env *env;
 	void *drv;			/* the driver's own state */
+	void (*account)(void *arg, const struct gn_event *ev);
+	void *account_arg;
 
 	char api_errmsg[GN_ERRMSG_LEN];
 	u64 deadlines_ns;		/* next look at step deadlines */

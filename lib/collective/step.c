@@ -180,10 +180,13 @@ static void step_complete(struct gn_ctx *ctx, struct gn_step *st)
 {
 	struct gn_tensor *t = st->t;
 
+	struct gn_event ev = { .type = GN_EV_STEP, .peer = -1, .tensor = t->id,
+			       .step = st->no, .flow = &t->stats,
+			       .ns = gn_env_now(ctx->env) - st->start_ns };
+
 	st->done = true;
 	t->e_cur ^= 1;
-	t->stats.allreduces++;
-	ctx->dl.stats.allreduces++;
+	gn_dl_account(&ctx->dl, &ev);
 	gn_step_report(ctx, st);
 	t->cur = t->early;
 	t->early = NULL;

@@ -255,6 +255,9 @@ void gn_dl_account(struct gn_dl *dl, const struct gn_event *ev)
 		case GN_EV_DROP:
 			s[k]->drops[ev->reason]++;
 			break;
+		case GN_EV_STEP:
+			s[k]->allreduces++;
+			break;
 		}
 	}
 	if (dl->up->account)

@@ -171,6 +171,7 @@ enum gn_event_type {
 	GN_EV_TX_CTL,		/* a control packet sent */
 	GN_EV_RX,		/* a data packet taken */
 	GN_EV_DROP,		/* a packet dropped, for @reason */
+	GN_EV_STEP,		/* this rank finished step @step of @tensor */
 };
 
 /*
@@ -186,6 +187,8 @@ struct gn_event {
 	u32 tensor;
 	u32 wire_bytes;
 	u64 raw_bytes, stream_bytes;	/* GN_EV_MSG */
+	u32 step;			/* GN_EV_STEP */
+	u64 ns;				/* GN_EV_STEP: since this rank started it */
 	struct gn_stats *flow;		/* the tensor's counters, or NULL */
 };
 
