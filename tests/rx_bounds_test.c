@@ -20,7 +20,7 @@
 #define JOB 0x626e6473u
 #define CHUNK 4096		/* gn_test_ctx_new()'s chunk */
 #define MAX_PKT (9000 - GN_WIRE_IPUDP)	/* and its MTU */
-#define PENDING_DESCS 4096	/* GN_PENDING_DESCS in lib/allreduce.c */
+#define PENDING_DESCS 4096	/* GN_PENDING_DESCS in lib/collective/core.h */
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "rx bounds test k";
 
@@ -103,7 +103,7 @@ static void data_from1(struct rig *r, uint32_t id, uint8_t codec, uint8_t phase,
 
 static uint64_t drops(struct gn_ctx *ctx, int reason)
 {
-	return ctx->stats.drops[reason];
+	return ctx->dl.stats.drops[reason];
 }
 
 /*
@@ -122,7 +122,7 @@ static void npkts_case(struct __test_metadata *_metadata, uint8_t codec)
 		.s = codec == GN_WIRE_CODEC_3LC ? 0x3f800000u : 0,
 	};
 	uint16_t blen = codec == GN_WIRE_CODEC_3LC ? 1 : 4;
-	struct gn_rxmsg *rx;
+	struct gn_rx *rx;
 	struct rig r;
 	uint64_t before;
 	float *x = malloc(3 * CHUNK * sizeof(float));
@@ -142,15 +142,15 @@ static void npkts_case(struct __test_metadata *_metadata, uint8_t codec)
 		ASSERT_EQ(before + 2, drops(r.ctx, GN_DROP_MALFORMED)) {
 			TH_LOG("npkts %#x", bad[i]);
 		}
-		ASSERT_EQ(0, rx->npkts) {
+		ASSERT_EQ(0, rx->m.npkts) {
 			TH_LOG("npkts %#x", bad[i]);
 		}
-		ASSERT_EQ(NULL, rx->seen);
+		ASSERT_EQ(0, rx->held_n);
 	}
 	d.npkts = 2;
 	d.pkt = 1;
 	data_from1(&r, 7, codec, GN_PHASE_REDUCE, &d, body, blen);
-	ASSERT_EQ(2, rx->npkts);
+	ASSERT_EQ(2, rx->m.npkts);
 	gn_test_ctx_free(r.ctx);
 	free(x);
 }
@@ -178,7 +178,7 @@ TEST(dense_result_nan_dropped)
 		.chunk_off = 3000, .chunk_len = 3000, .first = 0, .count = per,
 		.pkt = 0, .npkts = 2,
 	};
-	struct gn_rxmsg *rx;
+	struct gn_rx *rx;
 	struct rig r;
 
 	ASSERT_NE(NULL, x);
@@ -191,20 +191,20 @@ TEST(dense_result_nan_dropped)
 	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
 		   (uint16_t)(per * 4));
 	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
-	ASSERT_EQ(0, rx->got);
+	ASSERT_EQ(0, rx->m.got);
 	for (i = 0; i < per; i++)
 		v[i] = 1.0f;
 	v[per / 2] = __builtin_inff();
 	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
 		   (uint16_t)(per * 4));
 	ASSERT_EQ(2, drops(r.ctx, GN_DROP_MALFORMED));
-	ASSERT_EQ(0, rx->got);
+	ASSERT_EQ(0, rx->m.got);
 	for (i = 0; i < per; i++)
 		v[i] = (float)i;
 	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
 		   (uint16_t)(per * 4));
 	ASSERT_EQ(2, drops(r.ctx, GN_DROP_MALFORMED));
-	ASSERT_EQ(1, rx->got);
+	ASSERT_EQ(1, rx->m.got);
 	ASSERT_EQ(0, memcmp(x + 3000, v, per * sizeof(float)));
 	gn_test_ctx_free(r.ctx);
 	free(x);
@@ -220,7 +220,7 @@ TEST(dense_contribution_nan_dropped)
 		.pkt = 0, .npkts = 2,
 	};
 	float nan4[4] = { 0, __builtin_nanf(""), 0, 0 };
-	struct gn_rxmsg *rx;
+	struct gn_rx *rx;
 	struct rig r;
 
 	ASSERT_NE(NULL, x);
@@ -229,10 +229,10 @@ TEST(dense_contribution_nan_dropped)
 	rx = &r.ctx->tensors->cur->red[1 * r.ctx->tensors->chunks[0] + 0];
 	data_from1(&r, 9, GN_WIRE_CODEC_NONE, GN_PHASE_REDUCE, &d, nan4, 16);
 	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
-	ASSERT_EQ(0, rx->got);
+	ASSERT_EQ(0, rx->m.got);
 	data_from1(&r, 9, GN_WIRE_CODEC_NONE, GN_PHASE_REDUCE, &d, v, 16);
 	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
-	ASSERT_EQ(1, rx->got);
+	ASSERT_EQ(1, rx->m.got);
 	gn_test_ctx_free(r.ctx);
 	free(x);
 }
@@ -260,11 +260,11 @@ TEST(pending_descriptors_bounded)
 	uint32_t i, n = PENDING_DESCS + 100;
 
 	rig_open(_metadata, &r);
-	p1 = &r.ctx->peers[1];
+	p1 = &r.ctx->dl.peers[1];
 	for (i = 0; i < n; i++)
 		desc_from(&r, 1, 1000 + i, 10, GN_WIRE_CODEC_3LC);
 	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
-	ASSERT_EQ(PENDING_DESCS, p1->pending_descs);
+	ASSERT_EQ(PENDING_DESCS, r.ctx->pending_descs[1]);
 	ASSERT_EQ(PENDING_DESCS, p1->ctrl_seen_base);
 	ASSERT_LT(0, drops(r.ctx, GN_DROP_TENSOR));
 	/* Rank 2's descriptors are not crowded out by rank 1's. */

@@ -608,23 +608,23 @@ TEST(probes_received)
 	 * A PONG counts once, and only for a PING we sent: a replayed PONG
 	 * or one for a PING never sent is dropped and changes nothing.
 	 */
-	ASSERT_EQ(0, ctx->peers[1].srtt_ns);
-	sent = gn_now_ns() - 1000000;
-	ctx->peers[1].last_ping_ns = sent;
-	ctx->peers[1].last_rx_ns = 0;
+	ASSERT_EQ(0, ctx->dl.peers[1].srtt_ns);
+	sent = gn_env_libc_now() - 1000000;
+	ctx->dl.peers[1].last_ping_ns = sent;
+	ctx->dl.peers[1].last_rx_ns = 0;
 	len = probe_packet(p, &m, GN_PKT_PONG, sent, 0);
 	gn_test_packet_in(ctx, 1, p, len);
-	ASSERT_LT(0, ctx->peers[1].srtt_ns);
-	ASSERT_LT(sent, ctx->peers[1].last_rx_ns);
-	srtt = ctx->peers[1].srtt_ns;
-	ctx->peers[1].last_rx_ns = 0;
+	ASSERT_LT(0, ctx->dl.peers[1].srtt_ns);
+	ASSERT_LT(sent, ctx->dl.peers[1].last_rx_ns);
+	srtt = ctx->dl.peers[1].srtt_ns;
+	ctx->dl.peers[1].last_rx_ns = 0;
 	gn_test_packet_in(ctx, 1, p, len);
 	len = probe_packet(p, &m, GN_PKT_PONG, sent + 1, 0);
 	gn_test_packet_in(ctx, 1, p, len);
 	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
 	ASSERT_EQ(2, st.drops[GN_DROP_REPLAY]);
-	ASSERT_EQ(srtt, ctx->peers[1].srtt_ns);
-	ASSERT_EQ(0, ctx->peers[1].last_rx_ns);
+	ASSERT_EQ(srtt, ctx->dl.peers[1].srtt_ns);
+	ASSERT_EQ(0, ctx->dl.peers[1].last_rx_ns);
 
 	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 5, 0);
 	gn_test_packet_in(ctx, 1, p, len);

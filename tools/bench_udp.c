@@ -2,7 +2,7 @@
 /*
  * bench_udp.c - `gradnet-bench udp`: is UDP GSO/GRO worth it for gradnet's
  * packets? Sends the same bytes over loopback as MTU-sized datagrams, by
- * sendmmsg/recvmmsg batches (what lib/udp.c does) and by UDP_SEGMENT
+ * sendmmsg/recvmmsg batches (what lib/transport/udp.c does) and by UDP_SEGMENT
  * super-datagrams received with UDP_GRO, and prints both rates.
  */
 #include <errno.h>

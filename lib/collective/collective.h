@@ -19,6 +19,7 @@
 #include "transport.h"
 
 struct gn_ctx;
+struct gn_event;
 
 struct gn_core_conf {
 	int rank, world;
@@ -31,6 +32,15 @@ struct gn_core_conf {
 	u64 step_timeout_ns;		/* 0: steps wait for shares forever */
 	const u8 *key;			/* GN_MAC_KEY_LEN bytes; NULL: insecure */
 	u8 version;			/* wire version; 0: GN_WIRE_VERSION */
+	/* Told what the session key binds when the handshake is done (optional). */
+	void (*on_session)(const u8 *info, size_t len);
+	/*
+	 * Every packet event, after the core counted it (optional): where a
+	 * driver hangs its probes (USDT in libgradnet, tracepoints in the
+	 * module). @ev is a struct gn_event (delivery.h).
+	 */
+	void (*account)(void *arg, const struct gn_event *ev);
+	void *account_arg;
 };
 
 /*

@@ -48,9 +48,11 @@ static inline void *gn_alloc(const struct gn_env *env, size_t bytes)
 static inline void *gn_alloc_array(const struct gn_env *env, size_t n,
 				   size_t size)
 {
+	size_t bytes = n * size;
+
 	if (size && n > (size_t)-1 / size)
 		return NULL;
-	return env->ops->alloc(env->priv, n * size != 0 ? n * size : 1);
+	return env->ops->alloc(env->priv, bytes ? bytes : 1);
 }
 
 static inline void gn_free(const struct gn_env *env, void *p)

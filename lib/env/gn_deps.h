@@ -5,8 +5,8 @@
  *
  * Everything the core needs from outside comes through this header:
  * fixed-width types, errno values, memcpy/memset, little-endian access to
- * wire bytes, FPU sections and CPU feature tests. No other file of the core
- * may test __KERNEL__.
+ * wire bytes, snprintf, FPU sections and CPU feature tests. No other file
+ * of the core may test __KERNEL__; lib/env/env.h is the run-time half.
  */
 #ifndef GN_DEPS_H
 #define GN_DEPS_H
@@ -15,6 +15,7 @@
 
 #include <linux/types.h>
 #include <linux/errno.h>
+#include <linux/stdarg.h>
 #include <linux/string.h>
 #include <linux/kernel.h>
 #include <asm/unaligned.h>
@@ -48,6 +49,22 @@ static inline void gn_fpu_begin(struct gn_fpu *f)
 static inline void gn_fpu_end(struct gn_fpu *f)
 {
 	(void)f;
+}
+
+/*
+ * The protocol core (lib/delivery, lib/collective) brackets each call into
+ * floating-point or SIMD code (the codec, the MAC, its own FPU units) with
+ * these, one section per chunk or packet, never nested: in the kernel they
+ * are the FPU sections, in userspace they cost nothing.
+ */
+static inline void gn_simd_begin(void)
+{
+	kernel_fpu_begin();
+}
+
+static inline void gn_simd_end(void)
+{
+	kernel_fpu_end();
 }
 
 /*
@@ -89,9 +106,11 @@ static inline bool gn_cpu_has_avx512(void)
 
 #else /* userspace */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>		/* snprintf, vsnprintf */
 #include <string.h>
 #include <errno.h>
 #include <xmmintrin.h>
@@ -136,6 +155,14 @@ static inline void gn_fpu_end(struct gn_fpu *f)
 {
 	if (f->csr != GN_MXCSR_DEFAULT)
 		_mm_setcsr(f->csr);
+}
+
+static inline void gn_simd_begin(void)
+{
+}
+
+static inline void gn_simd_end(void)
+{
 }
 
 static inline bool gn_cpu_has_avx2(void)

@@ -134,7 +134,7 @@ static const uint8_t gn_fzx_key[16] = {
 	0x66, 0x75, 0x7a, 0x7a, 0x2d, 0x72, 0x78, 0x31,
 };
 
-/* First element of shard @j of @n elements, as lib/allreduce.c splits. */
+/* First element of shard @j of @n elements, as lib/collective/tensor.c splits. */
 static inline size_t gn_fzx_shard_lo(size_t n, unsigned int j)
 {
 	return (size_t)((unsigned __int128)n * j / GN_FZX_WORLD);

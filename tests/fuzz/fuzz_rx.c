@@ -148,17 +148,17 @@ static void set_state(struct rx_state *rs, u8 st)
 	struct gn_ctx *ctx = rs->ctx;
 	int p;
 
-	ctx->ready = st & GN_FZX_ST_READY;
+	ctx->dl.ready = st & GN_FZX_ST_READY;
 	for (p = 1; p < GN_FZX_WORLD; p++) {
-		ctx->peers[p].hello_in = st & GN_FZX_ST_HELLO_IN(p);
-		ctx->peers[p].hello_acked = st & GN_FZX_ST_HELLO_ACKED(p);
-		ctx->peers[p].told_reply = st & GN_FZX_ST_TOLD_REPLY;
+		ctx->dl.peers[p].hello_in = st & GN_FZX_ST_HELLO_IN(p);
+		ctx->dl.peers[p].hello_acked = st & GN_FZX_ST_HELLO_ACKED(p);
+		ctx->dl.peers[p].told_reply = st & GN_FZX_ST_TOLD_REPLY;
 	}
 	if (st & GN_FZX_ST_MISMATCH) {
-		ctx->pending_err = -EPROTO;
-		ctx->fail_at_ns = ctx->now_ns;
+		ctx->dl.pending_err = -EPROTO;
+		ctx->dl.fail_at_ns = ctx->dl.now_ns;
 	} else {
-		ctx->pending_err = 0;
+		ctx->dl.pending_err = 0;
 	}
 }
 

@@ -119,7 +119,7 @@ class Mac:
 
 
 def session_info(job, world, version, instances):
-    """What a session key is bound to, as lib/progress.c lays it out."""
+    """What a session key is bound to, as lib/delivery/peer.c lays it out."""
     assert len(instances) == world
     return (struct.pack('<IHBB', job, world, version, 0) +
             b''.join(struct.pack('<Q', i) for i in instances))

@@ -4,8 +4,9 @@
  * reorders outgoing packets, for tests of the reliability layer. Enabled
  * only by the environment variable
  *	GN_TEST_FAULTS=loss=0.01,dup=0.05,reorder=0.05,seed=7
- * (probabilities per packet). Reordered packets are held back and go out
- * after the packets of a later send call.
+ * (probabilities per packet). Reordered packets are held back (a
+ * reference, not a copy) and go out after the packets of a later send
+ * call, or when the driver next waits.
  *
  * For tests of freshness across runs, record=PATH appends every packet
  * this rank sends (le16 peer, le16 length, the bytes) to PATH, and
@@ -16,6 +17,7 @@
  * address would send.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,27 +27,23 @@
 #define HELD_MAX 256
 
 struct fault {
-	const struct gn_transport_ops *inner;
-	void *inner_state;
-	const struct gn_addr *peers;
+	struct gn_transport inner;
 	double loss, dup, reorder;
 	u64 rng;
 	char record[128], replay[128];
 	FILE *rec;
 	u8 *rep;			/* the recording to replay */
 	size_t rep_len, rep_at;
-	/* The progress thread (send, wait) and an API call (a control
-	 * message from gn_tensor_register()) both send: guards what follows. */
+	/* The driver (send, wait) and an API call (a control message from
+	 * gn_tensor_register()) may both send: guards what follows. */
 	pthread_mutex_t lock;
 	int held_n;
 	struct {
-		u16 peer, len;
-		u8 data[GN_WIRE_MAX_PKT];
+		struct gn_buf *b;	/* one reference of ours */
+		u16 peer;		/* the core may reuse ->peer meanwhile */
 	} held[HELD_MAX];
-	struct gn_tx_pkt out[HELD_MAX * 2];
+	struct gn_buf *out[HELD_MAX * 2];
 };
-
-static const struct gn_transport_ops *inner_ops;
 
 static double unit(struct fault *f)
 {
@@ -120,134 +118,141 @@ static void fault_free(struct fault *f)
 	free(f);
 }
 
-static int fault_open(const struct gn_addr *self, unsigned int max_pkt,
-		      void **state)
+static void record(struct fault *f, const struct gn_buf *b)
 {
-	struct fault *f = calloc(1, sizeof(*f));
-	int r;
-
-	if (!f)
-		return -ENOMEM;
-	pthread_mutex_init(&f->lock, NULL);
-	if (parse(f, getenv("GN_TEST_FAULTS"))) {
-		fault_free(f);
-		return -EINVAL;
-	}
-	if (f->record[0] && !(f->rec = fopen(f->record, "ab"))) {
-		r = -errno;
-		goto out_free;
-	}
-	if (f->replay[0] && (r = load_replay(f)))
-		goto out_free;
-	f->inner = inner_ops;
-	r = f->inner->open(self, max_pkt, &f->inner_state);
-	if (r)
-		goto out_free;
-	*state = f;
-	return 0;
-
-out_free:
-	fault_free(f);
-	return r;
-}
-
-static void fault_close(void *state)
-{
-	struct fault *f = state;
-
-	f->inner->close(f->inner_state);
-	fault_free(f);
-}
-
-static void record(struct fault *f, const struct gn_tx_pkt *p)
-{
-	u8 head[4] = { (u8)p->peer, (u8)(p->peer >> 8), (u8)p->len,
-		       (u8)(p->len >> 8) };
+	u8 head[4] = { (u8)b->peer, (u8)(b->peer >> 8), (u8)b->len,
+		       (u8)(b->len >> 8) };
 
 	fwrite(head, 1, sizeof(head), f->rec);
-	fwrite(p->data, 1, p->len, f->rec);
+	fwrite(b->data, 1, b->len, f->rec);
 	fflush(f->rec);
 }
 
 /* Send the next @n packets of the recording, as they were recorded. */
-static void replay(struct fault *f, const struct gn_addr *peers, int n)
+static void replay(struct fault *f, int n)
 {
-	struct gn_tx_pkt p;
+	const struct gn_transport_ops *in = f->inner.ops;
+	struct gn_buf *b;
+	u16 peer, len;
 
 	while (n-- > 0) {
 		if (f->rep_at + 4 > f->rep_len)
 			f->rep_at = 0;
-		p.peer = (u16)(f->rep[f->rep_at] | f->rep[f->rep_at + 1] << 8);
-		p.len = (u16)(f->rep[f->rep_at + 2] | f->rep[f->rep_at + 3] << 8);
-		p.data = f->rep + f->rep_at + 4;
-		if (f->rep_at + 4 + p.len > f->rep_len) {
+		peer = (u16)(f->rep[f->rep_at] | f->rep[f->rep_at + 1] << 8);
+		len = (u16)(f->rep[f->rep_at + 2] | f->rep[f->rep_at + 3] << 8);
+		if (f->rep_at + 4 + len > f->rep_len) {
 			f->rep_at = 0;
 			continue;
 		}
-		f->rep_at += 4 + p.len;
-		f->inner->send(f->inner_state, peers, &p, 1);
+		/* A packet of a run with bigger buffers cannot be sent here. */
+		if (len > f->inner.caps.max_pkt) {
+			f->rep_at += 4 + (size_t)len;
+			continue;
+		}
+		b = in->get(f->inner.state);
+		if (!b)
+			return;
+		memcpy(b->data, f->rep + f->rep_at + 4, len);
+		b->len = len;
+		b->peer = peer;
+		f->rep_at += 4 + (size_t)len;
+		in->send(f->inner.state, &b, 1);
+		in->put(f->inner.state, b);
 	}
 }
 
 /* Send the first @n held packets and forget them. */
-static void release_held(struct fault *f, const struct gn_addr *peers, int n)
+static void release_held(struct fault *f, int n)
 {
+	const struct gn_transport_ops *in = f->inner.ops;
 	int i;
 
-	for (i = 0; i < n; i++)
-		f->out[i] = (struct gn_tx_pkt){ f->held[i].data, f->held[i].len,
-						f->held[i].peer };
+	for (i = 0; i < n; i++) {
+		f->held[i].b->peer = f->held[i].peer;
+		f->out[i] = f->held[i].b;
+	}
 	if (n)
-		f->inner->send(f->inner_state, peers, f->out, n);
+		in->send(f->inner.state, f->out, n);
+	for (i = 0; i < n; i++)
+		in->put(f->inner.state, f->held[i].b);
 	memmove(f->held, f->held + n, (size_t)(f->held_n - n) * sizeof(f->held[0]));
 	f->held_n -= n;
 }
 
 /* Every packet counts as sent: what is lost or held is the network's. */
-static int fault_send(void *state, const struct gn_addr *peers,
-		      const struct gn_tx_pkt *pkts, int n)
+static int fault_send(void *state, struct gn_buf *const *b, int n)
 {
 	struct fault *f = state;
+	const struct gn_transport_ops *in = f->inner.ops;
 	int i, k = 0, held_before;
 
 	pthread_mutex_lock(&f->lock);
 	held_before = f->held_n;
-	f->peers = peers;
 	for (i = 0; i < n; i++) {
 		if (f->rec)
-			record(f, &pkts[i]);
+			record(f, b[i]);
 		if (unit(f) < f->loss)
 			continue;
 		if (f->held_n < HELD_MAX && unit(f) < f->reorder) {
-			f->held[f->held_n].peer = pkts[i].peer;
-			f->held[f->held_n].len = pkts[i].len;
-			memcpy(f->held[f->held_n].data, pkts[i].data, pkts[i].len);
+			in->hold(f->inner.state, b[i]);
+			f->held[f->held_n].b = b[i];
+			f->held[f->held_n].peer = b[i]->peer;
 			f->held_n++;
 			continue;
 		}
-		f->out[k++] = pkts[i];
+		f->out[k++] = b[i];
 		if (unit(f) < f->dup && k < HELD_MAX * 2)
-			f->out[k++] = pkts[i];
+			f->out[k++] = b[i];
 		if (k >= HELD_MAX * 2 - 1) {
-			f->inner->send(f->inner_state, peers, f->out, k);
+			in->send(f->inner.state, f->out, k);
 			k = 0;
 		}
 	}
 	if (k)
-		f->inner->send(f->inner_state, peers, f->out, k);
+		in->send(f->inner.state, f->out, k);
 	/* Packets held in an earlier call go out now, after later ones. */
-	release_held(f, peers, held_before);
+	release_held(f, held_before);
 	if (f->rep)
-		replay(f, peers, n);
+		replay(f, n);
 	pthread_mutex_unlock(&f->lock);
 	return n;
 }
 
-static int fault_recv(void *state, struct gn_rx_pkt *pkts, int max)
+static struct gn_buf *fault_get(void *state)
 {
 	struct fault *f = state;
 
-	return f->inner->recv(f->inner_state, pkts, max);
+	return f->inner.ops->get(f->inner.state);
+}
+
+static void fault_hold(void *state, struct gn_buf *b)
+{
+	struct fault *f = state;
+
+	f->inner.ops->hold(f->inner.state, b);
+}
+
+static void fault_put(void *state, struct gn_buf *b)
+{
+	struct fault *f = state;
+
+	f->inner.ops->put(f->inner.state, b);
+}
+
+static int fault_recv(void *state, struct gn_buf **b, int max)
+{
+	struct fault *f = state;
+
+	return f->inner.ops->recv(f->inner.state, b, max);
+}
+
+static int fault_poll(void *state, u64 now_ns, u64 *next_ns)
+{
+	struct fault *f = state;
+
+	if (!f->inner.ops->poll)
+		return 0;
+	return f->inner.ops->poll(f->inner.state, now_ns, next_ns);
 }
 
 static int fault_wait(void *state, int timeout_ms)
@@ -255,46 +260,75 @@ static int fault_wait(void *state, int timeout_ms)
 	struct fault *f = state;
 
 	pthread_mutex_lock(&f->lock);
-	if (f->held_n && f->peers)
-		release_held(f, f->peers, f->held_n);
+	if (f->held_n)
+		release_held(f, f->held_n);
 	pthread_mutex_unlock(&f->lock);
-	return f->inner->wait(f->inner_state, timeout_ms);
+	return f->inner.ops->wait(f->inner.state, timeout_ms);
 }
 
 static void fault_wake(void *state)
 {
 	struct fault *f = state;
 
-	f->inner->wake(f->inner_state);
+	f->inner.ops->wake(f->inner.state);
+}
+
+/* What is still held never goes out: lost, as in a network that died. */
+static void fault_close(void *state)
+{
+	struct fault *f = state;
+	int i;
+
+	for (i = 0; i < f->held_n; i++)
+		f->inner.ops->put(f->inner.state, f->held[i].b);
+	f->inner.ops->close(f->inner.state);
+	fault_free(f);
 }
 
 static const struct gn_transport_ops fault_ops = {
 	.name = "fault",
-	.open = fault_open,
-	.close = fault_close,
+	.get = fault_get,
+	.hold = fault_hold,
+	.put = fault_put,
 	.send = fault_send,
 	.recv = fault_recv,
+	.poll = fault_poll,
 	.wait = fault_wait,
 	.wake = fault_wake,
+	.close = fault_close,
 };
 
-/* The transport to use: @inner, or @inner behind faults if asked for. */
-int gn_fault_wrap(const struct gn_transport_ops **ops)
+/*
+ * Put @tp behind GN_TEST_FAULTS, in place: its table and state move
+ * inside the wrapper, which closes them when it is closed.
+ */
+int gn_fault_wrap(struct gn_transport *tp)
 {
 	const char *spec = getenv("GN_TEST_FAULTS");
-	struct fault *probe;
+	struct fault *f;
 	int r;
 
 	if (!spec || !*spec)
 		return 0;
-	probe = calloc(1, sizeof(*probe));
-	if (!probe)
+	f = calloc(1, sizeof(*f));
+	if (!f)
 		return -ENOMEM;
-	r = parse(probe, spec);
-	free(probe);
+	pthread_mutex_init(&f->lock, NULL);
+	r = parse(f, spec);
 	if (r)
-		return r;
-	inner_ops = *ops;
-	*ops = &fault_ops;
+		goto out_free;
+	if (f->record[0] && !(f->rec = fopen(f->record, "ab"))) {
+		r = -errno;
+		goto out_free;
+	}
+	if (f->replay[0] && (r = load_replay(f)))
+		goto out_free;
+	f->inner = *tp;
+	tp->ops = &fault_ops;
+	tp->state = f;
 	return 0;
+
+out_free:
+	fault_free(f);
+	return r;
 }

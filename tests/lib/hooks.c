@@ -17,13 +17,14 @@
 
 #include "testlib.h"
 
-static int test_open(struct gn_ctx *ctx, char *msg, size_t len)
+static int test_open(struct gn_core_conf *conf, struct gn_transport *tp,
+		     char *msg, size_t len)
 {
 	const char *v = getenv("GN_TEST_WIRE_VERSION");
 
 	if (v)
-		ctx->version = (u8)atoi(v);
-	if (gn_fault_wrap(&ctx->tp)) {
+		conf->version = (u8)atoi(v);
+	if (gn_fault_wrap(tp)) {
 		snprintf(msg, len, "GN_TEST_FAULTS=%s: use loss=P,dup=P,reorder=P,seed=N,record=PATH,replay=PATH",
 			 getenv("GN_TEST_FAULTS"));
 		return -EINVAL;
@@ -33,14 +34,13 @@ static int test_open(struct gn_ctx *ctx, char *msg, size_t len)
 
 /* The instances travel in clear HELLOs: this tells an insider nothing a
  * rank could not. Written whole, or not at all. */
-static void test_session(struct gn_ctx *ctx, const u8 *info, size_t len)
+static void test_session(const u8 *info, size_t len)
 {
 	const char *path = getenv("GN_TEST_SESSION_FILE");
 	char tmp[PATH_MAX];
 	bool ok;
 	FILE *f;
 
-	(void)ctx;
 	if (!path)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * testctx.c - a context without a network, for the receive-path fuzzer and
- * the tests that feed one packet at a time: a null transport, a ready
- * context of any world size, and the entry point that feeds it.
+ * the tests that feed one packet at a time: a null transport (buffers from
+ * malloc, packets sent nowhere), a ready context of any world size, and
+ * the entry point that feeds it.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,138 +12,153 @@
 
 #include "testlib.h"
 
-static int null_open(const struct gn_addr *self, unsigned int max_pkt,
-		     void **state)
+static struct gn_buf *null_get(void *tp)
 {
-	(void)self;
-	(void)max_pkt;
-	*state = NULL;
-	return 0;
+	struct gn_buf *b = calloc(1, sizeof(*b) + GN_WIRE_MAX_PKT);
+
+	(void)tp;
+	if (!b)
+		return NULL;
+	b->data = (u8 *)(b + 1);
+	b->refs = 1;
+	return b;
 }
 
-static void null_close(void *state)
+static void null_hold(void *tp, struct gn_buf *b)
 {
-	(void)state;
+	(void)tp;
+	b->refs++;
 }
 
-static int null_send(void *state, const struct gn_addr *peers,
-		     const struct gn_tx_pkt *pkts, int n)
+static void null_put(void *tp, struct gn_buf *b)
 {
-	(void)state;
-	(void)peers;
-	(void)pkts;
+	(void)tp;
+	if (!--b->refs)
+		free(b);
+}
+
+static int null_send(void *tp, struct gn_buf *const *b, int n)
+{
+	(void)tp;
+	(void)b;
 	return n;
 }
 
-static int null_recv(void *state, struct gn_rx_pkt *pkts, int max)
+static int null_recv(void *tp, struct gn_buf **b, int max)
 {
-	(void)state;
-	(void)pkts;
+	(void)tp;
+	(void)b;
 	(void)max;
 	return 0;
 }
 
-static int null_wait(void *state, int timeout_ms)
+static int null_wait(void *tp, int timeout_ms)
 {
-	(void)state;
+	(void)tp;
 	(void)timeout_ms;
 	return 0;
 }
 
-static void null_wake(void *state)
+static void null_wake(void *tp)
 {
-	(void)state;
+	(void)tp;
+}
+
+static void null_close(void *tp)
+{
+	(void)tp;
 }
 
 static const struct gn_transport_ops null_ops = {
-	"null", null_open, null_close, null_send, null_recv, null_wait, null_wake,
+	.name = "null",
+	.get = null_get,
+	.hold = null_hold,
+	.put = null_put,
+	.send = null_send,
+	.recv = null_recv,
+	.wait = null_wait,
+	.wake = null_wake,
+	.close = null_close,
 };
 
 /*
- * A ready context of @world ranks at 127.0.0.1:9000+k whose packets go
- * nowhere and that has no progress thread: packets are fed to it with
- * gn_test_packet_in(). For fuzzing the receive path only.
+ * A ready context of @world ranks named as at 127.0.0.1:9000+k whose
+ * packets go nowhere and that has no progress thread: packets are fed to
+ * it with gn_test_packet_in(). Its session key is the job key, so tests
+ * and fuzz seeds can tag packets.
  */
 int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
 		    struct gn_ctx **out)
 {
+	struct gn_core_conf conf = {
+		.rank = rank, .world = world, .job = job, .mtu = 9000,
+		.chunk = 4096, .codec = GN_WIRE_CODEC_3LC,
+		.s_bits = 0x3f800000u, .timeout_ns = 1000000000ull,
+		.step_timeout_ns = 600000000000ull, .key = key,
+	};
+	struct gn_drv *d;
 	struct gn_ctx *ctx;
-	char peers[512] = "";
-	int i;
+	int i, r;
 
-	if (world < 1 || world > 16 || gn_ctx_alloc(&ctx, world))
+	if (world < 1 || world > 16)
 		return -EINVAL;
-	ctx->rank = rank;
-	ctx->world = world;
-	ctx->mtu = 9000;
-	ctx->max_pkt = ctx->mtu - GN_WIRE_IPUDP;
-	ctx->timeout_ns = 1000000000ull;
-	ctx->chunk = 4096;
-	ctx->job = job;
-	ctx->codec = GN_WIRE_CODEC_3LC;
-	ctx->s = 1.0f;
-	memcpy(&ctx->s_bits, &ctx->s, sizeof(ctx->s_bits));
-	ctx->version = GN_WIRE_VERSION;
-	ctx->dead_peer = -1;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	gn_env_libc_init(&d->env);
+	d->tp.ops = &null_ops;
+	d->tp.caps.max_pkt = GN_WIRE_MAX_PKT;
+	r = gn_core_open(&conf, &d->env.env, &d->tp, &ctx);
+	if (r) {
+		gn_env_libc_destroy(&d->env);
+		free(d);
+		return r;
+	}
+	ctx->drv = d;
 	for (i = 0; i < world; i++) {
-		char one[32];
+		char name[64];
 
-		snprintf(one, sizeof(one), "%s127.0.0.1:%d", i ? "," : "", 9000 + i);
-		strcat(peers, one);
+		snprintf(name, sizeof(name), "rank %d (127.0.0.1:%d)", i, 9000 + i);
+		gn_core_set_name(ctx, i, name);
+		ctx->dl.peers[i].hello_in = ctx->dl.peers[i].hello_acked = true;
 	}
-	if (gn_ctx_parse_peers(ctx, peers)) {
-		gn_ctx_free(ctx);
-		return -EINVAL;
-	}
-	if (key) {
-		/* A test context is past its handshake: the session key is
-		 * the job key, so tests and fuzz seeds can tag packets. */
-		ctx->job_mac = malloc(sizeof(*ctx->job_mac));
-		ctx->mac = malloc(sizeof(*ctx->mac));
-		if (!ctx->job_mac || !ctx->mac) {
-			gn_ctx_free(ctx);
-			return -ENOMEM;
-		}
-		gn_mac_init(ctx->job_mac, key);
-		gn_mac_init(ctx->mac, key);
-	} else {
-		ctx->insecure = true;
-	}
-	ctx->tp = &null_ops;
-	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_cond_init(&ctx->cond, NULL);
-	ctx->ready = true;
-	for (i = 0; i < world; i++)
-		ctx->peers[i].hello_in = ctx->peers[i].hello_acked = true;
+	/* Past the handshake: the session key is the job key. */
+	if (key)
+		gn_mac_init(ctx->dl.mac, key);
+	ctx->dl.ready = true;
 	*out = ctx;
 	return 0;
 }
 
 void gn_test_ctx_free(struct gn_ctx *ctx)
 {
-	pthread_mutex_destroy(&ctx->lock);
-	pthread_cond_destroy(&ctx->cond);
-	gn_ctx_free(ctx);
+	struct gn_drv *d = ctx->drv;
+
+	gn_core_free(ctx);
+	gn_env_libc_destroy(&d->env);
+	free(d);
 }
 
 /* Feed one packet from rank @from (or from nobody, -1) to @ctx. */
 void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt, size_t len)
 {
-	struct gn_rx_pkt rx = { .data = (u8 *)pkt, .len = (u16)len };
+	struct gn_drv *d = ctx->drv;
+	struct gn_buf *b;
 
 	if (len > GN_WIRE_MAX_PKT)
 		return;
-	if (from >= 0 && from < ctx->world) {
-		rx.from = ctx->addrs[from];
-	} else {
-		rx.from = ctx->addrs[0];
-		((struct sockaddr_in *)&rx.from.sa)->sin_port = htons(1);
-	}
-	pthread_mutex_lock(&ctx->lock);
-	ctx->now_ns = gn_now_ns();
-	gn_packet_in(ctx, &rx);
-	gn_ack_flush(ctx);
+	b = null_get(NULL);
+	if (!b)
+		return;
+	memcpy(b->data, pkt, len);
+	b->len = (u16)len;
+	b->peer = from >= 0 && from < ctx->world ? (u16)from : GN_PEER_NONE;
+	gn_env_lock(&d->env.env);
+	ctx->dl.now_ns = gn_env_libc_now();
+	gn_dl_packet_in(&ctx->dl, b);
+	null_put(NULL, b);
+	gn_dl_ack_flush(&ctx->dl);
 	if (ctx->work_n)
 		gn_run_work(ctx, ~0u);
-	pthread_mutex_unlock(&ctx->lock);
+	gn_env_unlock(&d->env.env);
 }

@@ -7,7 +7,7 @@
 #ifndef GN_TESTLIB_H
 #define GN_TESTLIB_H
 
-#include "internal.h"
+#include "api.h"
 
 /*
  * A ready context of @world ranks at 127.0.0.1:9000+k whose packets go
@@ -29,7 +29,10 @@ void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt,
  */
 int gn_test_session_mac(const char *path, const u8 *key, struct gn_mac *out);
 
-/* fault.c: @inner behind GN_TEST_FAULTS; -EINVAL for a bad spec. */
-int gn_fault_wrap(const struct gn_transport_ops **ops);
+/*
+ * fault.c: @tp behind GN_TEST_FAULTS, in place (nothing to do if it is
+ * unset); -EINVAL for a bad spec, -errno for the files.
+ */
+int gn_fault_wrap(struct gn_transport *tp);
 
 #endif /* GN_TESTLIB_H */

@@ -13,7 +13,7 @@
  * the others' streams into it by rank, and encodes that sum with the
  * owner's error feedback; every rank decodes the
  * owner's streams with their scale divided by the number of ranks. That is
- * the arithmetic of lib/allreduce.c (same shards, chunks and summation
+ * the arithmetic of lib/collective (same shards, chunks and summation
  * order), without packets.
  */
 #include <errno.h>

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * ctx.c - contexts: options and environment, the handshake wait, close,
- * error messages and counters.
+ * api.c - libgradnet's API around the protocol core: options and the
+ * environment, keys and peer addresses, opening a context (the UDP
+ * transport, the core, the progress thread), tensors and allreduce as the
+ * caller's thread sees them, close, error messages and counters.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,29 +17,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-
-#define CWND_START_SSTHRESH (4096 * GN_CWND_ONE)
+#include "api.h"
 
 static __thread char open_errmsg[GN_ERRMSG_LEN];
 
-u64 gn_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (u64)ts.tv_sec * 1000000000ull + (u64)ts.tv_nsec;
-}
-
-void gn_set_err(struct gn_ctx *ctx, char *buf, const char *fmt, ...)
-{
-	va_list ap;
-
-	(void)ctx;
-	va_start(ap, fmt);
-	vsnprintf(buf, GN_ERRMSG_LEN, fmt, ap);
-	va_end(ap);
-}
+/* What gn_ctx_open() learns before there is a context. */
+struct open_args {
+	struct gn_core_conf conf;
+	u8 key[GN_MAC_KEY_LEN];
+	bool insecure;
+	struct gn_addr *addrs;
+	char (*names)[GN_NAME_LEN];
+};
 
 static int open_fail(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -59,7 +50,7 @@ const char *gn_last_errmsg(void)
 
 const char *gn_ctx_errmsg(struct gn_ctx *ctx)
 {
-	return ctx ? ctx->api_errmsg : "";
+	return ctx ? gn_core_api_errmsg(ctx) : "";
 }
 
 const char *gn_strerror(int err)
@@ -107,13 +98,6 @@ const char *gn_drop_name(int reason)
 	};
 
 	return reason >= 0 && reason < GN_DROP_COUNT ? names[reason] : "?";
-}
-
-void gn_count_drop(struct gn_ctx *ctx, struct gn_peer *p, int reason)
-{
-	ctx->stats.drops[reason]++;
-	if (p)
-		p->stats.drops[reason]++;
 }
 
 int gn_ctx_rank(const struct gn_ctx *ctx)
@@ -346,7 +330,7 @@ static int parse_addr(const char *s, size_t len, struct gn_addr *a,
 	return 0;
 }
 
-int gn_ctx_parse_peers(struct gn_ctx *ctx, const char *list)
+static int parse_peers(struct open_args *a, const char *list)
 {
 	const char *p = list;
 	int n = 0;
@@ -354,28 +338,24 @@ int gn_ctx_parse_peers(struct gn_ctx *ctx, const char *list)
 	while (*p) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
-		struct gn_peer *peer;
 		char where[80];
 
-		if (n >= ctx->world)
+		if (n >= a->conf.world)
 			return open_fail(-EINVAL,
 					 "GN_PEERS lists more than world size %d addresses",
-					 ctx->world);
-		peer = &ctx->peers[n];
-		if (parse_addr(p, len, &ctx->addrs[n], where, sizeof(where)))
+					 a->conf.world);
+		if (parse_addr(p, len, &a->addrs[n], where, sizeof(where)))
 			return open_fail(-EINVAL,
 					 "GN_PEERS entry %d \"%.*s\" is not a resolvable host:port",
 					 n, (int)len, p);
-		peer->addr = ctx->addrs[n];
-		peer->rank = n;
-		snprintf(peer->name, sizeof(peer->name), "rank %d (%.80s)", n, where);
+		snprintf(a->names[n], GN_NAME_LEN, "rank %d (%.80s)", n, where);
 		n++;
 		p += len + (end != NULL);
 	}
-	if (n != ctx->world)
+	if (n != a->conf.world)
 		return open_fail(-EINVAL,
 				 "GN_PEERS lists %d addresses, world size is %d",
-				 n, ctx->world);
+				 n, a->conf.world);
 	return 0;
 }
 
@@ -384,7 +364,7 @@ static const char *const rank_vars[] = { "GN_RANK", "OMPI_COMM_WORLD_RANK",
 static const char *const world_vars[] = { "GN_WORLD_SIZE",
 	"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE", NULL };
 
-static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
+static int read_basics(struct gn_core_conf *c, const struct gn_ctx_opts *o,
 		       const char **peers)
 {
 	static const char *const mtu_vars[] = { "GN_MTU", NULL };
@@ -422,18 +402,17 @@ static int read_basics(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
 		return r;
 	if (mtu && (mtu < 576 || mtu > 9000))
 		return open_fail(-EINVAL, "mtu %ld is outside 576..9000", mtu);
-	ctx->rank = (int)rank;
-	ctx->world = (int)world;
-	ctx->mtu = mtu ? (unsigned int)mtu : 1500;
-	ctx->max_pkt = ctx->mtu - GN_WIRE_IPUDP;
-	ctx->timeout_ns = (u64)(to ? to : 10000) * 1000000ull;
-	ctx->step_timeout_ns = (u64)(step ? step : 600000) * 1000000ull;
-	ctx->chunk = chunk ? (unsigned int)chunk : 65536;
-	ctx->job = (u32)OPT(o, job_id);
-	if (!ctx->job && (r = env_int(job_vars, 0, 0x7fffffffl, &job)) < 0)
+	c->rank = (int)rank;
+	c->world = (int)world;
+	c->mtu = mtu ? (unsigned int)mtu : 1500;
+	c->timeout_ns = (u64)(to ? to : 10000) * 1000000ull;
+	c->step_timeout_ns = (u64)(step ? step : 600000) * 1000000ull;
+	c->chunk = chunk ? (unsigned int)chunk : 65536;
+	c->job = (u32)OPT(o, job_id);
+	if (!c->job && (r = env_int(job_vars, 0, 0x7fffffffl, &job)) < 0)
 		return r;
-	if (!ctx->job)
-		ctx->job = (u32)job;
+	if (!c->job)
+		c->job = (u32)job;
 	*peers = OPT(o, peers) ? OPT(o, peers) : getenv("GN_PEERS");
 	if (!*peers)
 		return open_fail(-EINVAL,
@@ -458,7 +437,7 @@ static int read_isa(void)
 	return 0;
 }
 
-static int read_codec(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
+static int read_codec(struct gn_core_conf *conf, const struct gn_ctx_opts *o)
 {
 	const char *c = getenv("GN_CODEC"), *sv = getenv("GN_S");
 	int codec = OPT(o, codec);
@@ -479,28 +458,28 @@ static int read_codec(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
 		if (*end)
 			return open_fail(-EINVAL, "GN_S=%s is not a number", sv);
 	}
-	ctx->codec = codec == GN_CODEC_NONE ? GN_WIRE_CODEC_NONE :
-					      GN_WIRE_CODEC_3LC;
+	conf->codec = codec == GN_CODEC_NONE ? GN_WIRE_CODEC_NONE :
+					       GN_WIRE_CODEC_3LC;
 	if (codec && codec != GN_CODEC_NONE && codec != GN_CODEC_3LC)
 		return open_fail(-EINVAL, "codec %d is unknown", codec);
-	ctx->s = s == 0.0f ? 1.0f : s;
-	if (!(ctx->s >= 1.0f && ctx->s < 2.0f))
+	s = s == 0.0f ? 1.0f : s;
+	if (!(s >= 1.0f && s < 2.0f))
 		return open_fail(-EINVAL, "3LC s = %g is outside [1, 2)",
-				 (double)ctx->s);
-	memcpy(&ctx->s_bits, &ctx->s, sizeof(ctx->s_bits));
+				 (double)s);
+	memcpy(&conf->s_bits, &s, sizeof(conf->s_bits));
 	return read_isa();
 }
 
-static int read_key(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
+static int read_key(struct open_args *a, const struct gn_ctx_opts *o)
 {
 	const char *ins = getenv("GN_INSECURE"), *file = getenv("GN_KEY_FILE");
 	const char *fd = getenv("GN_KEY_FD");
 	char *hex = getenv("GN_KEY");
-	u8 key[GN_MAC_KEY_LEN];
+	u8 *key = a->key;
 	const u8 *given;
 	int r = 0;
 
-	ctx->insecure = (OPT(o, flags) & GN_CTX_INSECURE) ||
+	a->insecure = (OPT(o, flags) & GN_CTX_INSECURE) ||
 			(ins && !strcmp(ins, "1"));
 	given = OPT(o, key);
 	if (!given && (!!(hex && *hex) + !!(file && *file) + !!(fd && *fd)) > 1)
@@ -517,169 +496,121 @@ static int read_key(struct gn_ctx *ctx, const struct gn_ctx_opts *o)
 		r = key_from_file(file, key);
 	} else if (hex && *hex) {
 		r = key_from_env(hex, key);
-	} else if (ctx->insecure) {
+	} else if (a->insecure) {
 		return 0;
 	} else {
 		return open_fail(-EINVAL,
 				 "no job key: set GN_KEY (32 hex digits), GN_KEY_FILE, GN_KEY_FD or gn_ctx_opts.key; GN_INSECURE=1 (or GN_CTX_INSECURE) runs without authentication");
 	}
-	if (r)
-		goto out;
-	if (ctx->insecure) {
+	if (!r && a->insecure)
 		r = open_fail(-EINVAL, "a key and GN_INSECURE are both set; pick one");
-		goto out;
-	}
-	/* The session key is derived when the handshake is done. */
-	ctx->job_mac = malloc(sizeof(*ctx->job_mac));
-	ctx->mac = malloc(sizeof(*ctx->mac));
-	if (!ctx->job_mac || !ctx->mac) {
-		r = open_fail(-ENOMEM, "out of memory");
-		goto out;
-	}
-	gn_mac_init(ctx->job_mac, key);
-out:
-	explicit_bzero(key, sizeof(key));
+	if (r)
+		explicit_bzero(a->key, sizeof(a->key));
+	else
+		a->conf.key = a->key;	/* the session key comes at the handshake */
 	return r;
-}
-
-int gn_ctx_alloc(struct gn_ctx **out, int world)
-{
-	struct gn_ctx *ctx = calloc(1, sizeof(*ctx));
-	int i;
-
-	if (!ctx)
-		return -ENOMEM;
-	ctx->peers = calloc((size_t)world, sizeof(*ctx->peers));
-	ctx->addrs = calloc((size_t)world, sizeof(*ctx->addrs));
-	/* Batches live here, not on the stack: the core's frames stay small. */
-	ctx->rx_batch = calloc(GN_RX_BATCH, sizeof(*ctx->rx_batch));
-	ctx->tx_batch = gn_tx_batch_new();
-	if (!ctx->peers || !ctx->addrs || !ctx->rx_batch || !ctx->tx_batch) {
-		free(ctx->peers);
-		free(ctx->addrs);
-		free(ctx->rx_batch);
-		free(ctx->tx_batch);
-		free(ctx);
-		return -ENOMEM;
-	}
-	for (i = 0; i < world; i++) {
-		ctx->peers[i].rto_ns = 20000000;
-		ctx->peers[i].cwnd = 256 * GN_CWND_ONE;
-		ctx->peers[i].ssthresh = CWND_START_SSTHRESH;
-	}
-	*out = ctx;
-	return 0;
-}
-
-void gn_ctx_free(struct gn_ctx *ctx)
-{
-	struct gn_tensor *t;
-	int i;
-
-	while ((t = ctx->tensors)) {
-		ctx->tensors = t->next;
-		gn_tensor_destroy(ctx, t);
-	}
-	free(ctx->tensor_tab);
-	while (ctx->pending) {
-		struct gn_pending_desc *d = ctx->pending;
-
-		ctx->pending = d->next;
-		free(d);
-	}
-	while (ctx->retired) {
-		struct gn_retired *rt = ctx->retired;
-
-		ctx->retired = rt->next;
-		free(rt);
-	}
-	while (ctx->tx) {
-		struct gn_txmsg *m = ctx->tx;
-
-		ctx->tx = m->next;
-		gn_txmsg_free(m);
-	}
-	for (i = 0; ctx->peers && i < ctx->world; i++) {
-		while (ctx->peers[i].ctrl_q) {
-			struct gn_ctrl_out *c = ctx->peers[i].ctrl_q;
-
-			ctx->peers[i].ctrl_q = c->next;
-			free(c);
-		}
-	}
-	free(ctx->ackq);
-	free(ctx->peers);
-	free(ctx->addrs);
-	free(ctx->rx_batch);
-	free(ctx->tx_batch);
-	/* The MAC state is the key, expanded: leave none of it in the heap. */
-	if (ctx->mac)
-		explicit_bzero(ctx->mac, sizeof(*ctx->mac));
-	free(ctx->mac);
-	if (ctx->job_mac)
-		explicit_bzero(ctx->job_mac, sizeof(*ctx->job_mac));
-	free(ctx->job_mac);
-	free(ctx);
 }
 
 /* Set by the test library (tests/lib) in its processes only. */
 const struct gn_test_hooks *gn_test_hooks;
 
-static int ctx_setup(struct gn_ctx *ctx, const struct gn_ctx_opts *o,
-		     const char *peers)
+static const struct gn_env *env_of(struct gn_ctx *ctx)
 {
+	return &((struct gn_drv *)ctx->drv)->env.env;
+}
+
+static void lock(struct gn_ctx *ctx)
+{
+	gn_env_lock(env_of(ctx));
+}
+
+static void unlock(struct gn_ctx *ctx)
+{
+	gn_env_unlock(env_of(ctx));
+}
+
+static void args_free(struct open_args *a)
+{
+	explicit_bzero(a->key, sizeof(a->key));
+	free(a->addrs);
+	free(a->names);
+}
+
+static int read_args(struct open_args *a, const struct gn_ctx_opts *o)
+{
+	const char *peers;
 	int r;
 
-	r = gn_ctx_parse_peers(ctx, peers);
+	r = read_basics(&a->conf, o, &peers);
 	if (r)
 		return r;
-	r = read_codec(ctx, o);
+	a->addrs = calloc((size_t)a->conf.world, sizeof(*a->addrs));
+	a->names = calloc((size_t)a->conf.world, sizeof(*a->names));
+	if (!a->addrs || !a->names)
+		return open_fail(-ENOMEM, "out of memory");
+	r = parse_peers(a, peers);
+	if (!r)
+		r = read_codec(&a->conf, o);
+	if (!r)
+		r = read_key(a, o);
+	return r;
+}
+
+/* The transport, the core and the progress thread. */
+static int ctx_start(struct open_args *a, struct gn_drv *d, struct gn_ctx **out)
+{
+	u32 max_pkt = a->conf.mtu - GN_WIRE_IPUDP;
+	struct gn_ctx *ctx;
+	int i, r;
+
+	r = gn_udp_open(&d->tp, a->addrs, a->conf.world, a->conf.rank, max_pkt);
 	if (r)
-		return r;
-	r = read_key(ctx, o);
-	if (r)
-		return r;
-	/* The session key is only as fresh as these bytes are random. */
-	do {
-		if (getrandom(&ctx->instance, sizeof(ctx->instance), 0) !=
-		    sizeof(ctx->instance) && errno != EINTR)
-			return open_fail(-errno, "cannot read random bytes for the session: %s",
-					 strerror(errno));
-	} while (!ctx->instance);
-	ctx->version = GN_WIRE_VERSION;
-	ctx->dead_peer = -1;
-	ctx->tp = &gn_udp_ops;
+		return open_fail(r, "cannot bind %s: %s", a->names[a->conf.rank],
+				 strerror(-r));
 	if (gn_test_hooks && gn_test_hooks->open) {
 		char msg[GN_ERRMSG_LEN] = "";
 
-		r = gn_test_hooks->open(ctx, msg, sizeof(msg));
+		a->conf.on_session = gn_test_hooks->session;
+		r = gn_test_hooks->open(&a->conf, &d->tp, msg, sizeof(msg));
 		if (r)
 			return open_fail(r, "%s", msg);
 	}
-	r = ctx->tp->open(&ctx->addrs[ctx->rank], ctx->max_pkt, &ctx->tp_state);
+	r = gn_core_open(&a->conf, &d->env.env, &d->tp, &ctx);
 	if (r)
-		return open_fail(r, "cannot bind %s: %s", ctx->peers[ctx->rank].name,
-				 strerror(-r));
-	return 0;
+		return open_fail(r, "cannot open the context: %s", strerror(-r));
+	ctx->drv = d;
+	*out = ctx;
+	for (i = 0; i < a->conf.world; i++)
+		gn_core_set_name(ctx, i, a->names[i]);
+	r = gn_drv_start(ctx);
+	if (r)
+		return open_fail(r, "cannot start the progress thread");
+	lock(ctx);
+	while (!(r = gn_core_status(ctx)))
+		gn_env_libc_wait(&d->env, 0);
+	if (r < 0)
+		open_fail(r, "%s", gn_core_errmsg(ctx));
+	unlock(ctx);
+	return r < 0 ? r : 0;
 }
 
-static void ctx_stop(struct gn_ctx *ctx)
+static void ctx_destroy(struct gn_ctx *ctx, struct gn_drv *d)
 {
-	pthread_mutex_lock(&ctx->lock);
-	ctx->stop = true;
-	pthread_mutex_unlock(&ctx->lock);
-	ctx->tp->wake(ctx->tp_state);
-	pthread_join(ctx->thread, NULL);
-	ctx->tp->close(ctx->tp_state);
-	pthread_mutex_destroy(&ctx->lock);
-	pthread_cond_destroy(&ctx->cond);
+	if (ctx)
+		gn_drv_stop(ctx);
+	gn_core_free(ctx);
+	if (d->tp.ops)
+		d->tp.ops->close(d->tp.state);
+	gn_env_libc_destroy(&d->env);
+	free(d);
 }
 
 int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 {
-	struct gn_ctx tmp = { 0 }, *ctx;
 	struct gn_ctx_opts copy = { 0 };
-	const char *peers;
+	struct open_args a = { 0 };
+	struct gn_ctx *ctx = NULL;
+	struct gn_drv *d;
 	int r;
 
 	open_errmsg[0] = 0;
@@ -701,61 +632,23 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 			return open_fail(-EINVAL, "gn_ctx_opts.flags %#x has bits this library does not know",
 					 o->flags);
 	}
-	r = read_basics(&tmp, o, &peers);
-	if (r)
-		return r;
-	if (gn_ctx_alloc(&ctx, tmp.world))
-		return open_fail(-ENOMEM, "out of memory");
-	ctx->rank = tmp.rank;
-	ctx->world = tmp.world;
-	ctx->mtu = tmp.mtu;
-	ctx->max_pkt = tmp.max_pkt;
-	ctx->timeout_ns = tmp.timeout_ns;
-	ctx->step_timeout_ns = tmp.step_timeout_ns;
-	ctx->chunk = tmp.chunk;
-	ctx->job = tmp.job;
-	r = ctx_setup(ctx, o, peers);
+	r = read_args(&a, o);
+	d = r ? NULL : calloc(1, sizeof(*d));
+	if (!r && !d)
+		r = open_fail(-ENOMEM, "out of memory");
 	if (r) {
-		if (ctx->tp_state)
-			ctx->tp->close(ctx->tp_state);
-		gn_ctx_free(ctx);
+		args_free(&a);
 		return r;
 	}
-	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_cond_init(&ctx->cond, NULL);
-	r = pthread_create(&ctx->thread, NULL, gn_progress_main, ctx);
+	gn_env_libc_init(&d->env);
+	r = ctx_start(&a, d, &ctx);
+	args_free(&a);
 	if (r) {
-		ctx->tp->close(ctx->tp_state);
-		gn_ctx_free(ctx);
-		return open_fail(-r, "cannot start the progress thread");
-	}
-	pthread_mutex_lock(&ctx->lock);
-	while (!ctx->ready && !ctx->open_err)
-		pthread_cond_wait(&ctx->cond, &ctx->lock);
-	r = ctx->open_err;
-	if (r)
-		snprintf(open_errmsg, sizeof(open_errmsg), "%s", ctx->errmsg);
-	pthread_mutex_unlock(&ctx->lock);
-	if (r) {
-		ctx_stop(ctx);
-		gn_ctx_free(ctx);
+		ctx_destroy(ctx, d);
 		return r;
 	}
 	*out = ctx;
 	return 0;
-}
-
-/* Data or control messages still owed to a live peer? */
-static bool owes(struct gn_ctx *ctx)
-{
-	int i;
-
-	if (ctx->tx)
-		return true;
-	for (i = 0; i < ctx->world; i++)
-		if (ctx->peers[i].ctrl_q && !ctx->peers[i].dead)
-			return true;
-	return false;
 }
 
 void gn_ctx_close(struct gn_ctx *ctx)
@@ -765,21 +658,116 @@ void gn_ctx_close(struct gn_ctx *ctx)
 	if (!ctx)
 		return;
 	/* Let peers collect what this rank still owes them. */
-	until = gn_now_ns() + (ctx->timeout_ns < 2000000000ull ?
-				       ctx->timeout_ns : 2000000000ull);
-	pthread_mutex_lock(&ctx->lock);
-	while (owes(ctx) && gn_now_ns() < until) {
+	until = gn_env_libc_now() + (ctx->dl.timeout_ns < 2000000000ull ?
+				     ctx->dl.timeout_ns : 2000000000ull);
+	lock(ctx);
+	while (gn_core_owes(ctx) && gn_env_libc_now() < until) {
 		struct timespec ts = { 0, 5000000 };
 
-		pthread_mutex_unlock(&ctx->lock);
+		unlock(ctx);
 		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&ctx->lock);
+		lock(ctx);
 	}
-	pthread_mutex_unlock(&ctx->lock);
-	ctx_stop(ctx);
-	gn_ctx_free(ctx);
+	unlock(ctx);
+	ctx_destroy(ctx, ctx->drv);
 }
 
+/* ---- tensors and allreduce -------------------------------------------------- */
+
+static int api_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int api_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
+{
+	struct gn_tensor_opts copy = { 0 }, *o = &copy;
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	r = opts ? gn_opts_check(opts, opts->sz, sizeof(*opts)) : -EINVAL;
+	if (r == -E2BIG)
+		return api_err(ctx, r,
+			       "tensor %u: gn_tensor_opts sz %zu is larger than this library's %zu and the extra bytes are not zero",
+			       opts->id, opts->sz, sizeof(*opts));
+	if (!r) {
+		/* Fields past the caller's sz are zero, the defaults. */
+		memcpy(&copy, opts, opts->sz < sizeof(copy) ? opts->sz : sizeof(copy));
+		if (opts->sz < offsetof(struct gn_tensor_opts, elems) + sizeof(opts->elems))
+			r = -EINVAL;
+	}
+	if (r || !o->elems || o->elems > (1ull << 40) ||
+	    (o->codec != GN_CODEC_DEFAULT && o->codec != GN_CODEC_NONE &&
+	     o->codec != GN_CODEC_3LC) ||
+	    (o->s != 0.0f && !(o->s >= 1.0f && o->s < 2.0f)) ||
+	    (o->flags & ~GN_TENSOR_AVERAGE))
+		return api_err(ctx, -EINVAL,
+			       "tensor %u: bad options (sz, elems 1..2^40, codec, s in [1, 2), flags)",
+			       o->id);
+	lock(ctx);
+	r = gn_core_tensor_register(ctx, o);
+	unlock(ctx);
+	return r;
+}
+
+int gn_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
+{
+	if (!ctx || !data)
+		return -EINVAL;
+	return gn_core_allreduce_start(ctx, id, data);
+}
+
+int gn_allreduce_wait(struct gn_ctx *ctx, u32 id)
+{
+	int r, err = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	lock(ctx);
+	while (!(r = gn_core_allreduce_done(ctx, id, &err)))
+		gn_env_libc_wait(&((struct gn_drv *)ctx->drv)->env, 0);
+	unlock(ctx);
+	return r < 0 ? r : err;
+}
+
+int gn_allreduce(struct gn_ctx *ctx, u32 id, float *data)
+{
+	int r = gn_allreduce_start(ctx, id, data);
+
+	return r ? r : gn_allreduce_wait(ctx, id);
+}
+
+int gn_tensor_unregister(struct gn_ctx *ctx, u32 id)
+{
+	u64 until;
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	lock(ctx);
+	r = gn_core_tensor_retire(ctx, id);
+	if (r) {
+		unlock(ctx);
+		return r;
+	}
+	/* A dead peer's messages are dropped after the timeout: this ends. */
+	until = gn_env_libc_now() + 2 * ctx->dl.timeout_ns + 1000000000ull;
+	while (gn_core_tensor_owes(ctx, id) && gn_env_libc_now() < until)
+		gn_env_libc_wait(&((struct gn_drv *)ctx->drv)->env,
+				 gn_env_libc_now() + 1000000);
+	r = gn_core_tensor_remove(ctx, id, gn_core_tensor_owes(ctx, id));
+	unlock(ctx);
+	return r;
+}
 /* ---- counters ------------------------------------------------------------ */
 
 /* The stats layout is ABI: a field that moves breaks every older caller. */
@@ -808,9 +796,9 @@ int gn_stats_ctx(struct gn_ctx *ctx, struct gn_stats *st)
 
 	if (!ctx)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
-	r = stats_copy(st, &ctx->stats);
-	pthread_mutex_unlock(&ctx->lock);
+	lock(ctx);
+	r = stats_copy(st, gn_core_stats(ctx, -1));
+	unlock(ctx);
 	return r;
 }
 
@@ -820,23 +808,23 @@ int gn_stats_peer(struct gn_ctx *ctx, int peer, struct gn_stats *st)
 
 	if (!ctx || peer < 0 || peer >= ctx->world)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
-	r = stats_copy(st, &ctx->peers[peer].stats);
-	pthread_mutex_unlock(&ctx->lock);
+	lock(ctx);
+	r = stats_copy(st, gn_core_stats(ctx, peer));
+	unlock(ctx);
 	return r;
 }
 
 int gn_stats_tensor(struct gn_ctx *ctx, u32 id, struct gn_stats *st)
 {
-	struct gn_tensor *t;
+	const struct gn_stats *t;
 	int r = -ENOENT;
 
 	if (!ctx)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
-	t = gn_tensor_find(ctx, id);
+	lock(ctx);
+	t = gn_core_tensor_stats(ctx, id);
 	if (t)
-		r = stats_copy(st, &t->stats);
-	pthread_mutex_unlock(&ctx->lock);
+		r = stats_copy(st, t);
+	unlock(ctx);
 	return r;
 }

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api.h - libgradnet around the protocol core: the public API (api.c)
+ * and the progress thread that drives the core (driver.c). Userspace
+ * only; the core underneath (lib/collective, lib/delivery) is not.
+ */
+#ifndef GN_API_H
+#define GN_API_H
+
+#include "core.h"
+#include "libc.h"
+#include "udp.h"
+
+#define GN_HIDDEN __attribute__((visibility("hidden")))
+
+/* What a context has besides the core: ctx->drv. */
+struct gn_drv {
+	struct gn_env_libc env;
+	struct gn_transport tp;
+	pthread_t thread;
+	bool thread_started;
+	bool stop;
+};
+
+/* driver.c */
+int gn_drv_start(struct gn_ctx *ctx) GN_HIDDEN;
+void gn_drv_stop(struct gn_ctx *ctx) GN_HIDDEN;
+
+/* api.c */
+int gn_opts_check(const void *opts, size_t sz, size_t known) GN_HIDDEN;
+
+/*
+ * What the test library (tests/lib) hooks into: NULL in every process
+ * that does not link it, which no shipped program does.
+ * @open: after the transport opened, before the core does: may change
+ *	@conf (the wire version) or wrap @tp; -errno and a message fail it
+ * @session: the session key was derived from @info
+ */
+struct gn_test_hooks {
+	int (*open)(struct gn_core_conf *conf, struct gn_transport *tp,
+		    char *msg, size_t len);
+	void (*session)(const u8 *info, size_t len);
+};
+
+extern const struct gn_test_hooks *gn_test_hooks GN_HIDDEN;
+
+#endif /* GN_API_H */

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * control.c - control messages in: peers' tensor descriptors (checked
+ * against this rank's registration) and their aborts of steps; and this
+ * rank's descriptors out.
+ */
+#include "core.h"
+
+static const char *codec_name(u8 c)
+{
+	return c == GN_WIRE_CODEC_NONE ? "none" : "3lc";
+}
+
+void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
+{
+	int i;
+
+	for (i = 0; i < ctx->world; i++)
+		if (i != ctx->rank && !ctx->dl.peers[i].dead)
+			gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, (u8)t->flags,
+					t->id, t->base, t->codec, t->n, t->s_bits);
+	if (ctx->dl.tp->ops->wake)
+		ctx->dl.tp->ops->wake(ctx->dl.tp->state);
+}
+
+/* Compare a peer's registration of @t with ours; name the difference. */
+void gn_desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
+{
+	const struct gn_peer_desc *d = &t->desc[peer];
+	const char *who = ctx->dl.peers[peer].name;
+	char msg[GN_ERRMSG_LEN], s1[16], s2[16];
+
+	if (!d->have || t->proto_err)
+		return;
+	t->ready[peer] = 1;
+	if (d->elems != t->n)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u has %llu elements on %s, %zu here", t->id,
+			 (unsigned long long)d->elems, who, t->n);
+	else if (d->codec != t->codec || d->s_bits != t->s_bits)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u uses codec %s s=%s on %s, codec %s s=%s here",
+			 t->id, codec_name(d->codec), gn_s_text(d->s_bits, s1),
+			 who, codec_name(t->codec), gn_s_text(t->s_bits, s2));
+	else if (d->flags != (u8)t->flags)
+		snprintf(msg, sizeof(msg), "tensor %u %s on %s, %s here", t->id,
+			 d->flags & GN_TENSOR_AVERAGE ? "averages" : "sums", who,
+			 t->flags & GN_TENSOR_AVERAGE ? "averages" : "sums");
+	else
+		return;
+	t->proto_err = -EPROTO;
+	snprintf(t->proto_msg, sizeof(t->proto_msg), "%s", msg);
+	if (t->cur && t->cur->started)
+		gn_step_fail(ctx, t->cur, -EPROTO, msg);
+}
+
+/*
+ * Descriptors of tensors that this rank has not registered yet are kept,
+ * at most GN_PENDING_DESCS per peer, so a peer cannot make this rank's
+ * memory grow without bound. One that does not fit is neither taken nor
+ * acknowledged (delivery asks here first): its sender repeats it until
+ * this rank has registered the tensor or taken others off the list.
+ */
+bool gn_ctrl_fits(void *up, const struct gn_peer *p,
+		  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
+{
+	struct gn_ctx *ctx = up;
+	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
+
+	if (ctx->pending_descs[p->rank] < GN_PENDING_DESCS)
+		return true;
+	/* Full: only what is taken at once (see abort_in()). */
+	if (c->kind == GN_CTRL_TENSOR)
+		return t && h->step <= t->base;
+	return t && h->step <= t->stepno + 1;
+}
+
+/*
+ * A control message from @p for a registration this rank has not made
+ * yet, kept until it does: NULL when @p has GN_PENDING_DESCS waiting
+ * already (it repeats the message) or memory is short. These come with
+ * registrations, not with steps.
+ */
+static struct gn_pending_desc *pending_new(struct gn_ctx *ctx,
+					   struct gn_peer *p,
+					   const struct gn_wire_hdr *h)
+{
+	struct gn_pending_desc *pd;
+
+	if (ctx->pending_descs[p->rank] >= GN_PENDING_DESCS)
+		return NULL;
+	pd = gn_alloc(ctx->env, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	pd->peer = (u16)p->rank;
+	pd->id = h->tensor;
+	pd->base = h->step;
+	pd->next = ctx->pending;
+	ctx->pending = pd;
+	ctx->pending_descs[p->rank]++;
+	return pd;
+}
+
+static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
+			   const struct gn_wire_hdr *h,
+			   const struct gn_wire_ctrl *c)
+{
+	struct gn_peer_desc d = { true, c->value, h->codec, c->flags, c->extra };
+	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
+	struct gn_pending_desc *pd;
+
+	/* The header's step is the registration's base: one before ours is
+	 * over, one after ours waits until this rank registers again. */
+	if (t && h->step < t->base)
+		return;
+	if (t && h->step == t->base) {
+		t->desc[p->rank] = d;
+		gn_desc_check(ctx, t, p->rank);
+		return;
+	}
+	/* A second descriptor of one tensor from one peer: the last counts. */
+	for (pd = ctx->pending; pd; pd = pd->next)
+		if (pd->peer == p->rank && pd->id == h->tensor &&
+		    !pd->abort_err) {
+			pd->desc = d;
+			pd->base = h->step;
+			return;
+		}
+	pd = pending_new(ctx, p, h);
+	if (pd)
+		pd->desc = d;
+}
+
+static const char *err_text(int err)
+{
+	switch (err) {
+	case -ENOMEM:
+		return "out of memory";
+	case -EPROTO:
+		return "peers disagree on protocol or parameters";
+	case -EINVAL:
+		return "invalid argument";
+	default:
+		return "error";
+	}
+}
+
+static void abort_apply(struct gn_ctx *ctx, struct gn_step *st,
+			const struct gn_peer *p, u64 value, u32 extra)
+{
+	int err = value > 0 && value < 4096 ? -(int)value : -EPROTO;
+	const char *culprit = extra < (u32)ctx->world ?
+				      ctx->dl.peers[extra].name : "a peer";
+	char msg[GN_ERRMSG_LEN];
+	u32 id = st->t->id;
+
+	if (err == -EDOM)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u step %u: the gradient of %s holds NaN or infinity (or a sum overflowed there); step skipped on every rank",
+			 id, st->no, culprit);
+	else if (err == -ETIMEDOUT)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u step %u: %.100s gave up waiting for %.100s (step timeout); step failed on every rank",
+			 id, st->no, p->name, culprit);
+	else
+		snprintf(msg, sizeof(msg), "tensor %u step %u failed at %.100s: %s (%.100s)",
+			 id, st->no, p->name, err_text(err), culprit);
+	gn_step_fail(ctx, st, err, msg);
+}
+
+/* Aborts that came before step @st existed here: apply them now. */
+void gn_aborts_due(struct gn_ctx *ctx, struct gn_step *st)
+{
+	struct gn_pending_desc **pp, *d;
+
+	for (pp = &ctx->pending; *pp;) {
+		d = *pp;
+		if (!d->abort_err || d->id != st->t->id || d->base != st->no) {
+			pp = &d->next;
+			continue;
+		}
+		abort_apply(ctx, st, &ctx->dl.peers[d->peer], d->abort_err,
+			    d->abort_culprit);
+		ctx->pending_descs[d->peer]--;
+		*pp = d->next;
+		gn_free(ctx->env, d);
+	}
+}
+
+static void abort_in(struct gn_ctx *ctx, struct gn_peer *p,
+		     const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c)
+{
+	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
+	struct gn_pending_desc *pd;
+	struct gn_step *st;
+	bool stale = false;
+
+	st = t ? gn_step_for(ctx, t, h->step, &stale) : NULL;
+	if (st) {
+		abort_apply(ctx, st, p, c->value, c->extra);
+		return;
+	}
+	if (stale || gn_older_registration(ctx, t, h->tensor, h->step))
+		return;
+	/*
+	 * A step this rank has not reached: the first of a registration it
+	 * has still to make, or one after a step that failed early here.
+	 */
+	pd = pending_new(ctx, p, h);
+	if (!pd)
+		return;
+	pd->abort_err = c->value ? c->value : EPROTO;
+	pd->abort_culprit = c->extra;
+}
+
+void gn_ctrl_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
+		const struct gn_wire_ctrl *c)
+{
+	struct gn_ctx *ctx = up;
+
+	if (c->kind == GN_CTRL_TENSOR)
+		tensor_desc_in(ctx, p, h, c);
+	else
+		abort_in(ctx, p, h, c);
+}

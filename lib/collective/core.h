@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.h - the collective layer's state: the context, tensors and their
+ * steps, shared by the files of lib/collective. Drivers see collective.h.
+ *
+ * Rank j owns shard j of every tensor. Each rank quantizes its gradient
+ * shard by shard and sends shard j to rank j (reduce); the owner adds the
+ * contributions by rank, chunk by chunk, re-quantizes the sum with its own
+ * error feedback and sends the same bytes to every rank (gather); every
+ * rank decodes those bytes into the caller's tensor. So results are
+ * bit-identical on every rank and under any loss, duplication or
+ * reordering.
+ *
+ * Memory: a tensor's steps, receive state and messages are allocated when
+ * it is registered (two of each, for a step and the next one, which a
+ * faster peer may already be sending); a step reuses them.
+ */
+#ifndef GN_COLLECTIVE_CORE_H
+#define GN_COLLECTIVE_CORE_H
+
+#include <gradnet/codec.h>
+
+#include "collective.h"
+#include "delivery.h"
+
+/*
+ * The caller's side compresses in rounds of ENCODE_BATCH chunks: in each
+ * round the next chunks of every other shard, then takes the own shard's
+ * (which it adds as it is). So owners start adding while later chunks are
+ * still being compressed, and one quantizer call still covers several
+ * chunks (its passes overlap).
+ */
+#define ENCODE_BATCH 4
+
+/* A message being received, with what the collective keeps of it. */
+struct gn_rx {
+	struct gn_rxmsg m;		/* delivery's part: seen, acks */
+	u64 *cover;			/* groups or values received, a bit each */
+	struct gn_buf **held;		/* slices not added yet: the packets */
+	u32 held_n;
+};
+
+/* One allreduce of one tensor: everything that a failed step throws away. */
+struct gn_step {
+	u32 no;
+	struct gn_tensor *t;
+	bool live;			/* in use as t->cur or t->early */
+	float *data;			/* caller's tensor; NULL until started */
+	bool started;
+	u64 start_ns;			/* when this rank started it */
+	bool encoding;			/* the caller's thread is compressing */
+	bool done;
+	int err;
+	char errmsg[GN_ERRMSG_LEN];
+	/* This rank as owner of its shard. */
+	struct gn_rx *red;		/* [rank * own chunks + c] */
+	u16 *turn;			/* [c]: contributions added (own first, then
+					   by rank); world+1 when sent */
+	u8 *todo;			/* [c]: chunk may have work (progress) */
+	u32 todo_n;
+	u32 own_done;			/* own chunks checked and ready to add */
+	/* Results from every owner. */
+	struct gn_rx *gat;		/* [t->gat_off[owner] + c] */
+	u32 gat_left;			/* chunks not yet fully decoded */
+	void *mem;			/* the arrays above, one block */
+	size_t mem_len;
+};
+
+struct gn_peer_desc {
+	bool have;
+	u64 elems;
+	u8 codec;
+	u8 flags;
+	u32 s_bits;
+};
+
+/*
+ * A peer's tensor descriptor that came before this rank registered it, or
+ * (@abort_err set) its abort of step @base of a registration this rank
+ * has not made yet.
+ */
+struct gn_pending_desc {
+	struct gn_pending_desc *next;
+	u16 peer;
+	u32 id;
+	u32 base;			/* of the registration it describes */
+	struct gn_peer_desc desc;
+	u64 abort_err;			/* the ABORT's value and extra */
+	u32 abort_culprit;
+};
+
+/*
+ * A tensor id that was unregistered: its next registration numbers its
+ * steps after @stepno, so packets of the old one are stale there.
+ */
+struct gn_retired {
+	struct gn_retired *next;
+	u32 id;
+	u32 stepno;
+};
+
+struct gn_tensor {
+	struct gn_tensor *next;
+	u32 id;
+	size_t n;
+	u8 codec;			/* GN_WIRE_CODEC_* */
+	u32 s_bits;			/* float32 bits of s */
+	unsigned int flags;
+	size_t *lo;			/* shard j is [lo[j], lo[j+1]) */
+	u32 *chunks;			/* chunks of shard j */
+	u32 *gat_off;			/* first message of shard j */
+	u32 chunks_total;
+	u32 pkts_cap;			/* most packets of a chunk's message */
+	u32 base;			/* steps before this registration */
+	u32 stepno;			/* last started */
+	bool busy;			/* started, not yet waited for */
+	u32 done_no;			/* last step with a known outcome */
+	int done_err;
+	char done_msg[GN_ERRMSG_LEN];
+	int proto_err;			/* a peer registered it differently */
+	char proto_msg[GN_ERRMSG_LEN];
+	struct gn_step *cur;		/* started, or receiving early */
+	struct gn_step *early;		/* peers already on the next step */
+	struct gn_step steps[2];	/* by step number parity */
+	/*
+	 * Messages by step parity, [gat_off[j] + c]: to owner j for another
+	 * rank's shard, to every rank (the result) for the own shard.
+	 */
+	struct gn_txmsg **msg[2];
+	/* Error feedback, double-buffered: e_*[e_cur] is committed. */
+	float *e_rs[2];			/* whole tensor, reduce direction */
+	float *e_ag[2];			/* own shard, gather direction */
+	int e_cur;
+	u8 *q;				/* scratch: a round's groups (caller) */
+	float *m;			/* scratch: a round's scales (caller) */
+	u8 *gq;				/* scratch: a chunk's groups (progress) */
+	u8 *ready;			/* [peer]: it registered this tensor */
+	struct gn_peer_desc *desc;	/* [peer] what each registered */
+	struct gn_stats stats;
+	u32 reserved_msgs, reserved_acks;
+};
+
+struct gn_ctx {
+	struct gn_dl dl;
+	/* immutable after open */
+	int rank, world;
+	u32 chunk, max_pkt;
+	u8 codec;
+	u32 s_bits;
+	u64 step_timeout_ns;
+	const struct gn_env *env;
+	void *drv;			/* the driver's own state */
+	void (*account)(void *arg, const struct gn_event *ev);
+	void *account_arg;
+
+	char api_errmsg[GN_ERRMSG_LEN];
+	u64 deadlines_ns;		/* next look at step deadlines */
+	struct gn_tensor *tensors;
+	struct gn_tensor **tensor_tab;	/* by id: open addressing, <= half full */
+	u32 tensor_mask, tensor_count;
+	struct gn_pending_desc *pending;
+	u32 *pending_descs;		/* [peer]: its entries in @pending */
+	struct gn_retired *retired;	/* unregistered ids */
+	struct gn_txmsg *orphans;	/* messages replaced while still busy */
+	u32 work_n;			/* chunks waiting in some step's todo */
+};
+
+#define GN_PENDING_DESCS 4096
+
+/* tensor.c */
+struct gn_tensor *gn_tensor_find(struct gn_ctx *ctx, u32 id);
+void gn_tensor_destroy(struct gn_ctx *ctx, struct gn_tensor *t);
+bool gn_older_registration(const struct gn_ctx *ctx, const struct gn_tensor *t,
+			   u32 id, u32 no);
+size_t gn_chunk_at(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
+		   u32 c, size_t *len);
+long gn_chunk_of(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
+		 const struct gn_wire_data *d);
+u32 gn_groups_of(u8 codec, size_t len);
+u32 gn_pkts_max(const struct gn_ctx *ctx, u8 codec, size_t len);
+size_t gn_step_carve(const struct gn_ctx *ctx, const struct gn_tensor *t,
+		     struct gn_step *st);
+
+/* step.c */
+struct gn_step *gn_step_new(struct gn_ctx *ctx, struct gn_tensor *t, u32 no);
+void gn_step_free(struct gn_ctx *ctx, struct gn_step *st);
+void gn_step_fail(struct gn_ctx *ctx, struct gn_step *st, int err,
+		  const char *msg);
+void gn_step_abort(struct gn_ctx *ctx, struct gn_step *st, int err,
+		   const char *why);
+void gn_step_report(struct gn_ctx *ctx, struct gn_step *st);
+void gn_step_gathered(struct gn_ctx *ctx, struct gn_step *st);
+struct gn_step *gn_step_for(struct gn_ctx *ctx, struct gn_tensor *t, u32 no,
+			    bool *stale);
+void gn_step_deadlines(struct gn_ctx *ctx);
+void gn_abort_peers(struct gn_ctx *ctx, struct gn_step *st, int err,
+		    int culprit);
+void gn_fail_all(struct gn_ctx *ctx, int err, const char *msg);
+struct gn_txmsg *gn_step_msg(struct gn_ctx *ctx, struct gn_step *st, u32 idx);
+
+/* pack.c */
+struct msg_shape {
+	u8 phase;
+	u16 to;
+	u64 chunk_off;
+	u32 chunk_len;
+	u32 scale;
+};
+
+int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
+		u32 stepno, const struct msg_shape *ms, const u8 *q, u32 g);
+int gn_pack_dense(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
+		  u32 stepno, const struct msg_shape *ms, const float *v);
+void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
+		     const struct msg_shape *ms);
+void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st);
+void gn_want_work(struct gn_ctx *ctx, struct gn_step *st, u32 c);
+
+/* reduce.c */
+void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
+		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		  struct gn_buf *b);
+void gn_run_work(struct gn_ctx *ctx, unsigned int budget);
+bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
+		    struct gn_tensor *t, struct gn_rx *rx,
+		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		    const u8 *body);
+bool gn_rx_whole(const struct gn_rx *rx);
+
+/* gather.c */
+void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
+		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		  const u8 *body);
+void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
+		struct gn_buf *b);
+
+/* control.c */
+bool gn_ctrl_fits(void *up, const struct gn_peer *p,
+		  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c);
+void gn_ctrl_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
+		const struct gn_wire_ctrl *c);
+void gn_desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer);
+void gn_aborts_due(struct gn_ctx *ctx, struct gn_step *st);
+void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t);
+
+/*
+ * fp.c: the collective's floating-point unit. In the kernel only this
+ * file (and the codec) is built with the FPU enabled; each function here
+ * opens and closes its own FPU section, and no other file of the core
+ * touches a float value (pointers to floats are fine).
+ */
+int gn_fp_quantize(const struct gn_tensor *t, float *data, size_t off,
+		   size_t len, size_t chunk, u8 *q, float *scales);
+int gn_fp_gather_chunk(const struct gn_ctx *ctx, const struct gn_tensor *t,
+		       float *sum, size_t rel, size_t len, u8 *gq, u32 *scale);
+void gn_fp_add_slice(const struct gn_tensor *t, float *acc, size_t len,
+		     u32 first, u32 count, u32 scale, const u8 *body, u16 blen);
+void gn_fp_result_slice(const struct gn_ctx *ctx, const struct gn_tensor *t,
+			float *out, const struct gn_wire_data *d,
+			const u8 *body, u16 blen);
+void gn_fp_dense_result(const struct gn_ctx *ctx, const struct gn_tensor *t,
+			float *v, u32 count);
+bool gn_all_finite(const void *v, size_t n);
+
+#endif /* GN_COLLECTIVE_CORE_H */

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reduce.c - the owner's side: contributions to this rank's shard are
+ * checked, added in rank order (straight from the packet when it is their
+ * turn, else the packet is held until it is), and a complete chunk is
+ * re-compressed and sent to every rank as the result.
+ */
+#include "core.h"
+
+/* Bits [first, first + count) of @bits: all clear? Then set them. */
+static bool claim_range(u64 *bits, u32 first, u32 count)
+{
+	u32 end = first + count, w;
+
+	for (w = first / 64; w <= (end - 1) / 64; w++) {
+		u32 lo = w == first / 64 ? first % 64 : 0;
+		u32 hi = w == (end - 1) / 64 ? (end - 1) % 64 : 63;
+		u64 mask = (~0ull >> (63 - hi)) & (~0ull << lo);
+
+		if (bits[w] & mask)
+			return false;
+	}
+	for (w = first / 64; w <= (end - 1) / 64; w++) {
+		u32 lo = w == first / 64 ? first % 64 : 0;
+		u32 hi = w == (end - 1) / 64 ? (end - 1) % 64 : 63;
+
+		bits[w] |= (~0ull >> (63 - hi)) & (~0ull << lo);
+	}
+	return true;
+}
+
+/*
+ * Check a slice's body against its chunk before anything is changed.
+ *
+ * Dense values must be finite, contributions and results alike: no rank
+ * sends a NaN or infinity (a rank checks its gradient before it sends it,
+ * an owner its sum), so such a packet is a forgery and is dropped as
+ * malformed before it counts as received; the real packet is still taken
+ * when it comes, and every rank ends with the same bits. (Failing the step
+ * instead would let one forged packet fail it, and not even consistently:
+ * the owner of a result may have completed the step already.) 3LC results
+ * are finite by construction: the scale is checked in gn_wire_data_get().
+ */
+static bool body_ok(const struct gn_tensor *t, const struct gn_wire_data *d,
+		    const u8 *body, u16 len)
+{
+	if (t->codec == GN_WIRE_CODEC_3LC)
+		return !gn_zre_check(body, len, d->chunk_len, d->first, d->count);
+	return gn_all_finite(body, d->count);
+}
+
+/*
+ * A data packet for message @rx: new, well formed, inside its chunk and
+ * not overlapping what @rx already has? Then it is taken and counted;
+ * else it is dropped and counted by reason.
+ */
+bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
+		    struct gn_tensor *t, struct gn_rx *rx,
+		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		    const u8 *body)
+{
+	struct gn_event ev = { .type = GN_EV_RX, .phase = h->phase,
+			       .peer = p->rank, .tensor = t->id,
+			       .wire_bytes = h->body_len + GN_WIRE_DATA_OVERHEAD,
+			       .flow = &t->stats };
+	int r;
+
+	/* Before the message's state is sized by it (d->chunk_len is the
+	 * chunk's: gn_chunk_of() said so). */
+	if (d->npkts > gn_pkts_max(ctx, t->codec, d->chunk_len)) {
+		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
+		return false;
+	}
+	r = gn_dl_rx_mark(&ctx->dl, &rx->m, h, d);
+	if (r) {
+		gn_dl_drop(&ctx->dl, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
+		return false;
+	}
+	if (!body_ok(t, d, body, h->body_len) ||
+	    !claim_range(rx->cover, d->first, d->count)) {
+		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
+		return false;
+	}
+	gn_dl_rx_take(&rx->m, d->pkt);
+	gn_dl_account(&ctx->dl, &ev);
+	return true;
+}
+
+/* Every packet of a message is in. */
+bool gn_rx_whole(const struct gn_rx *rx)
+{
+	return rx->m.npkts && rx->m.got == rx->m.npkts;
+}
+
+/*
+ * The order in which an owner adds the contributions to a chunk of its
+ * shard: its own share first (it is already in place in the caller's
+ * tensor, which holds the running sum), then the others by rank.
+ */
+static int turn_rank(const struct gn_ctx *ctx, unsigned int turn)
+{
+	if (!turn)
+		return ctx->rank;
+	return (int)turn - 1 < ctx->rank ? (int)turn - 1 : (int)turn;
+}
+
+void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
+		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		  struct gn_buf *b)
+{
+	struct gn_tensor *t = st->t;
+	long c = gn_chunk_of(ctx, t, ctx->rank, d);
+	const u8 *body = b->data + GN_WIRE_DATA_HDR;
+	struct gn_rx *rx;
+	size_t len;
+
+	if (c < 0 || h->dst != ctx->rank) {
+		gn_dl_drop(&ctx->dl, p, GN_DROP_TENSOR);
+		return;
+	}
+	rx = &st->red[(size_t)p->rank * t->chunks[ctx->rank] + (size_t)c];
+	if (!gn_take_packet(ctx, p, t, rx, h, d, body))
+		return;
+	/* Its turn: straight from the packet into the sum. */
+	if (st->started && st->turn[c] < ctx->world &&
+	    turn_rank(ctx, st->turn[c]) == p->rank) {
+		gn_chunk_at(ctx, t, ctx->rank, (u32)c, &len);
+		gn_fp_add_slice(t, st->data + d->chunk_off, len, d->first,
+				d->count, d->scale, body, h->body_len);
+	} else {
+		/* Kept as it is, zero copy: at most one per packet of the
+		 * message, which gn_take_packet() bounded. */
+		gn_dl_buf_hold(&ctx->dl, b);
+		rx->held[rx->held_n++] = b;
+	}
+	if (st->started && rx->m.got == rx->m.npkts)
+		gn_want_work(ctx, st, (u32)c);
+}
+
+/* Add the held slices of @rx, in the order they came. */
+static void add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
+		     size_t off, size_t len)
+{
+	u32 k;
+
+	for (k = 0; k < rx->held_n; k++) {
+		struct gn_buf *b = rx->held[k];
+		struct gn_wire_hdr h;
+		struct gn_wire_data d;
+
+		/* Checked when it came; parsed again rather than stored. */
+		if (!gn_wire_hdr_get(b->data, b->len, &h) &&
+		    !gn_wire_data_get(b->data, &h, &d))
+			gn_fp_add_slice(st->t, st->data + off, len, d.first,
+					d.count, d.scale,
+					b->data + GN_WIRE_DATA_HDR, h.body_len);
+		gn_dl_buf_put(&ctx->dl, b);
+	}
+	rx->held_n = 0;
+}
+
+/*
+ * Chunk @c of the own shard has every contribution: quantize the sum with
+ * the owner's error feedback, send it to every rank, decode it here.
+ */
+static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
+{
+	struct gn_tensor *t = st->t;
+	size_t len, off = gn_chunk_at(ctx, t, ctx->rank, c, &len);
+	size_t rel = off - t->lo[ctx->rank];
+	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len, 0 };
+	float *sum = st->data + off;
+	char why[GN_ERRMSG_LEN];
+	struct gn_txmsg *m;
+	int r;
+
+	m = gn_step_msg(ctx, st, t->gat_off[ctx->rank] + c);
+	if (!m) {
+		gn_step_abort(ctx, st, -ENOMEM, "out of memory for a message");
+		return;
+	}
+	/* A 3LC sum is replaced by the result it decodes to. */
+	r = gn_fp_gather_chunk(ctx, t, sum, rel, len, t->gq, &ms.scale);
+	if (r == -EDOM) {
+		snprintf(why, sizeof(why),
+			 "the sum of tensor %u at %s is NaN or infinity (a NaN or infinity in its gradient, or float32 overflow); step skipped on every rank",
+			 t->id, ctx->dl.peers[ctx->rank].name);
+		gn_step_abort(ctx, st, -EDOM, why);
+		return;
+	}
+	if (t->codec == GN_WIRE_CODEC_3LC)
+		r = gn_pack_3lc(ctx, m, t, st->no, &ms, t->gq,
+				(u32)gn_tlc_groups(len));
+	else
+		r = gn_pack_dense(ctx, m, t, st->no, &ms, sum);
+	if (r) {
+		gn_dl_msg_clear(&ctx->dl, m);
+		gn_step_abort(ctx, st, r, "out of packet buffers");
+		return;
+	}
+	/* A dense sum went out as it is; the result here is it, or averaged. */
+	if (t->codec == GN_WIRE_CODEC_NONE)
+		gn_fp_dense_result(ctx, t, sum, (u32)len);
+	gn_msg_identity(m, st, &ms);
+	if (ctx->world > 1)
+		gn_dl_msg_queue(&ctx->dl, m);
+	else
+		gn_dl_msg_clear(&ctx->dl, m);
+	gn_step_gathered(ctx, st);
+}
+
+/* Add contributions to chunk @c in their order, as far as they are here. */
+static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
+{
+	struct gn_tensor *t = st->t;
+	u32 nc = t->chunks[ctx->rank];
+	size_t len, off = gn_chunk_at(ctx, t, ctx->rank, c, &len);
+
+	while (!st->err && st->turn[c] < ctx->world) {
+		int k = turn_rank(ctx, st->turn[c]);
+		struct gn_rx *rx = &st->red[(size_t)k * nc + c];
+
+		if (k == ctx->rank) {
+			/* Checked, and already where the sum is. */
+			if (c >= st->own_done)
+				return;
+			st->turn[c]++;
+			continue;
+		}
+		add_held(ctx, st, rx, off, len);
+		if (!gn_rx_whole(rx))
+			return;
+		st->turn[c]++;
+	}
+	if (!st->err && st->turn[c] == ctx->world) {
+		st->turn[c]++;	/* past the last rank: reduced */
+		gather_chunk(ctx, st, c);
+	}
+}
+
+/*
+ * Reductions and re-compressions, a few chunks at a time, so that the
+ * progress side gets back to the network (acknowledgements!) often.
+ */
+void gn_run_work(struct gn_ctx *ctx, unsigned int budget)
+{
+	struct gn_tensor *t;
+
+	for (t = ctx->tensors; t && budget && ctx->work_n; t = t->next) {
+		struct gn_step *st = t->cur;
+		u32 c;
+
+		if (!st || !st->started || st->err || !st->todo_n)
+			continue;
+		for (c = 0; c < t->chunks[ctx->rank] && budget; c++) {
+			if (!st->todo[c])
+				continue;
+			st->todo[c] = 0;
+			st->todo_n--;
+			ctx->work_n--;
+			budget--;
+			try_reduce(ctx, st, c);
+			if (st != t->cur || st->err)
+				break;	/* completed or failed: st may be gone */
+		}
+	}
+}

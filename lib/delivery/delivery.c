@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+/*
+ * delivery.c - the delivery state of a context: set up and torn down, the
+ * poll that runs everything due, and the counting of packet events.
+ */
+#include "delivery.h"
+
+#define CWND_START (256 * GN_CWND_ONE)
+#define CWND_START_SSTHRESH (4096 * GN_CWND_ONE)
+#define RTO_START_NS 20000000ull
+
+void gn_dl_set_err(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, GN_ERRMSG_LEN, fmt, ap);
+	va_end(ap);
+}
+
+/* Room for the MAC states: the job key now, the session key later. */
+static int keys_init(struct gn_dl *dl, const u8 *key)
+{
+	if (!key) {
+		dl->insecure = true;
+		return 0;
+	}
+	dl->job_mac = gn_alloc(dl->env, sizeof(*dl->job_mac));
+	dl->mac = gn_alloc(dl->env, sizeof(*dl->mac));
+	if (!dl->job_mac || !dl->mac)
+		return -ENOMEM;
+	gn_mac_init(dl->job_mac, key);
+	return 0;
+}
+
+int gn_dl_init(struct gn_dl *dl, const struct gn_dl_conf *c,
+	       const struct gn_env *env, struct gn_transport *tp,
+	       const struct gn_dl_up *up, void *up_arg)
+{
+	int i, r;
+
+	dl->rank = c->rank;
+	dl->world = c->world;
+	dl->job = c->job;
+	dl->version = c->version;
+	dl->mtu = c->mtu;
+	dl->max_pkt = c->max_pkt;
+	dl->chunk = c->chunk;
+	dl->codec = c->codec;
+	dl->s_bits = c->s_bits;
+	dl->timeout_ns = c->timeout_ns;
+	dl->env = env;
+	dl->tp = tp;
+	dl->up = up;
+	dl->up_arg = up_arg;
+	dl->dead_peer = -1;
+	dl->on_session = c->on_session;
+	r = gn_env_random(env, &dl->instance, sizeof(dl->instance));
+	if (r)
+		return r;
+	/* The session key is only as fresh as these bytes are random. */
+	if (!dl->instance)
+		dl->instance = 1;
+	dl->peers = gn_alloc_array(env, (size_t)c->world, sizeof(*dl->peers));
+	dl->session_info = gn_alloc(env, 8 + 8 * (size_t)c->world);
+	if (!dl->peers || !dl->session_info)
+		return -ENOMEM;
+	for (i = 0; i < c->world; i++) {
+		struct gn_peer *p = &dl->peers[i];
+
+		p->rank = i;
+		snprintf(p->name, sizeof(p->name), "rank %d", i);
+		p->rto_ns = RTO_START_NS;
+		p->cwnd = CWND_START;
+		p->ssthresh = CWND_START_SSTHRESH;
+	}
+	r = gn_dl_reserve(dl, 64, 64);
+	if (r)
+		return r;
+	return keys_init(dl, c->key);
+}
+
+void gn_dl_destroy(struct gn_dl *dl)
+{
+	u32 i;
+
+	/* Data messages are freed above; control messages end up here. */
+	for (i = 0; dl->msg_tab && i <= dl->msg_mask; i++)
+		while (dl->msg_tab[i]) {
+			struct gn_txmsg *m = dl->msg_tab[i];
+
+			gn_dl_msg_cancel(dl, m);
+			if (dl->msg_tab[i] == m)	/* cannot be; never loop */
+				gn_dl_msg_hash_del(dl, m);
+		}
+	while (dl->ctrl_free) {
+		struct gn_txmsg *m = dl->ctrl_free;
+
+		dl->ctrl_free = m->hnext;
+		gn_free(dl->env, m);
+	}
+	gn_free(dl->env, dl->msg_tab);
+	gn_free(dl->env, dl->ackq);
+	gn_free(dl->env, dl->peers);
+	gn_free(dl->env, dl->session_info);
+	/* The MAC state is the key, expanded: leave none of it in the heap. */
+	if (dl->mac)
+		gn_memzero_explicit(dl->mac, sizeof(*dl->mac));
+	if (dl->job_mac)
+		gn_memzero_explicit(dl->job_mac, sizeof(*dl->job_mac));
+	gn_free(dl->env, dl->mac);
+	gn_free(dl->env, dl->job_mac);
+}
+
+static void msg_tab_put(struct gn_txmsg **tab, u32 mask, struct gn_txmsg *m);
+
+/*
+ * Room for @msgs more messages in the identity table and @acks more
+ * entries in the acknowledgement queue. Called when a tensor is
+ * registered, so the packet path never allocates.
+ */
+int gn_dl_reserve(struct gn_dl *dl, u32 msgs, u32 acks)
+{
+	u32 want = dl->msg_room + msgs, size = dl->msg_tab ? dl->msg_mask + 1 : 0;
+
+	if (want > size) {
+		struct gn_txmsg **tab;
+		u32 n = size ? size : 64, i;
+
+		while (n < want)
+			n *= 2;
+		tab = gn_alloc_array(dl->env, n, sizeof(*tab));
+		if (!tab)
+			return -ENOMEM;
+		for (i = 0; i < size; i++)
+			while (dl->msg_tab[i]) {
+				struct gn_txmsg *m = dl->msg_tab[i];
+
+				dl->msg_tab[i] = m->hnext;
+				msg_tab_put(tab, n - 1, m);
+			}
+		gn_free(dl->env, dl->msg_tab);
+		dl->msg_tab = tab;
+		dl->msg_mask = n - 1;
+	}
+	dl->msg_room = want;
+	want = dl->ack_room + acks;
+	if (want > dl->ackq_cap) {
+		struct gn_ackq *q = gn_alloc_array(dl->env, want, sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		if (dl->ackq_n)
+			memcpy(q, dl->ackq, dl->ackq_n * sizeof(*q));
+		gn_free(dl->env, dl->ackq);
+		dl->ackq = q;
+		dl->ackq_cap = want;
+	}
+	dl->ack_room = want;
+	return 0;
+}
+
+/* A tensor is gone: its reservation may serve the next one. */
+void gn_dl_unreserve(struct gn_dl *dl, u32 msgs, u32 acks)
+{
+	dl->msg_room -= msgs < dl->msg_room ? msgs : dl->msg_room;
+	dl->ack_room -= acks < dl->ack_room ? acks : dl->ack_room;
+}
+
+static u32 msg_hash(u32 tensor, u32 step, u8 phase, u64 off)
+{
+	u64 k = ((u64)tensor << 32 | step) * 0x9e3779b97f4a7c15ull;
+
+	k ^= (off + phase) * 0xc2b2ae3d27d4eb4full;
+	return (u32)(k >> 32);
+}
+
+static void msg_tab_put(struct gn_txmsg **tab, u32 mask, struct gn_txmsg *m)
+{
+	u32 i = msg_hash(m->tensor, m->stepno, m->phase, m->chunk_off) & mask;
+
+	m->hnext = tab[i];
+	tab[i] = m;
+}
+
+void gn_dl_msg_hash_add(struct gn_dl *dl, struct gn_txmsg *m)
+{
+	msg_tab_put(dl->msg_tab, dl->msg_mask, m);
+	dl->msg_count++;
+}
+
+void gn_dl_msg_hash_del(struct gn_dl *dl, struct gn_txmsg *m)
+{
+	u32 i = msg_hash(m->tensor, m->stepno, m->phase, m->chunk_off) &
+		dl->msg_mask;
+	struct gn_txmsg **pp;
+
+	for (pp = &dl->msg_tab[i]; *pp; pp = &(*pp)->hnext)
+		if (*pp == m) {
+			*pp = m->hnext;
+			m->hnext = NULL;
+			dl->msg_count--;
+			return;
+		}
+}
+
+/* The message an acknowledgement from @peer names, or NULL: O(1). */
+struct gn_txmsg *gn_dl_msg_find(struct gn_dl *dl, int peer, u32 tensor,
+				u32 step, u8 phase, u64 off)
+{
+	struct gn_txmsg *m;
+
+	m = dl->msg_tab[msg_hash(tensor, step, phase, off) & dl->msg_mask];
+	for (; m; m = m->hnext)
+		if (m->tensor == tensor && m->stepno == step &&
+		    m->phase == phase && m->chunk_off == off &&
+		    (m->to == peer || m->to == GN_RANK_ALL))
+			return m;
+	return NULL;
+}
+
+/*
+ * Every packet event is counted here and only here: the context's, the
+ * peer's and the tensor's counters, then the upcall (probes).
+ */
+void gn_dl_account(struct gn_dl *dl, const struct gn_event *ev)
+{
+	struct gn_stats *s[3] = { &dl->stats,
+				  ev->peer >= 0 ? &dl->peers[ev->peer].stats : NULL,
+				  ev->flow };
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		if (!s[k])
+			continue;
+		switch (ev->type) {
+		case GN_EV_MSG:
+			s[k]->messages++;
+			s[k]->raw_bytes += ev->raw_bytes;
+			s[k]->stream_bytes += ev->stream_bytes;
+			break;
+		case GN_EV_TX:
+			s[k]->tx_packets++;
+			s[k]->wire_bytes += ev->wire_bytes;
+			s[k]->retransmits += ev->again;
+			break;
+		case GN_EV_TX_CTL:
+			s[k]->ctl_packets++;
+			s[k]->ctl_bytes += ev->wire_bytes;
+			break;
+		case GN_EV_RX:
+			s[k]->rx_packets++;
+			s[k]->rx_wire_bytes += ev->wire_bytes;
+			break;
+		case GN_EV_DROP:
+			s[k]->drops[ev->reason]++;
+			break;
+		case GN_EV_STEP:
+			s[k]->allreduces++;
+			break;
+		}
+	}
+	if (dl->up->account)
+		dl->up->account(dl->up_arg, ev);
+}
+
+void gn_dl_drop(struct gn_dl *dl, struct gn_peer *p, int reason)
+{
+	struct gn_event ev = { .type = GN_EV_DROP, .reason = (u8)reason,
+			       .peer = p ? p->rank : -1 };
+
+	gn_dl_account(dl, &ev);
+}
+
+bool gn_dl_owes(const struct gn_dl *dl)
+{
+	return dl->busy_msgs != 0;
+}
+
+/* The receive half of a poll: packets in, acknowledgements out. */
+void gn_dl_poll_rx(struct gn_dl *dl)
+{
+	dl->now_ns = gn_env_now(dl->env);
+	gn_dl_receive(dl);
+	gn_dl_ack_maybe(dl);
+}
+
+/*
+ * The send half: the handshake, liveness, what is due to every peer.
+ * Return: the next time something falls due.
+ */
+u64 gn_dl_poll_tx(struct gn_dl *dl)
+{
+	u64 next, t;
+
+	gn_dl_ack_maybe(dl);
+	gn_dl_peers_tick(dl);
+	if (dl->ready)
+		gn_dl_pump(dl);
+	next = gn_dl_peers_deadline(dl);
+	if (dl->ready) {
+		t = gn_dl_tx_deadline(dl);
+		next = t < next ? t : next;
+	}
+	if (dl->ackq_n && dl->ack_due_ns < next)
+		next = dl->ack_due_ns;
+	return next;
+}

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * delivery.h - the delivery layer: peers, the handshake and session key,
+ * liveness, reliable delivery of messages (data and control alike) with
+ * acknowledgements, RTT and a congestion window in fixed point, and the
+ * one place where every packet event is counted.
+ *
+ * It knows packets, peers and messages, not tensors: the layer above (the
+ * collective) registers upcalls for what arrives and hands down messages
+ * whose packets it built in transport buffers. It calls only the
+ * transport, the wire format and the environment.
+ *
+ * Every packet is checked in this order before it can touch any state:
+ * length and header, source, job, MAC; each failure is counted by reason.
+ * Only then does the packet's type matter.
+ */
+#ifndef GN_DELIVERY_H
+#define GN_DELIVERY_H
+
+#include <gradnet/gradnet.h>
+#include <gradnet/wire.h>
+
+#include "env.h"
+#include "transport.h"
+
+#define GN_ERRMSG_LEN 320
+#define GN_NAME_LEN 128
+
+/* Congestion windows in fixed point, as TCP's are integers in the kernel. */
+#define GN_CWND_SHIFT 16
+#define GN_CWND_ONE (1ull << GN_CWND_SHIFT)
+
+#define GN_RX_BATCH 64		/* packets taken from the transport at once */
+#define GN_TX_BATCH 256		/* packets handed to the transport at once */
+
+struct gn_dl;
+struct gn_txmsg;
+
+/*
+ * One packet of a message, to one receiver, once sent: it sits on its
+ * peer's list of packets in flight, which is kept in the order they were
+ * (re)sent, oldest first. So the retransmission timer and time-based loss
+ * detection (RACK) of a peer look only at the head of its list, and the
+ * next deadline is the head's send time plus the RTO.
+ */
+struct gn_txpkt {
+	struct gn_txpkt *prev, *next;
+	struct gn_txmsg *m;
+	u64 sent_ns;			/* 0: never sent (or not taken) */
+	u32 i;				/* packet index in the message */
+	u16 row;
+	u8 acked;
+	u8 again;			/* sent more than once */
+};
+
+/* A message's state towards one receiver. */
+struct gn_txrow {
+	struct gn_txrow *next;		/* its peer's queue of rows owing new packets */
+	struct gn_txmsg *m;
+	u32 unacked;
+	u32 next_new;			/* first packet never sent */
+	bool queued;			/* on the peer's new-packet queue */
+	bool done;			/* owes nothing: acknowledged or cancelled */
+};
+
+/*
+ * A message being sent: packets in transport buffers, kept until every
+ * receiver has acknowledged them, so a retransmission sends the very same
+ * buffer. @to is a rank, or GN_RANK_ALL for the same bytes to every other
+ * rank (a row per rank). Data messages are found by their identity
+ * (tensor, step, phase, chunk), control messages by (peer, seq).
+ *
+ * The layer above allocates a message once (gn_dl_msg_new(), at tensor
+ * registration) for the most packets it can have and reuses it.
+ */
+struct gn_txmsg {
+	struct gn_txmsg *hnext;		/* identity hash chain */
+	bool busy;			/* queued, some receiver owes an ack */
+	bool ctl;			/* a control message: counted as control */
+	u8 phase;			/* GN_PHASE_*, or GN_PHASE_CTRL */
+	u16 to;
+	u32 tensor, stepno;		/* control: 0, seq */
+	u64 chunk_off;
+	u32 npkts, cap;			/* packets, room for */
+	u32 rows;
+	u32 left;			/* receivers still owed something */
+	u64 raw_bytes;			/* float bytes the message stands for */
+	u64 stream_bytes;		/* chunk-stream bytes (3LC scale included) */
+	const u8 *gate;			/* [peer]: may send to it yet? NULL: yes */
+	struct gn_stats *flow;		/* the tensor's counters, or NULL */
+	void *owner;			/* the layer above's (its step) */
+	struct gn_txmsg *up_next;	/* for the layer above to chain */
+	struct gn_buf **pkt;		/* [cap] */
+	struct gn_txrow *row;		/* [rows] */
+	struct gn_txpkt *sent;		/* [rows * cap] */
+};
+
+/* Control messages carry a phase of their own in the identity hash. */
+#define GN_PHASE_CTRL 0xff
+
+/* A message being received, for duplicate detection and acknowledgement. */
+struct gn_rxmsg {
+	u32 npkts;			/* 0 until the first packet */
+	u32 got;
+	u32 cap;			/* room in @seen, in packets */
+	u8 *seen;			/* bitmap: the layer above provides it */
+	bool ack_due;			/* has an entry in the ack queue */
+	u32 ackq_idx;
+	u16 from;
+	u8 phase;
+	u32 tensor, stepno;
+	u64 chunk_off;
+};
+
+struct gn_ackq {
+	u16 peer;
+	u8 phase;
+	bool all;
+	bool dead;
+	u32 tensor, step, npkts;
+	u64 chunk_off;
+	struct gn_rxmsg *m;
+};
+
+/* An ACK packet being filled for one peer. */
+struct gn_ack_out {
+	struct gn_buf *b;
+	u32 len;
+	u32 entries;
+	int peer;
+};
+
+/* ---- peers -------------------------------------------------------------- */
+
+struct gn_peer {
+	int rank;
+	char name[GN_NAME_LEN];		/* "rank 2 (10.0.0.3:7000)" */
+	u64 last_rx_ns;
+	u64 last_ping_ns;
+	bool hello_in;			/* got its HELLO, it matches */
+	bool hello_acked;		/* it has ours */
+	bool told_reply;		/* we sent it a HELLO saying we have its */
+	u64 instance;			/* its instance in this session */
+	u64 heard;			/* the instance its last HELLO named */
+	u64 pong_floor;			/* PONGs must echo a later PING */
+	u8 version_seen;		/* another protocol version, if it spoke one */
+	bool dead;
+	u32 mac_failures;
+	/* control messages */
+	u32 ctrl_seq;
+	u32 ctrl_seen_base;		/* every seq <= this was seen */
+	u64 ctrl_seen_bits;		/* seq base+1+i seen */
+	/* sending: packets in flight in send order, rows owing new packets */
+	struct gn_txpkt *fly_head, *fly_tail;
+	struct gn_txrow *newq_head, *newq_tail;
+	/* congestion and timing */
+	u64 srtt_ns, rttvar_ns;		/* 0: no sample yet */
+	u64 rto_ns;
+	u64 cwnd, ssthresh;		/* packets, in GN_CWND_ONE units */
+	u32 inflight;
+	u64 last_loss_ns;
+	u64 rack_ns;			/* latest send time acknowledged */
+	struct gn_stats stats;
+};
+
+/* ---- accounting ----------------------------------------------------------- */
+
+enum gn_event_type {
+	GN_EV_MSG,		/* a message starts to one receiver */
+	GN_EV_TX,		/* a data packet sent (again: retransmitted) */
+	GN_EV_TX_CTL,		/* a control packet sent */
+	GN_EV_RX,		/* a data packet taken */
+	GN_EV_DROP,		/* a packet dropped, for @reason */
+	GN_EV_STEP,		/* this rank finished step @step of @tensor */
+};
+
+/*
+ * One packet event. A flow is (job, this rank, @peer, @tensor, @phase);
+ * the tracing issue hangs its probes on gn_dl_account().
+ */
+struct gn_event {
+	u8 type;
+	u8 phase;
+	u8 reason;			/* GN_DROP_*, for GN_EV_DROP */
+	bool again;
+	int peer;			/* -1: unknown sender */
+	u32 tensor;
+	u32 wire_bytes;
+	u64 raw_bytes, stream_bytes;	/* GN_EV_MSG */
+	u32 step;			/* GN_EV_STEP */
+	u64 ns;				/* GN_EV_STEP: since this rank started it */
+	struct gn_stats *flow;		/* the tensor's counters, or NULL */
+};
+
+/* ---- what the layer above registers ------------------------------------ */
+
+struct gn_dl_up {
+	/* A data packet, authenticated, from a live peer. */
+	void (*data_in)(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
+			struct gn_buf *b);
+	/* May a new control message be taken now? If not, it is not
+	 * acknowledged and its sender repeats it. */
+	bool (*ctrl_fits)(void *up, const struct gn_peer *p,
+			  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c);
+	void (*ctrl_in)(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
+			const struct gn_wire_ctrl *c);
+	/* @p went silent: its messages are dropped already. */
+	void (*peer_dead)(void *up, struct gn_peer *p, const char *msg);
+	/* Every packet event, after the counters (optional). */
+	void (*account)(void *up, const struct gn_event *ev);
+};
+
+struct gn_dl_conf {
+	int rank, world;
+	u32 job;
+	u8 version;
+	u32 mtu, max_pkt, chunk;
+	u8 codec;
+	u32 s_bits;
+	u64 timeout_ns;
+	const u8 *key;			/* NULL: insecure */
+	void (*on_session)(const u8 *info, size_t len);
+};
+
+/* ---- the delivery state of a context ---------------------------------- */
+
+struct gn_dl {
+	/* immutable after init */
+	int rank, world;
+	u32 job;
+	u8 version;
+	u32 mtu, max_pkt, chunk;
+	u8 codec;
+	u32 s_bits;
+	u64 timeout_ns;
+	bool insecure;
+	u64 instance;
+	const struct gn_env *env;
+	struct gn_transport *tp;
+	const struct gn_dl_up *up;
+	void *up_arg;
+	struct gn_mac *job_mac;		/* the job key: HELLOs; NULL when insecure */
+	struct gn_mac *mac;		/* the session key: every other packet */
+	struct gn_peer *peers;
+
+	u64 now_ns;
+	u64 start_ns;			/* of the handshake */
+	u64 hello_next_ns;
+	bool ready;			/* handshake done */
+	int open_err;
+	int pending_err;		/* handshake mismatch, reported at */
+	u64 fail_at_ns;			/* ... after a grace period */
+	char errmsg[GN_ERRMSG_LEN];
+	int dead_peer;			/* first peer found dead, or -1 */
+
+	/* messages by identity: chained hash, grown by gn_dl_reserve() */
+	struct gn_txmsg **msg_tab;
+	u32 msg_mask, msg_count, msg_room;
+	u32 busy_msgs;			/* messages owing something */
+	struct gn_txmsg *ctrl_free;	/* control messages not in use */
+
+	/* acknowledgements not yet sent, room reserved by gn_dl_reserve() */
+	struct gn_ackq *ackq;
+	u32 ackq_n, ackq_cap, ack_room;
+	u32 ack_pkts;			/* packets they cover */
+	u64 ack_due_ns;			/* when the oldest must go */
+	struct gn_ack_out ack_out;
+
+	struct gn_stats stats;
+	struct gn_buf *rx[GN_RX_BATCH];
+	struct gn_buf *tx[GN_TX_BATCH];
+	struct gn_txpkt *tx_pend[GN_TX_BATCH];
+	u8 tx_why[GN_TX_BATCH];
+	u8 *session_info;		/* for the session key, sized at init */
+	void (*on_session)(const u8 *info, size_t len);
+};
+
+/*
+ * A 3LC s as text without floating point ("1.7500"; s is in [1, 2)),
+ * for messages that name a mismatch; anything else as its bits.
+ */
+static inline const char *gn_s_text(u32 bits, char buf[16])
+{
+	u32 frac = (u32)(((u64)(bits & 0x7fffff) * 10000 + (1u << 22)) >> 23);
+
+	if ((bits >> 23) != 127)
+		snprintf(buf, 16, "0x%08x", bits);
+	else if (frac >= 10000)
+		snprintf(buf, 16, "2.0000");
+	else
+		snprintf(buf, 16, "1.%04u", frac);
+	return buf;
+}
+
+/* delivery.c */
+int gn_dl_init(struct gn_dl *dl, const struct gn_dl_conf *conf,
+	       const struct gn_env *env, struct gn_transport *tp,
+	       const struct gn_dl_up *up, void *up_arg);
+void gn_dl_destroy(struct gn_dl *dl);
+/* A poll in two halves, so the layer above works in between. */
+void gn_dl_poll_rx(struct gn_dl *dl);
+u64 gn_dl_poll_tx(struct gn_dl *dl);
+/* Room for @msgs more data messages and @acks more receive messages. */
+int gn_dl_reserve(struct gn_dl *dl, u32 msgs, u32 acks);
+void gn_dl_unreserve(struct gn_dl *dl, u32 msgs, u32 acks);
+void gn_dl_msg_hash_add(struct gn_dl *dl, struct gn_txmsg *m);
+void gn_dl_msg_hash_del(struct gn_dl *dl, struct gn_txmsg *m);
+struct gn_txmsg *gn_dl_msg_find(struct gn_dl *dl, int peer, u32 tensor,
+				u32 step, u8 phase, u64 off);
+void gn_dl_account(struct gn_dl *dl, const struct gn_event *ev);
+void gn_dl_drop(struct gn_dl *dl, struct gn_peer *p, int reason);
+bool gn_dl_owes(const struct gn_dl *dl);
+void gn_dl_set_err(char *buf, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* send.c: messages */
+struct gn_txmsg *gn_dl_msg_new(struct gn_dl *dl, u32 rows, u32 cap);
+void gn_dl_msg_free(struct gn_dl *dl, struct gn_txmsg *m);
+/* A transport buffer for one packet, or NULL. */
+struct gn_buf *gn_dl_buf(struct gn_dl *dl);
+void gn_dl_buf_put(struct gn_dl *dl, struct gn_buf *b);
+void gn_dl_buf_hold(struct gn_dl *dl, struct gn_buf *b);
+/* Seal a packet of @len bytes (tag appended) in @b for @to. */
+void gn_dl_seal(struct gn_dl *dl, struct gn_buf *b, u16 len, int to);
+void gn_dl_seal_with(const struct gn_mac *k, struct gn_buf *b, u16 len, int to);
+void gn_dl_hdr_init(const struct gn_dl *dl, struct gn_wire_hdr *h, u8 type,
+		    int to);
+/* Start sending @m (its packets, identity and owner set). */
+void gn_dl_msg_queue(struct gn_dl *dl, struct gn_txmsg *m);
+/* Stop sending @m: its receivers owe nothing any more. */
+void gn_dl_msg_cancel(struct gn_dl *dl, struct gn_txmsg *m);
+/* Release @m's packets once it is not busy (or cancelled). */
+void gn_dl_msg_clear(struct gn_dl *dl, struct gn_txmsg *m);
+int gn_dl_ctrl_send(struct gn_dl *dl, int peer, u8 kind, u8 flags, u32 tensor,
+		    u32 stepno, u8 codec, u64 value, u32 extra);
+/* Send one unreliable packet now (HELLO, PING, ACK...): it is put. */
+int gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b);
+void gn_dl_pump(struct gn_dl *dl);
+u64 gn_dl_tx_deadline(struct gn_dl *dl);
+void gn_dl_ack_in(struct gn_dl *dl, struct gn_peer *p,
+		  const struct gn_wire_hdr *h, const u8 *pkt);
+void gn_dl_ctrl_ack_in(struct gn_dl *dl, struct gn_peer *p,
+		       const struct gn_wire_hdr *h, const u8 *pkt);
+void gn_dl_drop_peer(struct gn_dl *dl, int peer);
+void gn_dl_peer_rtt(struct gn_peer *p, u64 sample_ns);
+
+/* receive.c */
+void gn_dl_receive(struct gn_dl *dl);
+void gn_dl_packet_in(struct gn_dl *dl, struct gn_buf *b);
+/* Note a data packet of @m: 0 new, 1 duplicate, -EBADMSG contradicts, -ENOSPC too many packets. */
+int gn_dl_rx_mark(struct gn_dl *dl, struct gn_rxmsg *m,
+		  const struct gn_wire_hdr *h, const struct gn_wire_data *d);
+void gn_dl_rx_take(struct gn_rxmsg *m, u32 pkt);
+/* @m is forgotten (its step is over): a complete one is still acked. */
+void gn_dl_rx_clear(struct gn_dl *dl, struct gn_rxmsg *m);
+void gn_dl_ack_flush(struct gn_dl *dl);
+void gn_dl_ack_maybe(struct gn_dl *dl);
+/* Acknowledge a whole message of a step that is over, so retries stop. */
+void gn_dl_ack_all(struct gn_dl *dl, int peer, const struct gn_wire_hdr *h,
+		   const struct gn_wire_data *d);
+
+/* peer.c */
+void gn_dl_peers_tick(struct gn_dl *dl);
+void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
+		    const struct gn_wire_hdr *h, const u8 *pkt);
+void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
+		   const struct gn_wire_hdr *h, const u8 *pkt);
+void gn_dl_peer_dead(struct gn_dl *dl, struct gn_peer *p);
+u64 gn_dl_peers_deadline(const struct gn_dl *dl);
+
+#endif /* GN_DELIVERY_H */

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+/*
+ * receive.c - every received packet: checked (length and header, source,
+ * job, MAC, each failure counted by reason), then handed on by type;
+ * duplicate detection of messages and of control messages, and the
+ * acknowledgements that go back.
+ */
+#include "delivery.h"
+
+/*
+ * Acknowledgements wait up to ACK_DELAY_NS, so that one packet to a peer
+ * carries those of many small messages; a burst of ACK_BURST packets is
+ * acknowledged at once, which keeps a bulk sender's window moving.
+ */
+#define ACK_DELAY_NS 2000000ull
+#define ACK_BURST 32
+#define RX_ROUNDS 16
+
+static inline bool bit_get(const u8 *b, u32 i)
+{
+	return b[i / 8] >> (i % 8) & 1;
+}
+
+static inline void bit_set(u8 *b, u32 i)
+{
+	b[i / 8] |= (u8)(1u << (i % 8));
+}
+
+/* ---- acknowledgements out -------------------------------------------------- */
+
+static void ack_queue(struct gn_dl *dl, struct gn_rxmsg *m)
+{
+	/* The queue has room for every message registered; if a burst of
+	 * old ones fills it anyway, what is queued goes out now. */
+	if (dl->ackq_n == dl->ackq_cap)
+		gn_dl_ack_flush(dl);
+	if (!dl->ackq_n)
+		dl->ack_due_ns = dl->now_ns + ACK_DELAY_NS;
+	dl->ackq[dl->ackq_n] = (struct gn_ackq){
+		.peer = m->from, .phase = m->phase, .tensor = m->tensor,
+		.step = m->stepno, .npkts = m->npkts, .chunk_off = m->chunk_off,
+		.m = m,
+	};
+	m->ack_due = true;
+	m->ackq_idx = dl->ackq_n++;
+}
+
+int gn_dl_rx_mark(struct gn_dl *dl, struct gn_rxmsg *m,
+		  const struct gn_wire_hdr *h, const struct gn_wire_data *d)
+{
+	if (!m->npkts) {
+		if (d->npkts > m->cap)
+			return -EBADMSG;
+		m->npkts = d->npkts;
+		m->from = h->src;
+		m->phase = h->phase;
+		m->tensor = h->tensor;
+		m->stepno = h->step;
+		m->chunk_off = d->chunk_off;
+	} else if (m->npkts != d->npkts) {
+		return -EBADMSG;
+	}
+	if (dl->ackq_cap && !m->ack_due)
+		ack_queue(dl, m);
+	dl->ack_pkts++;
+	return bit_get(m->seen, d->pkt) ? 1 : 0;
+}
+
+void gn_dl_rx_take(struct gn_rxmsg *m, u32 pkt)
+{
+	bit_set(m->seen, pkt);
+	m->got++;
+}
+
+void gn_dl_rx_clear(struct gn_dl *dl, struct gn_rxmsg *m)
+{
+	if (m->ack_due) {
+		struct gn_ackq *q = &dl->ackq[m->ackq_idx];
+
+		q->all = m->got == m->npkts;
+		q->dead = !q->all;
+		q->m = NULL;
+	}
+	if (m->npkts)
+		memset(m->seen, 0, (m->npkts + 7) / 8);
+	m->npkts = m->got = 0;
+	m->ack_due = false;
+}
+
+/* Close the ACK being filled and send it. */
+static void ack_send(struct gn_dl *dl, struct gn_ack_out *o)
+{
+	struct gn_wire_hdr h;
+
+	if (!o->b)
+		return;
+	if (!o->entries) {
+		gn_dl_buf_put(dl, o->b);
+		o->b = NULL;
+		return;
+	}
+	gn_dl_hdr_init(dl, &h, GN_PKT_ACK, o->peer);
+	h.body_len = (u16)(o->len - GN_WIRE_HDR_LEN - GN_WIRE_ACK_LEN);
+	gn_wire_hdr_put(&h, o->b->data);
+	gn_wire_ack_put(o->entries, o->b->data);
+	gn_dl_seal(dl, o->b, (u16)o->len, o->peer);
+	gn_dl_send_now(dl, o->b);
+	o->b = NULL;
+}
+
+static bool ack_open(struct gn_dl *dl, struct gn_ack_out *o)
+{
+	if (o->b)
+		return true;
+	o->b = gn_dl_buf(dl);
+	o->len = GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN;
+	o->entries = 0;
+	return o->b != NULL;
+}
+
+/*
+ * Add an entry for @a with the bitmap @seen (NULL: all of it), cut into
+ * windows that fit, sending full packets as it goes.
+ */
+static void ack_add(struct gn_dl *dl, struct gn_ack_out *o,
+		    struct gn_wire_ack *a, const u8 *seen)
+{
+	size_t cap = dl->max_pkt - GN_WIRE_TAG, base = 0;
+
+	do {
+		size_t room, bytes = 0;
+
+		if (o->b && (o->len + GN_WIRE_ACK_ENTRY + (seen ? 1 : 0) > cap ||
+			     o->entries == 0xffff))
+			ack_send(dl, o);
+		/* Without a buffer the senders will retransmit. */
+		if (!ack_open(dl, o))
+			return;
+		room = cap - o->len - GN_WIRE_ACK_ENTRY;
+		a->base = a->npkts;
+		if (seen) {
+			a->base = (u32)base;
+			bytes = ((size_t)a->npkts - base + 7) / 8;
+			bytes = bytes < room ? bytes : room;
+			memcpy(o->b->data + o->len + GN_WIRE_ACK_ENTRY,
+			       seen + base / 8, bytes);
+		}
+		a->bytes = (u16)bytes;
+		gn_wire_ack_entry_put(a, o->b->data + o->len);
+		o->len += GN_WIRE_ACK_ENTRY + (u32)bytes;
+		o->entries++;
+		base += bytes * 8;
+	} while (seen && base < a->npkts);
+}
+
+/* One ACK packet (or a few) per peer for everything received. */
+void gn_dl_ack_flush(struct gn_dl *dl)
+{
+	struct gn_ack_out *o = &dl->ack_out;
+	u32 i, j;
+
+	for (i = 0; i < dl->ackq_n; i++) {
+		if (dl->ackq[i].dead)
+			continue;
+		o->peer = dl->ackq[i].peer;
+		for (j = i; j < dl->ackq_n; j++) {
+			struct gn_ackq *q = &dl->ackq[j];
+			struct gn_wire_ack a = { q->tensor, q->step, q->chunk_off,
+						 q->npkts, 0, q->phase, 0 };
+			bool all = q->all || (q->m && q->m->got == q->m->npkts);
+
+			if (q->dead || q->peer != o->peer)
+				continue;
+			ack_add(dl, o, &a, all ? NULL : q->m->seen);
+			q->dead = true;
+		}
+		ack_send(dl, o);
+	}
+	for (i = 0; i < dl->ackq_n; i++)
+		if (dl->ackq[i].m)
+			dl->ackq[i].m->ack_due = false;
+	dl->ackq_n = 0;
+	dl->ack_pkts = 0;
+}
+
+void gn_dl_ack_maybe(struct gn_dl *dl)
+{
+	if (dl->ackq_n && (dl->ack_pkts >= ACK_BURST ||
+			   dl->now_ns >= dl->ack_due_ns))
+		gn_dl_ack_flush(dl);
+}
+
+void gn_dl_ack_all(struct gn_dl *dl, int peer, const struct gn_wire_hdr *h,
+		   const struct gn_wire_data *d)
+{
+	struct gn_wire_ack a = { h->tensor, h->step, d->chunk_off, d->npkts,
+				 d->npkts, h->phase, 0 };
+	struct gn_buf *b = gn_dl_buf(dl);
+	struct gn_wire_hdr ah;
+
+	if (!b)
+		return;
+	gn_dl_hdr_init(dl, &ah, GN_PKT_ACK, peer);
+	ah.body_len = GN_WIRE_ACK_ENTRY;
+	gn_wire_hdr_put(&ah, b->data);
+	gn_wire_ack_put(1, b->data);
+	gn_wire_ack_entry_put(&a, b->data + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN);
+	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN + GN_WIRE_ACK_ENTRY,
+		   peer);
+	gn_dl_send_now(dl, b);
+}
+
+/* ---- control messages in ---------------------------------------------------- */
+
+/*
+ * Seen before? Tracks a window of 64 sequence numbers past the last gap;
+ * a new one is noted as seen if @mark.
+ */
+static int ctrl_seen(struct gn_peer *p, u32 seq, bool mark)
+{
+	u32 d;
+
+	if (seq <= p->ctrl_seen_base)
+		return 1;
+	d = seq - p->ctrl_seen_base - 1;
+	if (d >= 64)
+		return -1;
+	if (p->ctrl_seen_bits & (1ull << d))
+		return 1;
+	if (!mark)
+		return 0;
+	p->ctrl_seen_bits |= 1ull << d;
+	while (p->ctrl_seen_bits & 1) {
+		p->ctrl_seen_bits >>= 1;
+		p->ctrl_seen_base++;
+	}
+	return 0;
+}
+
+static void ctrl_ack(struct gn_dl *dl, struct gn_peer *p, u32 seq)
+{
+	struct gn_wire_ctrl_ack ca = { .seq = seq };
+	struct gn_buf *b = gn_dl_buf(dl);
+	struct gn_wire_hdr ah;
+
+	if (!b)
+		return;
+	gn_dl_hdr_init(dl, &ah, GN_PKT_CTRL_ACK, p->rank);
+	gn_wire_hdr_put(&ah, b->data);
+	gn_wire_ctrl_ack_put(&ca, b->data);
+	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_ACK_LEN, p->rank);
+	gn_dl_send_now(dl, b);
+}
+
+static void ctrl_in(struct gn_dl *dl, struct gn_peer *p,
+		    const struct gn_wire_hdr *h, const u8 *pkt)
+{
+	struct gn_wire_ctrl c;
+	int seen;
+
+	if (gn_wire_ctrl_get(pkt, h, &c)) {
+		gn_dl_drop(dl, p, GN_DROP_MALFORMED);
+		return;
+	}
+	seen = ctrl_seen(p, c.seq, false);
+	if (seen < 0)
+		return;	/* beyond the window: the sender will try again */
+	if (!seen && !dl->up->ctrl_fits(dl->up_arg, p, h, &c)) {
+		/* No room to keep it yet: the sender will try again. */
+		gn_dl_drop(dl, p, GN_DROP_TENSOR);
+		return;
+	}
+	if (!seen)
+		ctrl_seen(p, c.seq, true);
+	ctrl_ack(dl, p, c.seq);
+	if (seen)
+		gn_dl_drop(dl, p, GN_DROP_DUPLICATE);
+	else
+		dl->up->ctrl_in(dl->up_arg, p, h, &c);
+}
+
+/* ---- every packet ----------------------------------------------------------- */
+
+/*
+ * Another version's packet cannot be authenticated (its layout is not
+ * ours), so it changes nothing: it is counted, and remembered for the
+ * message if the handshake times out.
+ */
+static void version_in(struct gn_dl *dl, struct gn_peer *p,
+		       const struct gn_wire_hdr *h)
+{
+	gn_dl_drop(dl, p, GN_DROP_VERSION);
+	p->version_seen = h->version;
+}
+
+static int mac_check(const struct gn_mac *k, const struct gn_buf *b)
+{
+	int r;
+
+	gn_simd_begin();
+	r = gn_mac_check(k, b->data, b->len);
+	gn_simd_end();
+	return r;
+}
+
+void gn_dl_packet_in(struct gn_dl *dl, struct gn_buf *b)
+{
+	struct gn_peer *p = b->peer < dl->world && b->peer != dl->rank ?
+				    &dl->peers[b->peer] : NULL;
+	struct gn_wire_hdr h;
+	int r;
+
+	if (!p) {
+		gn_dl_drop(dl, NULL, GN_DROP_SOURCE);
+		return;
+	}
+	if (!b->len) {
+		gn_dl_drop(dl, p, GN_DROP_MALFORMED);
+		return;
+	}
+	r = gn_wire_hdr_get(b->data, b->len, &h);
+	if (r == -EPROTONOSUPPORT || (!r && h.version != dl->version)) {
+		version_in(dl, p, &h);
+		return;
+	}
+	if (r || (h.dst != dl->rank && h.dst != GN_RANK_ALL)) {
+		gn_dl_drop(dl, p, GN_DROP_MALFORMED);
+		return;
+	}
+	if (h.job != dl->job) {
+		gn_dl_drop(dl, p, GN_DROP_JOB);
+		return;
+	}
+	if (h.src != p->rank) {
+		gn_dl_drop(dl, p, GN_DROP_SOURCE);
+		return;
+	}
+	if (h.type != GN_PKT_HELLO && !dl->ready) {
+		/* No session key yet to check it with; the sender repeats. */
+		gn_dl_drop(dl, p, GN_DROP_EARLY);
+		return;
+	}
+	if (mac_check(h.type == GN_PKT_HELLO ? dl->job_mac : dl->mac, b)) {
+		p->mac_failures++;
+		gn_dl_drop(dl, p, GN_DROP_MAC);
+		return;
+	}
+	if (p->dead)
+		return;
+	switch (h.type) {
+	case GN_PKT_HELLO:
+		gn_dl_hello_in(dl, p, &h, b->data);
+		break;
+	case GN_PKT_PING:
+	case GN_PKT_PONG:
+		gn_dl_ping_in(dl, p, &h, b->data);
+		break;
+	case GN_PKT_CTRL_ACK:
+		gn_dl_ctrl_ack_in(dl, p, &h, b->data);
+		break;
+	case GN_PKT_CTRL:
+		ctrl_in(dl, p, &h, b->data);
+		break;
+	case GN_PKT_DATA:
+		dl->up->data_in(dl->up_arg, p, &h, b);
+		break;
+	case GN_PKT_ACK:
+		gn_dl_ack_in(dl, p, &h, b->data);
+		break;
+	}
+}
+
+void gn_dl_receive(struct gn_dl *dl)
+{
+	int round, i, n;
+
+	for (round = 0; round < RX_ROUNDS; round++) {
+		n = dl->tp->ops->recv(dl->tp->state, dl->rx, GN_RX_BATCH);
+		if (n <= 0)
+			break;
+		dl->now_ns = gn_env_now(dl->env);
+		for (i = 0; i < n; i++) {
+			gn_dl_packet_in(dl, dl->rx[i]);
+			gn_dl_buf_put(dl, dl->rx[i]);
+		}
+		gn_dl_ack_maybe(dl);
+		if (n < GN_RX_BATCH)
+			break;
+	}
+}

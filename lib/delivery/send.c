@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: MIT
+/*
+ * send.c - reliable delivery of messages, data and control alike: sending
+ * within a per-peer window, acknowledgements, and retransmission of the
+ * very same buffers after a loss or a timeout.
+ *
+ * Each peer keeps the packets it has in flight on a list in the order
+ * they were (re)sent. A packet is sent again when a packet sent after it
+ * by more than a reordering window has been acknowledged (time-based loss
+ * detection, as RACK does for TCP), or when the retransmission timeout
+ * passes, which is for lost tails. Both conditions hold for a prefix of
+ * the list, so the pump looks at the head only, and the next deadline is
+ * the head's send time plus the timeout: the list is the timer queue.
+ * The timeout has a floor so that a receiver that is busy for a few
+ * milliseconds (two ranks on two cores) does not cause spurious
+ * retransmissions.
+ */
+#include "delivery.h"
+
+#define CWND_MIN (32 * GN_CWND_ONE)
+#define CWND_MAX (8192 * GN_CWND_ONE)
+#define RTO_FLOOR_NS 10000000ull
+#define REORDER_MIN_NS 500000ull
+
+enum due { NOT_DUE, DUE_NEW, DUE_LOST, DUE_TIMEOUT };
+
+struct gn_buf *gn_dl_buf(struct gn_dl *dl)
+{
+	return dl->tp->ops->get(dl->tp->state);
+}
+
+void gn_dl_buf_put(struct gn_dl *dl, struct gn_buf *b)
+{
+	dl->tp->ops->put(dl->tp->state, b);
+}
+
+void gn_dl_buf_hold(struct gn_dl *dl, struct gn_buf *b)
+{
+	dl->tp->ops->hold(dl->tp->state, b);
+}
+
+void gn_dl_hdr_init(const struct gn_dl *dl, struct gn_wire_hdr *h, u8 type,
+		    int to)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = GN_WIRE_MAGIC;
+	h->version = dl->version;
+	h->type = type;
+	h->src = (u16)dl->rank;
+	h->dst = (u16)to;
+	h->job = dl->job;
+}
+
+/* Tag the @len bytes in @b under @k and address it. */
+void gn_dl_seal_with(const struct gn_mac *k, struct gn_buf *b, u16 len, int to)
+{
+	gn_simd_begin();
+	b->len = (u16)gn_mac_seal(k, b->data, len);
+	gn_simd_end();
+	b->peer = (u16)to;
+}
+
+/* Every packet but HELLO is under the session key. */
+void gn_dl_seal(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
+{
+	gn_dl_seal_with(dl->mac, b, len, to);
+}
+
+/* One packet that needs no acknowledgement; @b is put. */
+int gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b)
+{
+	struct gn_event ev = { .type = GN_EV_TX_CTL, .peer = b->peer,
+			       .wire_bytes = b->len };
+	int r = dl->tp->ops->send(dl->tp->state, &b, 1);
+
+	if (r == 1)
+		gn_dl_account(dl, &ev);
+	gn_dl_buf_put(dl, b);
+	return r == 1 ? 0 : -EAGAIN;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+struct gn_txmsg *gn_dl_msg_new(struct gn_dl *dl, u32 rows, u32 cap)
+{
+	size_t bytes = sizeof(struct gn_txmsg) + (size_t)cap * sizeof(void *) +
+		       (size_t)rows * sizeof(struct gn_txrow) +
+		       (size_t)rows * cap * sizeof(struct gn_txpkt);
+	struct gn_txmsg *m = gn_alloc(dl->env, bytes);
+	u32 r;
+
+	if (!m)
+		return NULL;
+	m->pkt = (struct gn_buf **)(m + 1);
+	m->row = (struct gn_txrow *)(m->pkt + cap);
+	m->sent = (struct gn_txpkt *)(m->row + rows);
+	m->rows = rows;
+	m->cap = cap;
+	for (r = 0; r < rows; r++)
+		m->row[r].m = m;
+	return m;
+}
+
+void gn_dl_msg_free(struct gn_dl *dl, struct gn_txmsg *m)
+{
+	if (!m)
+		return;
+	gn_dl_msg_clear(dl, m);
+	gn_free(dl->env, m);
+}
+
+static int row_peer(const struct gn_txmsg *m, u32 r)
+{
+	return m->to == GN_RANK_ALL ? (int)r : m->to;
+}
+
+static struct gn_txpkt *pkt_of(struct gn_txmsg *m, u32 r, u32 i)
+{
+	return &m->sent[(size_t)r * m->cap + i];
+}
+
+static void fly_unlink(struct gn_peer *p, struct gn_txpkt *q)
+{
+	if (q->prev)
+		q->prev->next = q->next;
+	else if (p->fly_head == q)
+		p->fly_head = q->next;
+	else
+		return;		/* not on the list */
+	if (q->next)
+		q->next->prev = q->prev;
+	else
+		p->fly_tail = q->prev;
+	q->prev = q->next = NULL;
+}
+
+static void fly_append(struct gn_peer *p, struct gn_txpkt *q)
+{
+	q->next = NULL;
+	q->prev = p->fly_tail;
+	if (p->fly_tail)
+		p->fly_tail->next = q;
+	else
+		p->fly_head = q;
+	p->fly_tail = q;
+}
+
+/* Put @row on its peer's queue of rows with packets never sent. */
+static void newq_add(struct gn_peer *p, struct gn_txrow *row, bool front)
+{
+	if (row->queued)
+		return;
+	row->queued = true;
+	row->next = NULL;
+	if (!p->newq_head) {
+		p->newq_head = p->newq_tail = row;
+	} else if (front) {
+		row->next = p->newq_head;
+		p->newq_head = row;
+	} else {
+		p->newq_tail->next = row;
+		p->newq_tail = row;
+	}
+}
+
+void gn_dl_msg_queue(struct gn_dl *dl, struct gn_txmsg *m)
+{
+	u32 r, i;
+
+	m->left = 0;
+	for (r = 0; r < m->rows; r++) {
+		int peer = row_peer(m, r);
+		struct gn_txrow *row = &m->row[r];
+		struct gn_event ev = { .type = GN_EV_MSG, .phase = m->phase,
+				       .peer = peer, .tensor = m->tensor,
+				       .raw_bytes = m->raw_bytes,
+				       .stream_bytes = m->stream_bytes,
+				       .flow = m->flow };
+
+		row->unacked = 0;
+		row->next_new = m->npkts;
+		row->done = true;
+		if (peer == dl->rank || dl->peers[peer].dead || !m->npkts)
+			continue;
+		for (i = 0; i < m->npkts; i++)
+			*pkt_of(m, r, i) = (struct gn_txpkt){ .m = m, .i = i,
+							      .row = (u16)r };
+		row->unacked = m->npkts;
+		row->next_new = 0;
+		row->done = false;
+		m->left++;
+		if (!m->ctl)
+			gn_dl_account(dl, &ev);
+		newq_add(&dl->peers[peer], row, m->ctl);
+	}
+	if (!m->left) {
+		gn_dl_msg_clear(dl, m);
+		return;
+	}
+	m->busy = true;
+	dl->busy_msgs++;
+	gn_dl_msg_hash_add(dl, m);
+}
+
+/* Row @r of @m owes nothing any more: its packets leave the flight list. */
+static void row_done(struct gn_dl *dl, struct gn_txmsg *m, u32 r)
+{
+	struct gn_peer *p = &dl->peers[row_peer(m, r)];
+	struct gn_txrow *row = &m->row[r];
+	u32 i;
+
+	if (row->done)
+		return;
+	row->done = true;
+	for (i = 0; i < row->next_new; i++) {
+		struct gn_txpkt *q = pkt_of(m, r, i);
+
+		if (q->acked)
+			continue;
+		fly_unlink(p, q);
+		if (!m->ctl && p->inflight)
+			p->inflight--;
+	}
+	row->unacked = 0;
+	row->next_new = m->npkts;
+	if (m->left && !--m->left)
+		gn_dl_msg_clear(dl, m);
+}
+
+void gn_dl_msg_cancel(struct gn_dl *dl, struct gn_txmsg *m)
+{
+	u32 r;
+
+	for (r = 0; r < m->rows && m->busy; r++)
+		row_done(dl, m, r);
+}
+
+/*
+ * Give the packets back to the transport. A busy message is done (or
+ * cancelled) first; a control message goes back on the free list.
+ */
+void gn_dl_msg_clear(struct gn_dl *dl, struct gn_txmsg *m)
+{
+	u32 i;
+
+	if (m->busy) {
+		if (m->left) {
+			gn_dl_msg_cancel(dl, m);
+			return;	/* row_done() came back here */
+		}
+		m->busy = false;
+		dl->busy_msgs--;
+		gn_dl_msg_hash_del(dl, m);
+	}
+	for (i = 0; i < m->npkts; i++)
+		if (m->pkt[i]) {
+			gn_dl_buf_put(dl, m->pkt[i]);
+			m->pkt[i] = NULL;
+		}
+	m->npkts = 0;
+	if (m->ctl && !m->owner) {
+		m->owner = dl;	/* marks it free */
+		m->hnext = dl->ctrl_free;
+		dl->ctrl_free = m;
+	}
+}
+
+/*
+ * A control message: one packet, sent and retransmitted like data, but
+ * ahead of data and outside the window; acknowledged by its sequence.
+ */
+int gn_dl_ctrl_send(struct gn_dl *dl, int peer, u8 kind, u8 flags,
+		    u32 tensor, u32 stepno, u8 codec, u64 value, u32 extra)
+{
+	struct gn_peer *p = &dl->peers[peer];
+	struct gn_wire_ctrl wc = { .kind = kind, .flags = flags,
+				   .value = value, .extra = extra };
+	struct gn_txmsg *m = dl->ctrl_free;
+	struct gn_wire_hdr h;
+	struct gn_buf *b;
+
+	if (m) {
+		dl->ctrl_free = m->hnext;
+		m->hnext = NULL;
+	} else {
+		m = gn_dl_msg_new(dl, 1, 1);
+		if (!m)
+			return -ENOMEM;
+		m->ctl = true;
+	}
+	m->owner = NULL;
+	b = gn_dl_buf(dl);
+	if (!b) {
+		gn_dl_msg_clear(dl, m);
+		return -ENOMEM;
+	}
+	wc.seq = ++p->ctrl_seq;
+	gn_dl_hdr_init(dl, &h, GN_PKT_CTRL, peer);
+	h.tensor = tensor;
+	h.step = stepno;
+	h.codec = codec;
+	gn_wire_hdr_put(&h, b->data);
+	gn_wire_ctrl_put(&wc, b->data);
+	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN, peer);
+	m->pkt[0] = b;
+	m->npkts = 1;
+	m->to = (u16)peer;
+	m->phase = GN_PHASE_CTRL;
+	m->tensor = (u32)peer;
+	m->stepno = wc.seq;
+	m->chunk_off = 0;
+	gn_dl_msg_queue(dl, m);
+	return 0;
+}
+
+/* ---- the pump -------------------------------------------------------------- */
+
+static u64 rto_of(const struct gn_peer *p)
+{
+	return p->rto_ns > RTO_FLOOR_NS ? p->rto_ns : RTO_FLOOR_NS;
+}
+
+static enum due due(const struct gn_dl *dl, const struct gn_peer *p,
+		    const struct gn_txpkt *q)
+{
+	u64 reo = p->srtt_ns / 4 > REORDER_MIN_NS ? p->srtt_ns / 4 :
+						     REORDER_MIN_NS;
+
+	if (q->sent_ns + reo < p->rack_ns)
+		return DUE_LOST;
+	return dl->now_ns - q->sent_ns >= rto_of(p) ? DUE_TIMEOUT : NOT_DUE;
+}
+
+/*
+ * Losses shrink the window once per round trip: by half after a timeout,
+ * a little after a loss that later packets revealed (random loss on a
+ * lossy link is not always congestion).
+ */
+static void shrink(struct gn_dl *dl, struct gn_peer *p, enum due why)
+{
+	/* x 1/2, or x 17/20 */
+	u64 cut = why == DUE_TIMEOUT ? p->cwnd / 2 : p->cwnd / 20 * 17;
+
+	if (dl->now_ns - p->last_loss_ns < p->srtt_ns)
+		return;
+	p->cwnd = cut < CWND_MIN ? CWND_MIN : cut;
+	p->ssthresh = p->cwnd;
+	p->last_loss_ns = dl->now_ns;
+}
+
+static bool window_open(const struct gn_peer *p)
+{
+	return (u64)p->inflight * GN_CWND_ONE < p->cwnd;
+}
+
+/* A row may send: its receiver has what it needs to take the packets. */
+static bool row_open(const struct gn_txrow *row, int peer)
+{
+	return row->m->busy && row->next_new < row->m->npkts &&
+	       (!row->m->gate || row->m->gate[peer]);
+}
+
+static void newq_unlink(struct gn_peer *p, struct gn_txrow *prev,
+			struct gn_txrow *row)
+{
+	if (prev)
+		prev->next = row->next;
+	else
+		p->newq_head = row->next;
+	if (p->newq_tail == row)
+		p->newq_tail = prev;
+	row->next = NULL;
+	row->queued = false;
+}
+
+/* What is due to @p: lost and timed-out packets first, then new ones. */
+static int collect(struct gn_dl *dl, struct gn_peer *p)
+{
+	struct gn_txrow *prev = NULL, *row, *next;
+	struct gn_txpkt *q;
+	int n = 0;
+
+	for (q = p->fly_head; q && n < GN_TX_BATCH; q = q->next) {
+		enum due why = due(dl, p, q);
+
+		if (why == NOT_DUE)
+			break;
+		dl->tx[n] = q->m->pkt[q->i];
+		dl->tx_pend[n] = q;
+		dl->tx_why[n++] = (u8)why;
+	}
+	for (row = p->newq_head; row && n < GN_TX_BATCH; row = next) {
+		struct gn_txmsg *m = row->m;
+
+		next = row->next;
+		if (!m->busy || row->next_new >= m->npkts) {
+			newq_unlink(p, prev, row);	/* nothing left to send */
+			continue;
+		}
+		if (!row_open(row, p->rank)) {
+			prev = row;	/* gated: its receiver is not ready */
+			continue;
+		}
+		while (row->next_new < m->npkts && n < GN_TX_BATCH &&
+		       (m->ctl || window_open(p))) {
+			q = pkt_of(m, (u32)(row - m->row), row->next_new++);
+			dl->tx[n] = m->pkt[q->i];
+			dl->tx_pend[n] = q;
+			dl->tx_why[n++] = DUE_NEW;
+			if (!m->ctl)
+				p->inflight++;
+		}
+		if (!m->ctl && !window_open(p))
+			break;
+		prev = row;
+	}
+	return n;
+}
+
+static void sent_one(struct gn_dl *dl, struct gn_peer *p, struct gn_txpkt *q,
+		     enum due why)
+{
+	struct gn_txmsg *m = q->m;
+	struct gn_event ev = { .type = m->ctl ? GN_EV_TX_CTL : GN_EV_TX,
+			       .phase = m->phase, .peer = p->rank,
+			       .tensor = m->tensor, .flow = m->flow,
+			       .wire_bytes = m->pkt[q->i]->len };
+
+	if (why != DUE_NEW) {
+		fly_unlink(p, q);
+		shrink(dl, p, why);
+		q->again = 1;
+		ev.again = true;
+	}
+	q->sent_ns = dl->now_ns;
+	fly_append(p, q);
+	gn_dl_account(dl, &ev);
+}
+
+/* A packet the transport did not take: it is due again next time. */
+static void unsent_one(struct gn_dl *dl, struct gn_peer *p,
+		       struct gn_txpkt *q, enum due why)
+{
+	struct gn_txmsg *m = q->m;
+	struct gn_txrow *row = &m->row[q->row];
+
+	(void)dl;
+	if (why != DUE_NEW)
+		return;
+	if (q->i < row->next_new)
+		row->next_new = q->i;
+	if (!m->ctl && p->inflight)
+		p->inflight--;
+	newq_add(p, row, true);
+}
+
+/* Send what is due to every peer. */
+void gn_dl_pump(struct gn_dl *dl)
+{
+	int i;
+
+	for (i = 0; i < dl->world; i++) {
+		struct gn_peer *p = &dl->peers[i];
+		int n, sent, k;
+
+		if (i == dl->rank || p->dead)
+			continue;
+		n = collect(dl, p);
+		if (!n)
+			continue;
+		for (k = 0; k < n; k++)
+			dl->tx[k]->peer = (u16)i;
+		sent = dl->tp->ops->send(dl->tp->state, dl->tx, n);
+		if (sent < 0)
+			sent = 0;
+		for (k = 0; k < n; k++) {
+			if (k < sent)
+				sent_one(dl, p, dl->tx_pend[k], dl->tx_why[k]);
+			else
+				unsent_one(dl, p, dl->tx_pend[k], dl->tx_why[k]);
+		}
+	}
+}
+
+/* The earliest time something may be due, for the sleep. */
+u64 gn_dl_tx_deadline(struct gn_dl *dl)
+{
+	u64 t = ~0ull;
+	int i;
+
+	for (i = 0; i < dl->world; i++) {
+		struct gn_peer *p = &dl->peers[i];
+		struct gn_txrow *row;
+
+		if (i == dl->rank || p->dead)
+			continue;
+		if (p->fly_head) {
+			u64 at = p->fly_head->sent_ns + rto_of(p);
+
+			if (due(dl, p, p->fly_head) != NOT_DUE)
+				return dl->now_ns;
+			t = at < t ? at : t;
+		}
+		for (row = p->newq_head; row; row = row->next)
+			if (row_open(row, i) && (row->m->ctl || window_open(p)))
+				return dl->now_ns;
+	}
+	return t;
+}
+
+void gn_dl_drop_peer(struct gn_dl *dl, int peer)
+{
+	struct gn_peer *p = &dl->peers[peer];
+	u32 i;
+
+	/* Every busy message is in the table; rows to @peer end. */
+	for (i = 0; i <= dl->msg_mask; i++) {
+		struct gn_txmsg *m = dl->msg_tab[i], *next;
+
+		for (; m; m = next) {
+			next = m->hnext;
+			if (m->to == GN_RANK_ALL)
+				row_done(dl, m, (u32)peer);
+			else if (m->to == peer)
+				row_done(dl, m, 0);
+		}
+	}
+	p->newq_head = p->newq_tail = NULL;
+	p->fly_head = p->fly_tail = NULL;
+	p->inflight = 0;
+}
+
+/* ---- acknowledgements in ------------------------------------------------------ */
+
+void gn_dl_peer_rtt(struct gn_peer *p, u64 sample_ns);
+
+static void acked_one(struct gn_dl *dl, struct gn_peer *p, struct gn_txmsg *m,
+		      u32 r, u32 i)
+{
+	struct gn_txpkt *q = pkt_of(m, r, i);
+	u64 sent = q->sent_ns;
+
+	if (q->acked || i >= m->row[r].next_new)
+		return;
+	q->acked = 1;
+	fly_unlink(p, q);
+	m->row[r].unacked--;
+	/* Which send an acknowledgement answers is only clear for one send. */
+	if (!q->again && sent && dl->now_ns > sent) {
+		gn_dl_peer_rtt(p, dl->now_ns - sent);
+		if (sent > p->rack_ns)
+			p->rack_ns = sent;
+	}
+	if (m->ctl)
+		return;
+	if (p->inflight)
+		p->inflight--;
+	/* Doubling per round trip up to ssthresh, then one packet per trip. */
+	p->cwnd += p->cwnd < p->ssthresh ? GN_CWND_ONE :
+		   GN_CWND_ONE * GN_CWND_ONE / p->cwnd;
+	if (p->cwnd > CWND_MAX)
+		p->cwnd = CWND_MAX;
+}
+
+static void ack_entry_in(struct gn_dl *dl, struct gn_peer *p,
+			 const struct gn_wire_ack *a, const u8 *bits)
+{
+	struct gn_txmsg *m = gn_dl_msg_find(dl, p->rank, a->tensor, a->step,
+					    a->phase, a->chunk_off);
+	u32 r, i;
+
+	if (!m || m->npkts != a->npkts)
+		return;	/* old news */
+	r = m->to == GN_RANK_ALL ? (u32)p->rank : 0;
+	if (m->row[r].done)
+		return;
+	if (a->base == a->npkts) {
+		row_done(dl, m, r);
+		return;
+	}
+	for (i = 0; i < (u32)a->bytes * 8 && a->base + i < a->npkts; i++)
+		if (bits[i / 8] >> (i % 8) & 1)
+			acked_one(dl, p, m, r, a->base + i);
+	if (!m->row[r].unacked)
+		row_done(dl, m, r);
+}
+
+/* Every entry is checked before any is applied. */
+void gn_dl_ack_in(struct gn_dl *dl, struct gn_peer *p,
+		  const struct gn_wire_hdr *h, const u8 *pkt)
+{
+	const u8 *body = pkt + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN, *at;
+	unsigned int entries, k;
+	struct gn_wire_ack a;
+	size_t left;
+	int len;
+
+	if (gn_wire_ack_get(pkt, h, &entries))
+		goto bad;
+	for (k = 0, at = body, left = h->body_len; k < entries; k++) {
+		len = gn_wire_ack_entry_get(at, left, &a);
+		if (len < 0)
+			goto bad;
+		at += len;
+		left -= (size_t)len;
+	}
+	if (left)
+		goto bad;
+	for (k = 0, at = body, left = h->body_len; k < entries; k++) {
+		len = gn_wire_ack_entry_get(at, left, &a);
+		ack_entry_in(dl, p, &a, at + GN_WIRE_ACK_ENTRY);
+		at += len;
+		left -= (size_t)len;
+	}
+	return;
+bad:
+	gn_dl_drop(dl, p, GN_DROP_MALFORMED);
+}
+
+void gn_dl_ctrl_ack_in(struct gn_dl *dl, struct gn_peer *p,
+		       const struct gn_wire_hdr *h, const u8 *pkt)
+{
+	struct gn_wire_ctrl_ack a;
+	struct gn_txmsg *m;
+
+	if (gn_wire_ctrl_ack_get(pkt, h, &a)) {
+		gn_dl_drop(dl, p, GN_DROP_MALFORMED);
+		return;
+	}
+	m = gn_dl_msg_find(dl, p->rank, (u32)p->rank, a.seq, GN_PHASE_CTRL, 0);
+	if (!m || !m->ctl)
+		return;
+	acked_one(dl, p, m, 0, 0);
+	if (!m->row[0].unacked)
+		row_done(dl, m, 0);
+}
