@@ -24,16 +24,8 @@
 #include "mem.h"
 #include "core/scenario.h"
 
-#if __has_include("golden/core_hashes.h")
 #include "golden/core_hashes.h"
 #define GOLDEN_CASES ((int)(sizeof(gn_core_golden) / sizeof(gn_core_golden[0])))
-#else
-/* Before the first core_test --print: every comparison fails. */
-#define GN_CORE_GOLDEN_DESC "(no tests/golden/core_hashes.h yet)"
-static const struct { const char *name; uint64_t hash[GN_SCN_STEPS]; }
-	gn_core_golden[1];
-#define GOLDEN_CASES 0
-#endif
 
 /* Our own main() below takes --print first, then hands over. */
 #define main harness_main
