@@ -53,17 +53,91 @@ static void libc_idle(void *arg, uint64_t until_ns)
 	nanosleep(&ts, NULL);
 }
 
-/* The scenario over the fabric with the libc env. Return: 0 or -errno. */
-static int run_scenario(struct gn_scn_result *res)
+/*
+ * The libc env, counting allocations: after the first step of a case the
+ * core allocates nothing (everything was sized at open and registration).
+ */
+struct counting_env {
+	struct gn_env_libc libc;
+	struct gn_env env;
+	uint64_t allocs;
+	uint64_t at_step[GN_SCN_CASES][GN_SCN_STEPS];
+};
+
+static void *count_alloc(void *arg, size_t bytes)
 {
-	struct gn_scn_hooks hooks = { .idle = libc_idle };
-	struct gn_env_libc e;
+	struct counting_env *c = arg;
+
+	c->allocs++;
+	return c->libc.env.ops->alloc(c->libc.env.priv, bytes);
+}
+
+static void count_free(void *arg, void *p)
+{
+	struct counting_env *c = arg;
+
+	c->libc.env.ops->free(c->libc.env.priv, p);
+}
+
+static uint64_t count_now(void *arg)
+{
+	(void)arg;
+	return gn_env_libc_now();
+}
+
+static void count_lock(void *arg)
+{
+	struct counting_env *c = arg;
+
+	c->libc.env.ops->lock(c->libc.env.priv);
+}
+
+static void count_unlock(void *arg)
+{
+	struct counting_env *c = arg;
+
+	c->libc.env.ops->unlock(c->libc.env.priv);
+}
+
+static void count_wake(void *arg)
+{
+	struct counting_env *c = arg;
+
+	c->libc.env.ops->wake(c->libc.env.priv);
+}
+
+static int count_random(void *arg, void *buf, size_t len)
+{
+	struct counting_env *c = arg;
+
+	return c->libc.env.ops->random(c->libc.env.priv, buf, len);
+}
+
+static const struct gn_env_ops counting_ops = {
+	.alloc = count_alloc, .free = count_free, .now_ns = count_now,
+	.lock = count_lock, .unlock = count_unlock, .wake = count_wake,
+	.random = count_random,
+};
+
+static void count_step_end(void *arg, int kase, int step)
+{
+	struct counting_env *c = arg;
+
+	c->at_step[kase][step] = c->allocs;
+}
+
+/* The scenario over the fabric with the libc env. Return: 0 or -errno. */
+static int run_scenario(struct gn_scn_result *res, struct counting_env *c)
+{
+	struct gn_scn_hooks hooks = { .idle = libc_idle,
+				      .step_end = count_step_end, .arg = c };
 	int err;
 
-	memset(res, 0, sizeof(*res));
-	gn_env_libc_init(&e);
-	err = gn_scn_run(&e.env, &hooks, res);
-	gn_env_libc_destroy(&e);
+	gn_env_libc_init(&c->libc);
+	c->env.ops = &counting_ops;
+	c->env.priv = c;
+	err = gn_scn_run(&c->env, &hooks, res);
+	gn_env_libc_destroy(&c->libc);
 	return err;
 }
 
@@ -226,11 +300,13 @@ FIXTURE_TEARDOWN(core)
 TEST_F_TIMEOUT(core, scenario_matches_golden, 240)
 {
 	struct gn_scn_result *res = calloc(1, sizeof(*res));
+	struct counting_env *c = calloc(1, sizeof(*c));
 	char why[512];
 	int err, k;
 
 	ASSERT_NE(NULL, res);
-	err = run_scenario(res);
+	ASSERT_NE(NULL, c);
+	err = run_scenario(res, c);
 	describe_failure(res, err, why, sizeof(why));
 	ASSERT_EQ(0, err) TH_LOG("%s", why);
 	for (k = 0; k < GN_SCN_CASES; k++) {
@@ -247,6 +323,15 @@ TEST_F_TIMEOUT(core, scenario_matches_golden, 240)
 		       (unsigned long long)res->dup_drops[k]);
 	}
 	check_golden(_metadata, res->hash);
+	/* Steps repeat with the same shapes: none allocates after the first. */
+	for (k = 0; k < GN_SCN_CASES; k++) {
+		uint64_t more = c->at_step[k][GN_SCN_STEPS - 1] - c->at_step[k][0];
+		const char *name = gn_scn_cases[k].name;
+
+		ASSERT_EQ(0, more) TH_LOG("%s: %llu allocations in steps 2..%d",
+					  name, (unsigned long long)more, GN_SCN_STEPS);
+	}
+	free(c);
 	free(res);
 }
 
@@ -269,11 +354,12 @@ TEST_HARNESS_MAIN
 static int print_golden(void)
 {
 	static struct gn_scn_result res;
+	static struct counting_env cenv;
 	uint64_t udp[GN_SCN_CASES][GN_SCN_STEPS];
 	char why[512];
 	int k, step, err;
 
-	err = run_scenario(&res);
+	err = run_scenario(&res, &cenv);
 	if (err) {
 		describe_failure(&res, err, why, sizeof(why));
 		fprintf(stderr, "core_test: scenario: %s\n", why);

@@ -397,8 +397,11 @@ static int scn_case(const struct gn_env *env, const struct gn_scn_hooks *hooks,
 		err = scn_poll_until(&c, SCN_HANDSHAKE, -1, errs);
 	if (!err)
 		err = scn_register(&c);
-	for (step = 0; !err && step < GN_SCN_STEPS; step++)
+	for (step = 0; !err && step < GN_SCN_STEPS; step++) {
 		err = scn_step(&c, step);
+		if (!err && hooks->step_end)
+			hooks->step_end(hooks->arg, kase, step);
+	}
 	/* Every rank's last results acknowledged before anyone leaves. */
 	if (!err)
 		err = scn_unregister(&c);

@@ -49,6 +49,8 @@ struct gn_scn_hooks {
 	 * due at once, only give the CPU away if others want it.
 	 */
 	void (*idle)(void *arg, u64 until_ns);
+	/* Optional: step @step of case @kase ended on every rank. */
+	void (*step_end)(void *arg, int kase, int step);
 	void *arg;
 };
 
