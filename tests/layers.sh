@@ -8,7 +8,8 @@
 # upcalls go through tables the upper layer registers, which this cannot
 # see and does not need to. And the protocol core (lib/delivery,
 # lib/collective, lib/codec, lib/wire, lib/transport/mem.c) includes no
-# system header: only gn_deps.h and env.h reach the environment.
+# system header: only gn_deps.h and env.h reach the environment; and the
+# kernel module (Kbuild) links all of it.
 #
 # usage: layers.sh LIBGRADNET_A SOURCE_ROOT
 
@@ -38,7 +39,7 @@ nm -A --undefined-only "$lib" 2>/dev/null |
 	awk '{ split($1, a, ":"); print $NF, a[2] }' | sort -u >"$tmp/uses"
 
 echo "TAP version 13"
-echo "1..3"
+echo "1..4"
 
 members=$(ar t "$lib")
 unknown=""
@@ -81,4 +82,18 @@ if [ -z "$sys" ]; then
 else
 	echo "not ok 3 - system headers in the core"
 	echo "$sys" | sed 's/^/# /'
+fi
+
+# The module links the same core: Kbuild lists every source of it.
+missing=""
+for f in "$src"/lib/delivery/*.c "$src"/lib/collective/*.c "$src"/lib/codec/*.c \
+	"$src"/lib/wire/*.c "$src/lib/transport/mem.c"; do
+	o=${f#"$src"/}
+	o=${o%.c}.o
+	grep -q "$o" "$src/Kbuild" || missing="$missing $o"
+done
+if [ -z "$missing" ]; then
+	echo "ok 4 - Kbuild links every file of the core"
+else
+	echo "not ok 4 - Kbuild lacks:$missing"
 fi
