@@ -9,6 +9,7 @@
 
 #include "core.h"
 #include "libc.h"
+#include "probes.h"
 #include "udp.h"
 
 #define GN_HIDDEN __attribute__((visibility("hidden")))
@@ -17,6 +18,7 @@
 struct gn_drv {
 	struct gn_env_libc env;
 	struct gn_transport tp;
+	struct gn_probe_flow probe;	/* the USDT probes' flow */
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
