@@ -605,6 +605,8 @@ static void ctx_destroy(struct gn_ctx *ctx, struct gn_drv *d)
 {
 	if (ctx)
 		gn_drv_stop(ctx);
+	if (ctx && gn_test_hooks && gn_test_hooks->closed)
+		gn_test_hooks->closed(ctx);
 	gn_core_free(ctx);
 	if (d->tp.ops)
 		d->tp.ops->close(d->tp.state);

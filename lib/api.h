@@ -37,11 +37,14 @@ int gn_opts_check(const void *opts, size_t sz, size_t known) GN_HIDDEN;
  * @open: after the transport opened, before the core does: may change
  *	@conf (the wire version) or wrap @tp; -errno and a message fail it
  * @session: the session key was derived from @info
+ * @closed: the progress thread stopped, the core not yet freed: @ctx's
+ *	counters are final (gn_stats_ctx() may read them)
  */
 struct gn_test_hooks {
 	int (*open)(struct gn_core_conf *conf, struct gn_transport *tp,
 		    char *msg, size_t len);
 	void (*session)(const u8 *info, size_t len);
+	void (*closed)(struct gn_ctx *ctx);
 };
 
 extern const struct gn_test_hooks *gn_test_hooks GN_HIDDEN;
