@@ -10,6 +10,8 @@
 #    packet can change them): packets, bytes, retransmits, drops by reason
 #  - each host's egress, as tc parsed it, equals what its rank sent, and
 #    the datagrams that never arrived are exactly the ones gn-loss dropped
+#  - a job with duplication and reordering in the senders (GN_TEST_FAULTS):
+#    the receivers' drops by reason match too
 #  - bpftool prints the pinned map with named fields
 #  - a second job on libgradnet.so itself (attach --lib) is its own flows
 #  - detach leaves nothing pinned and no program attached
@@ -61,14 +63,15 @@ for ((k = 0; k < WORLD; k++)); do
 done
 
 echo "TAP version 13"
-echo "1..14"
+echo "1..17"
 
-# run_job NAME BIN JOB: every rank in its host; false if one fails.
+# run_job NAME BIN JOB [FAULTS]: every rank in its host; false if one fails.
 run_job() {
-	local name=$1 bin=$2 job=$3 k ok=1
+	local name=$1 bin=$2 job=$3 faults=${4:-} k ok=1
 
 	for ((k = 0; k < WORLD; k++)); do
 		ip netns exec "$(gn_host_ns "$k")" env GN_RANK="$k" \
+			${faults:+GN_TEST_FAULTS=$faults,seed=$((k + 1))} \
 			GN_WORLD_SIZE="$WORLD" GN_PEERS="$PEERS" GN_KEY="$KEY" \
 			GN_JOB="$job" GN_TIMEOUT_MS=10000 \
 			GN_TEST_STATS_FILE="$tmp/$name.$k.stats" \
@@ -124,6 +127,24 @@ TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" wire "$tmp/dump.json" \
 cat "$tmp/tap"
 testno=$((testno + WORLD + 1))
 failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+
+# ---- duplicates and reordering: drops by reason -------------------------------------
+
+JOB3=$((JOB + 2))
+ok=1
+run_job dup "$RANK_TEST" "$JOB3" "dup=0.05,reorder=0.1" || ok=0
+"$STAT" dump --json >"$tmp/dump3.json" || ok=0
+[ "$ok" -eq 1 ] || gn_diag "the job with duplicates or the dump failed"
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" usdt "$tmp/dump3.json" \
+	"$JOB3" "$tmp"/dup.*.stats >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + WORLD))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+# Duplicates were really dropped, or the drop counts proved nothing.
+grep -q '"drops": \[0, 0, 0, 0, 0, [0-9]*, [1-9]' "$tmp"/dup.*.stats || {
+	gn_diag "no rank dropped a duplicate: $(cat "$tmp"/dup.*.stats)"
+	failed=$((failed + 1))
+}
 
 # ---- bpftool reads the map by itself -----------------------------------------------
 
