@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "gradnet_stat.h"
 
 static __thread char open_errmsg[GN_ERRMSG_LEN];
 
@@ -567,6 +568,12 @@ static int ctx_start(struct open_args *a, struct gn_drv *d, struct gn_ctx **out)
 	if (r)
 		return open_fail(r, "cannot bind %s: %s", a->names[a->conf.rank],
 				 strerror(-r));
+	/* Every packet event fires a USDT probe (lib/probes.c). */
+	d->probe = (struct gn_probe_flow){ .job = a->conf.job,
+					   .rank = (u64)a->conf.rank,
+					   .transport = GN_STAT_TRANSPORT_UDP };
+	a->conf.account = gn_probe_account;
+	a->conf.account_arg = &d->probe;
 	if (gn_test_hooks && gn_test_hooks->open) {
 		char msg[GN_ERRMSG_LEN] = "";
 
@@ -598,6 +605,8 @@ static void ctx_destroy(struct gn_ctx *ctx, struct gn_drv *d)
 {
 	if (ctx)
 		gn_drv_stop(ctx);
+	if (ctx && gn_test_hooks && gn_test_hooks->closed)
+		gn_test_hooks->closed(ctx);
 	gn_core_free(ctx);
 	if (d->tp.ops)
 		d->tp.ops->close(d->tp.state);

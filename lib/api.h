@@ -9,6 +9,7 @@
 
 #include "core.h"
 #include "libc.h"
+#include "probes.h"
 #include "udp.h"
 
 #define GN_HIDDEN __attribute__((visibility("hidden")))
@@ -17,6 +18,7 @@
 struct gn_drv {
 	struct gn_env_libc env;
 	struct gn_transport tp;
+	struct gn_probe_flow probe;	/* the USDT probes' flow */
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
@@ -35,11 +37,14 @@ int gn_opts_check(const void *opts, size_t sz, size_t known) GN_HIDDEN;
  * @open: after the transport opened, before the core does: may change
  *	@conf (the wire version) or wrap @tp; -errno and a message fail it
  * @session: the session key was derived from @info
+ * @closed: the progress thread stopped, the core not yet freed: @ctx's
+ *	counters are final (gn_stats_ctx() may read them)
  */
 struct gn_test_hooks {
 	int (*open)(struct gn_core_conf *conf, struct gn_transport *tp,
 		    char *msg, size_t len);
 	void (*session)(const u8 *info, size_t len);
+	void (*closed)(struct gn_ctx *ctx);
 };
 
 extern const struct gn_test_hooks *gn_test_hooks GN_HIDDEN;

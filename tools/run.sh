@@ -31,8 +31,8 @@ PACKAGES=(
 	python3-torch python3-pytest
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
 	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod
-	iproute2 libbpf-dev bpftool openmpi-bin libopenmpi-dev
-	libdpdk-dev
+	iproute2 libbpf-dev libelf-dev bpftool systemtap-sdt-dev
+	openmpi-bin libopenmpi-dev libdpdk-dev
 )
 
 install_missing() {

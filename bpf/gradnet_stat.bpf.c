@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gradnet_stat.bpf.c - per-flow statistics of gradnet jobs.
+ *
+ * Uprobes on libgradnet's USDT probes (lib/probes.c) fold what the
+ * library counted into gn_flows, and step ends into gn_step_hist; a tc
+ * program on clsact ingress and egress parses Ethernet, IPv4, UDP and the
+ * gradnet common header and counts what really crossed an interface into
+ * gn_wire. The three maps are pinned by name under /sys/fs/bpf/gradnet,
+ * so every load by gradnet-stat (one per attach) shares them.
+ *
+ * The probes' arguments are registers (the library is built with
+ * STAP_SDT_ARG_CONSTRAINT=nr); gradnet-stat reads the note of each probe
+ * and passes, as the uprobe's BPF cookie, which pt_regs slot holds each
+ * argument: 5 bits per argument, argument i at bits [5i, 5i + 5).
+ */
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/pkt_cls.h>
+#include <linux/ptrace.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "gradnet_stat.h"
+
+#define GN_STAT_MAX_FLOWS	16384
+#define GN_STAT_MAX_HISTS	1024
+/* Largest UDP GSO send: the kernel's UDP_MAX_SEGMENTS. */
+#define GN_STAT_MAX_SEGS	128
+
+/* The gradnet common header's fields (include/gradnet/wire.h). */
+#define GN_MAGIC_LO		0x47
+#define GN_MAGIC_HI		0x4e
+#define GN_PKT_DATA		2
+#define GN_HDR_LEN		24
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, GN_STAT_MAX_FLOWS);
+	__type(key, struct gn_stat_key);
+	__type(value, struct gn_stat_flow);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} gn_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, GN_STAT_MAX_FLOWS);
+	__type(key, struct gn_stat_wire_key);
+	__type(value, struct gn_stat_wire);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} gn_wire SEC(".maps");
+
+/* Step ends are rare: one shared value, atomic adds, one line in bpftool. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GN_STAT_MAX_HISTS);
+	__type(key, struct gn_stat_hist_key);
+	__type(value, struct gn_stat_hist);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} gn_step_hist SEC(".maps");
+
+/* Set by gradnet-stat before load: the cookie of the attached device's netns. */
+const volatile __u64 gn_netns_cookie = 0;
+
+static const struct gn_stat_flow zero_flow;
+static const struct gn_stat_wire zero_wire;
+static const struct gn_stat_hist zero_hist;
+
+/* Argument @i of the probe that fired: the pt_regs slot the cookie names. */
+static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 cookie, int i)
+{
+	__u64 slot = (cookie >> (5 * i)) & 31, v = 0;
+
+	if (slot >= sizeof(struct pt_regs) / 8)
+		return 0;
+	bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + slot * 8);
+	return v;
+}
+
+static __always_inline void *lookup_or_init(void *map, const void *key,
+					    const void *zero)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	/* Another CPU may have added it meanwhile: then NOEXIST fails, fine. */
+	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
+/*
+ * The flow of an event from this rank (args job, rank, peer...): sent
+ * (@rx false) from rank to peer, or received from peer by rank.
+ */
+static __always_inline struct gn_stat_flow *
+flow_of(__u64 job, __u64 rank, __u64 peer, __u64 tensor, __u64 phase,
+	__u64 transport, bool rx)
+{
+	struct gn_stat_key k = {
+		.job = job,
+		.src = rx ? peer : rank,
+		.dst = rx ? rank : peer,
+		.tensor = tensor,
+		.phase = phase,
+		.transport = transport,
+	};
+
+	return lookup_or_init(&gn_flows, &k, &zero_flow);
+}
+
+/* gradnet:msg job rank peer tensor phase transport raw_bytes stream_bytes */
+SEC("uprobe")
+int gn_usdt_msg(struct pt_regs *ctx)
+{
+	__u64 c = bpf_get_attach_cookie(ctx);
+	struct gn_stat_flow *f;
+
+	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
+		    usdt_arg(ctx, c, 2), usdt_arg(ctx, c, 3),
+		    usdt_arg(ctx, c, 4), usdt_arg(ctx, c, 5), false);
+	if (!f)
+		return 0;
+	f->messages++;
+	f->raw_bytes += usdt_arg(ctx, c, 6);
+	f->stream_bytes += usdt_arg(ctx, c, 7);
+	return 0;
+}
+
+/* gradnet:tx job rank peer tensor phase transport wire_bytes again */
+SEC("uprobe")
+int gn_usdt_tx(struct pt_regs *ctx)
+{
+	__u64 c = bpf_get_attach_cookie(ctx);
+	struct gn_stat_flow *f;
+
+	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
+		    usdt_arg(ctx, c, 2), usdt_arg(ctx, c, 3),
+		    usdt_arg(ctx, c, 4), usdt_arg(ctx, c, 5), false);
+	if (!f)
+		return 0;
+	f->tx_packets++;
+	f->tx_wire_bytes += usdt_arg(ctx, c, 6);
+	f->retransmits += usdt_arg(ctx, c, 7) ? 1 : 0;
+	return 0;
+}
+
+/* gradnet:tx_ctl job rank peer transport wire_bytes */
+SEC("uprobe")
+int gn_usdt_tx_ctl(struct pt_regs *ctx)
+{
+	__u64 c = bpf_get_attach_cookie(ctx);
+	struct gn_stat_flow *f;
+
+	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
+		    usdt_arg(ctx, c, 2), 0, GN_STAT_PHASE_CTL,
+		    usdt_arg(ctx, c, 3), false);
+	if (!f)
+		return 0;
+	f->ctl_packets++;
+	f->ctl_bytes += usdt_arg(ctx, c, 4);
+	return 0;
+}
+
+/* gradnet:rx job rank peer tensor phase transport wire_bytes */
+SEC("uprobe")
+int gn_usdt_rx(struct pt_regs *ctx)
+{
+	__u64 c = bpf_get_attach_cookie(ctx);
+	struct gn_stat_flow *f;
+
+	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
+		    usdt_arg(ctx, c, 2), usdt_arg(ctx, c, 3),
+		    usdt_arg(ctx, c, 4), usdt_arg(ctx, c, 5), true);
+	if (!f)
+		return 0;
+	f->rx_packets++;
+	f->rx_wire_bytes += usdt_arg(ctx, c, 6);
+	return 0;
+}
+
+/* gradnet:drop job rank peer transport reason */
+SEC("uprobe")
+int gn_usdt_drop(struct pt_regs *ctx)
+{
+	__u64 c = bpf_get_attach_cookie(ctx);
+	struct gn_stat_flow *f;
+	__u64 reason;
+
+	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
+		    usdt_arg(ctx, c, 2), 0, GN_STAT_PHASE_NONE,
+		    usdt_arg(ctx, c, 3), true);
+	reason = usdt_arg(ctx, c, 4);
+	if (f && reason < GN_STAT_DROPS)
+		f->drops[reason]++;
+	return 0;
+}
+
+/* Bucket k holds [2^k, 2^(k+1)) microseconds; bucket 0 also under 1 us. */
+static __always_inline __u32 log2_bucket(__u64 us)
+{
+	__u32 k = 0;
+	int i;
+
+	for (i = 0; i < GN_STAT_HIST_BUCKETS - 1; i++) {
+		if (us < 2)
+			break;
+		us >>= 1;
+		k++;
+	}
+	return k;
+}
+
+/* gradnet:step job rank tensor transport step ns */
+SEC("uprobe")
+int gn_usdt_step(struct pt_regs *ctx)
+{
+	__u64 c = bpf_get_attach_cookie(ctx);
+	__u64 job = usdt_arg(ctx, c, 0), rank = usdt_arg(ctx, c, 1);
+	__u64 tensor = usdt_arg(ctx, c, 2), transport = usdt_arg(ctx, c, 3);
+	__u64 ns = usdt_arg(ctx, c, 5);
+	struct gn_stat_hist_key hk = {
+		.job = job, .rank = rank, .tensor = tensor,
+		.transport = transport,
+	};
+	struct gn_stat_flow *f;
+	struct gn_stat_hist *h;
+	__u32 b;
+
+	f = flow_of(job, rank, GN_STAT_RANK_ALL, tensor, GN_STAT_PHASE_NONE,
+		    transport, false);
+	if (f) {
+		f->steps++;
+		f->last_step = usdt_arg(ctx, c, 4);
+		f->step_ns += ns;
+	}
+	h = lookup_or_init(&gn_step_hist, &hk, &zero_hist);
+	b = log2_bucket(ns / 1000);
+	if (h && b < GN_STAT_HIST_BUCKETS)
+		__sync_fetch_and_add(&h->count[b], 1);
+	return 0;
+}
+
+/* ---- tc: what crossed the wire ------------------------------------------ */
+
+/* Offset of the UDP payload, or -1 if @skb is not an unfragmented IPv4 UDP head. */
+static __always_inline int udp_payload(struct __sk_buff *skb)
+{
+	struct iphdr ip;
+	__be16 proto;
+
+	if (bpf_skb_load_bytes(skb, offsetof(struct ethhdr, h_proto),
+			       &proto, sizeof(proto)) ||
+	    proto != bpf_htons(ETH_P_IP))
+		return -1;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)))
+		return -1;
+	if (ip.protocol != IPPROTO_UDP || ip.ihl < 5 ||
+	    (ip.frag_off & bpf_htons(0x1fff | 0x2000)))
+		return -1;
+	return ETH_HLEN + ip.ihl * 4 + sizeof(struct udphdr);
+}
+
+/* Count the gradnet datagram of @len bytes at @off; false if it is none. */
+static __always_inline bool count_datagram(struct __sk_buff *skb, __u32 off,
+					   __u32 len, __u64 egress, bool first)
+{
+	struct gn_stat_wire_key k = {
+		.ifindex = skb->ifindex,
+		.netns = gn_netns_cookie,
+		.egress = egress,
+	};
+	struct gn_stat_wire *w;
+	__u8 h[GN_HDR_LEN];
+
+	if (len < GN_HDR_LEN || bpf_skb_load_bytes(skb, off, h, sizeof(h)))
+		return false;
+	if (h[0] != GN_MAGIC_LO || h[1] != GN_MAGIC_HI)
+		return false;
+	k.src = h[4] | (__u64)h[5] << 8;
+	k.dst = h[6] | (__u64)h[7] << 8;
+	k.job = h[8] | (__u64)h[9] << 8 | (__u64)h[10] << 16 |
+		(__u64)h[11] << 24;
+	if (h[3] == GN_PKT_DATA) {
+		k.tensor = h[12] | (__u64)h[13] << 8 | (__u64)h[14] << 16 |
+			   (__u64)h[15] << 24;
+		k.phase = h[22];
+	} else {
+		k.phase = GN_STAT_PHASE_CTL;
+	}
+	w = lookup_or_init(&gn_wire, &k, &zero_wire);
+	if (!w)
+		return true;
+	w->packets++;
+	w->bytes += len;
+	w->skbs += first;
+	return true;
+}
+
+/*
+ * A UDP GSO skb (the library sends up to 64 datagrams in one) carries
+ * its datagrams back to back, each gso_size bytes but the last: each has
+ * its own gradnet header, and may be of another tensor than the first.
+ */
+static __always_inline int count_skb(struct __sk_buff *skb, __u64 egress)
+{
+	int off = udp_payload(skb);
+	__u32 total, seg, at, i;
+
+	if (off < 0 || skb->len <= (__u32)off)
+		return TC_ACT_UNSPEC;
+	total = skb->len - off;
+	seg = skb->gso_size && skb->gso_size < total ? skb->gso_size : total;
+	for (i = 0, at = 0; i < GN_STAT_MAX_SEGS && at < total; i++) {
+		__u32 len = total - at < seg ? total - at : seg;
+
+		if (!count_datagram(skb, off + at, len, egress, i == 0))
+			break;
+		at += seg;
+	}
+	/* Let the filters after this one (a loss injector) see the packet. */
+	return TC_ACT_UNSPEC;
+}
+
+SEC("tc")
+int gn_tc_ingress(struct __sk_buff *skb)
+{
+	return count_skb(skb, 0);
+}
+
+SEC("tc")
+int gn_tc_egress(struct __sk_buff *skb)
+{
+	return count_skb(skb, 1);
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

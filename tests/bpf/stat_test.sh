@@ -1,0 +1,204 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# stat_test.sh - gradnet-stat on a real job: three ranks, one per network
+# namespace on a bridge (tests/net/lib.sh), 1% loss on the bridge ports
+# (gn-loss), gradnet-stat attached to the ranks' USDT probes and to every
+# host's eth0 (tc). Then:
+#  - per rank, the flows' sums in the pinned map equal the library's own
+#    final counters exactly (GN_TEST_STATS_FILE: after close, when no
+#    packet can change them): packets, bytes, retransmits, drops by reason
+#  - each host's egress, as tc parsed it, equals what its rank sent, and
+#    the datagrams that never arrived are exactly the ones gn-loss dropped
+#  - a job with duplication and reordering in the senders (GN_TEST_FAULTS):
+#    the receivers' drops by reason match too
+#  - bpftool prints the pinned map with named fields
+#  - a second job on libgradnet.so itself (attach --lib) is its own flows
+#  - detach leaves nothing pinned and no program attached
+#
+# usage: stat_test.sh GRADNET_STAT GN_RANK_TEST GN_RANK_SO LIBGRADNET_SO GN_LOSS
+# Nothing skips: a missing capability fails the test (GN_SKIP_RC=1).
+
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+GN_SKIP_RC=${GN_SKIP_RC:-1}
+# shellcheck source=tests/net/lib.sh
+. "$here/../net/lib.sh"
+
+STAT=$1
+RANK_TEST=$2
+RANK_SO=$3
+LIBSO=$4
+LOSS=$5
+WORLD=3
+PORT=7000
+ELEMS=1048576
+STEPS=8
+PPM=10000
+testno=0
+failed=0
+pids=()
+
+for b in "$STAT" "$RANK_TEST" "$RANK_SO" "$LOSS"; do
+	[ -x "$b" ] || gn_skip "$b not built"
+done
+command -v bpftool >/dev/null || PATH=$PATH:/usr/sbin
+command -v bpftool >/dev/null || gn_skip "bpftool missing"
+gn_require_net
+
+tmp=$(mktemp -d)
+# A pin directory of the test's own: an operator's stays untouched.
+export GN_STAT_PIN_DIR=/sys/fs/bpf/gradnet-test-$$
+gn_on_cleanup "'$STAT' detach >/dev/null 2>&1 || true"
+gn_on_cleanup "rm -rf '$tmp'"
+gn_net_setup $WORLD
+
+KEY=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+JOB=$((RANDOM * 32768 + RANDOM + 1))
+JOB2=$((JOB + 1))
+PEERS=
+for ((k = 0; k < WORLD; k++)); do
+	PEERS="$PEERS${PEERS:+,}$(gn_host_addr "$k"):$PORT"
+done
+
+echo "TAP version 13"
+echo "1..17"
+
+# run_job NAME BIN JOB [FAULTS]: every rank in its host; false if one fails.
+run_job() {
+	local name=$1 bin=$2 job=$3 faults=${4:-} k ok=1
+
+	for ((k = 0; k < WORLD; k++)); do
+		ip netns exec "$(gn_host_ns "$k")" env GN_RANK="$k" \
+			${faults:+GN_TEST_FAULTS=$faults,seed=$((k + 1))} \
+			GN_WORLD_SIZE="$WORLD" GN_PEERS="$PEERS" GN_KEY="$KEY" \
+			GN_JOB="$job" GN_TIMEOUT_MS=10000 \
+			GN_TEST_STATS_FILE="$tmp/$name.$k.stats" \
+			"$bin" --warmup 0 --elems "$ELEMS" --steps "$STEPS" \
+			>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
+		pids[k]=$!
+	done
+	for ((k = 0; k < WORLD; k++)); do
+		if ! wait "${pids[k]}"; then
+			gn_diag "$name: rank $k failed: $(cat "$tmp/$name.$k.json" "$tmp/$name.$k.err")"
+			ok=0
+		fi
+	done
+	[ "$ok" -eq 1 ]
+}
+
+# ---- attach -------------------------------------------------------------------
+
+ok=1
+"$STAT" attach --lib "$RANK_TEST" >"$tmp/attach" 2>&1 || ok=0
+"$STAT" attach --lib "$LIBSO" >>"$tmp/attach" 2>&1 || ok=0
+for ((k = 0; k < WORLD; k++)); do
+	"$STAT" attach --dev eth0 --netns "$(gn_host_ns "$k")" \
+		>>"$tmp/attach" 2>&1 || ok=0
+	gn_bridge_exec "$LOSS" attach --dev "p$k" --egress --ppm "$PPM" \
+		--ports "$PORT" >/dev/null 2>>"$tmp/attach" || ok=0
+done
+[ "$ok" -eq 1 ] || sed 's/^/# /' "$tmp/attach"
+gn_result "$ok" "attach: USDT on gn-rank-test and libgradnet.so, tc on $WORLD hosts, 1% loss on the bridge"
+
+# ---- a job under loss ---------------------------------------------------------
+
+ok=1
+run_job loss "$RANK_TEST" "$JOB" || ok=0
+dropped=0
+for ((k = 0; k < WORLD; k++)); do
+	st=$(gn_bridge_exec "$LOSS" stats --dev "p$k" --egress)
+	v=$(sed -n 's/.*"dropped_segs":\([0-9]*\).*/\1/p' <<<"$st")
+	dropped=$((dropped + ${v:-0}))
+	gn_bridge_exec "$LOSS" detach --dev "p$k" >/dev/null
+done
+gn_result "$ok" "a $WORLD-rank job, $ELEMS floats, $STEPS steps, under loss ($dropped datagrams dropped)"
+
+"$STAT" dump --json >"$tmp/dump.json" || true
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" usdt "$tmp/dump.json" \
+	"$JOB" "$tmp"/loss.*.stats >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + WORLD))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" wire "$tmp/dump.json" \
+	"$JOB" "$dropped" "$tmp"/loss.*.stats >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + WORLD + 1))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+
+# ---- duplicates and reordering: drops by reason -------------------------------------
+
+JOB3=$((JOB + 2))
+ok=1
+run_job dup "$RANK_TEST" "$JOB3" "dup=0.05,reorder=0.1" || ok=0
+"$STAT" dump --json >"$tmp/dump3.json" || ok=0
+[ "$ok" -eq 1 ] || gn_diag "the job with duplicates or the dump failed"
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" usdt "$tmp/dump3.json" \
+	"$JOB3" "$tmp"/dup.*.stats >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + WORLD))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+# Duplicates were really dropped, or the drop counts proved nothing.
+grep -q '"drops": \[0, 0, 0, 0, 0, [0-9]*, [1-9]' "$tmp"/dup.*.stats || {
+	gn_diag "no rank dropped a duplicate: $(cat "$tmp"/dup.*.stats)"
+	failed=$((failed + 1))
+}
+
+# ---- bpftool reads the map by itself -----------------------------------------------
+
+bpftool map dump pinned "$GN_STAT_PIN_DIR/gn_flows" -j >"$tmp/bpftool.json" 2>&1 || true
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" bpftool \
+	"$tmp/bpftool.json" >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + 1))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+
+# ---- a second job, on libgradnet.so -------------------------------------------------
+
+ok=1
+run_job so "$RANK_SO" "$JOB2" || ok=0
+"$STAT" dump --json >"$tmp/dump2.json" || ok=0
+[ "$ok" -eq 1 ] || gn_diag "the libgradnet.so job or the dump failed"
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" raw "$tmp/dump2.json" \
+	"$JOB2" "$tmp"/so.*.json >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + WORLD))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+[ "$ok" -eq 1 ] || failed=$((failed + 1))
+
+# ---- top and detach ----------------------------------------------------------------
+
+ok=1
+"$STAT" top --count 1 --job "$JOB" >"$tmp/top" 2>&1 || ok=0
+grep -q "^$JOB " "$tmp/top" || ok=0
+# The programs that the pins and the tc filters hold, by id.
+ids=$(for f in "$GN_STAT_PIN_DIR"/links/*; do
+	bpftool link show pinned "$f" -j
+done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | sort -u)
+for ((k = 0; k < WORLD; k++)); do
+	ids="$ids $(tc -n "$(gn_host_ns "$k")" filter show dev eth0 ingress;
+		tc -n "$(gn_host_ns "$k")" filter show dev eth0 egress)"
+done
+ids=$(echo "$ids" | grep -o '^[0-9]*$\| id [0-9]*' | grep -o '[0-9]*' | sort -u)
+[ "$(echo "$ids" | wc -w)" -ge 8 ] || { gn_diag "programs found: $ids"; ok=0; }
+for ((k = 0; k < WORLD; k++)); do
+	"$STAT" detach --dev eth0 --netns "$(gn_host_ns "$k")" >/dev/null || ok=0
+	tc -n "$(gn_host_ns "$k")" filter show dev eth0 ingress | grep -q gn_tc && ok=0
+	tc -n "$(gn_host_ns "$k")" filter show dev eth0 egress | grep -q gn_tc && ok=0
+done
+"$STAT" detach >/dev/null || ok=0
+[ ! -e "$GN_STAT_PIN_DIR" ] || ok=0
+# No program of ours is left loaded: nothing holds one any more.
+sleep 0.5
+for id in $ids; do
+	if bpftool prog show id "$id" >/dev/null 2>&1; then
+		gn_diag "program $id is still loaded"
+		ok=0
+	fi
+done
+gn_result "$ok" "top shows the job; detach leaves nothing pinned, attached or loaded"
+
+echo "# $((testno - failed)) passed, $failed failed"
+[ "$failed" -eq 0 ]

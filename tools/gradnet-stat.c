@@ -1,0 +1,1010 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gradnet-stat.c - per-flow statistics of gradnet jobs with eBPF: attaches
+ * bpf/gradnet_stat.bpf.c to libgradnet's USDT probes and to interfaces
+ * (tc clsact), pins the maps and links under /sys/fs/bpf/gradnet so the
+ * counting goes on after this process exits, and reads the maps back.
+ *
+ *   gradnet-stat attach --lib PATH           every process that maps PATH
+ *   gradnet-stat attach --pid PID [--lib PATH]
+ *   gradnet-stat attach --dev IFACE [--netns NAME]
+ *   gradnet-stat detach [--dev IFACE [--netns NAME]]
+ *   gradnet-stat dump [--json]
+ *   gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]
+ *
+ * USDT probes are attached here, not by libbpf's USDT support: libbpf
+ * hides the uprobe links of a USDT attachment, and only links can be
+ * pinned. So this file reads the .note.stapsdt notes itself, attaches one
+ * uprobe per probe site and tells the program, through the BPF cookie,
+ * which register holds each argument.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <getopt.h>
+#include <libelf.h>
+#include <limits.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <gradnet/gradnet.h>
+
+#include "gradnet_stat.h"
+#include "gradnet_stat.skel.h"
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+#ifndef BPF_FS_MAGIC
+#define BPF_FS_MAGIC 0xcafe4a11
+#endif
+
+/*
+ * Where the pins go: GN_STAT_PIN_DIR, or the directory the environment
+ * variable of that name gives (tests use their own, so they never touch
+ * an operator's).
+ */
+static char pin_dir[PATH_MAX], link_dir[PATH_MAX + 8];
+static char flows_pin[PATH_MAX + 16], wire_pin[PATH_MAX + 16];
+static char hist_pin[PATH_MAX + 16];
+#define LINK_DIR		link_dir
+#define FLOWS_PIN		flows_pin
+#define WIRE_PIN		wire_pin
+#define HIST_PIN		hist_pin
+
+static void set_pin_dir(void)
+{
+	const char *d = getenv("GN_STAT_PIN_DIR");
+
+	snprintf(pin_dir, sizeof(pin_dir), "%s", d && *d ? d : GN_STAT_PIN_DIR);
+	snprintf(link_dir, sizeof(link_dir), "%s/links", pin_dir);
+	snprintf(flows_pin, sizeof(flows_pin), "%s/gn_flows", pin_dir);
+	snprintf(wire_pin, sizeof(wire_pin), "%s/gn_wire", pin_dir);
+	snprintf(hist_pin, sizeof(hist_pin), "%s/gn_step_hist", pin_dir);
+}
+
+/* Runs before a loss injector on the same hook (gn-loss: prio 0x4e4c). */
+#define GN_STAT_TC_HANDLE	0x6e67
+#define GN_STAT_TC_PRIO		0x4e47
+
+/* An unused argument slot: past struct pt_regs, reads as 0. */
+#define ARG_NONE		31
+#define MAX_ARGS		8
+
+struct opts {
+	const char *lib, *dev, *netns;
+	int pid;
+	bool json;
+	double interval;
+	long count;
+	long long job, tensor;
+};
+
+/* ---- environment checks --------------------------------------------------- */
+
+/* Why BPF cannot work here, said once, before anything is loaded. */
+static int check_env(void)
+{
+	struct statfs fs;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "gradnet-stat: needs root (CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)\n");
+		return -EPERM;
+	}
+	if (statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC) {
+		fprintf(stderr, "gradnet-stat: no bpffs at /sys/fs/bpf: mount -t bpf bpf /sys/fs/bpf\n");
+		return -ENOENT;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		fprintf(stderr, "gradnet-stat: the kernel has no BTF (/sys/kernel/btf/vmlinux): it needs CONFIG_DEBUG_INFO_BTF\n");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, "gradnet-stat: mkdir %s: %s\n", dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt,
+			va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !getenv("GN_STAT_DEBUG"))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* The skeleton, its maps pinned by name under GN_STAT_PIN_DIR, loaded. */
+static struct gradnet_stat_bpf *open_load(bool usdt, bool tc, __u64 netns)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pin_dir);
+	struct gradnet_stat_bpf *skel;
+	struct bpf_program *p;
+	int err;
+
+	skel = gradnet_stat_bpf__open_opts(&oo);
+	if (!skel) {
+		fprintf(stderr, "gradnet-stat: cannot open the BPF object: %s\n",
+			strerror(errno));
+		return NULL;
+	}
+	bpf_object__for_each_program(p, skel->obj) {
+		bool is_tc = bpf_program__type(p) == BPF_PROG_TYPE_SCHED_CLS;
+
+		bpf_program__set_autoload(p, is_tc ? tc : usdt);
+	}
+	skel->rodata->gn_netns_cookie = netns;
+	err = gradnet_stat_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "gradnet-stat: cannot load the BPF programs: %s%s\n",
+			strerror(-err), err == -EINVAL ?
+			" (a kernel older than 5.15 lacks BPF cookies and perf links)" : "");
+		gradnet_stat_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/* ---- USDT ------------------------------------------------------------------ */
+
+/* uapi x86-64 struct pt_regs, in slot order. */
+static const char *const pt_regs_names[] = {
+	"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
+	"rax", "rcx", "rdx", "rsi", "rdi",
+};
+
+/* "8@%rdx 8@%rcx ..." as a cookie: 5 bits of pt_regs slot per argument. */
+static int args_cookie(const char *args, __u64 *cookie)
+{
+	char copy[256], *tok, *save = NULL;
+	unsigned int i = 0, r;
+
+	*cookie = 0;
+	for (r = 0; r < MAX_ARGS; r++)
+		*cookie |= (__u64)ARG_NONE << (5 * r);
+	snprintf(copy, sizeof(copy), "%s", args);
+	for (tok = strtok_r(copy, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save), i++) {
+		const char *reg = strstr(tok, "@%");
+
+		if (i >= MAX_ARGS || !reg || (strncmp(tok, "8@", 2) &&
+					      strncmp(tok, "-8@", 3)))
+			return -EINVAL;
+		for (r = 0; r < sizeof(pt_regs_names) / sizeof(*pt_regs_names); r++)
+			if (!strcmp(reg + 2, pt_regs_names[r]))
+				break;
+		if (r == sizeof(pt_regs_names) / sizeof(*pt_regs_names))
+			return -EINVAL;
+		*cookie &= ~((__u64)31 << (5 * i));
+		*cookie |= (__u64)r << (5 * i);
+	}
+	return 0;
+}
+
+/* A probe site's virtual address as a file offset, for the uprobe. */
+static long vaddr_to_off(Elf *e, __u64 addr)
+{
+	size_t n, i;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(e, &n))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_X))
+			continue;
+		if (addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_memsz)
+			return (long)(addr - ph.p_vaddr + ph.p_offset);
+	}
+	return -1;
+}
+
+struct usdt_site {
+	char name[32];
+	long off;
+	__u64 cookie;
+};
+
+/* The gradnet probe sites of @path: notes in .note.stapsdt. */
+static int usdt_sites(const char *path, struct usdt_site *out, int cap)
+{
+	__u64 base_addr = 0;
+	bool have_base = false;
+	Elf_Scn *scn = NULL, *notes = NULL;
+	int fd, n = 0, err = 0;
+	size_t shstr;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_getshdrstrndx(e, &shstr)) {
+		err = -ENOEXEC;
+		goto out_close;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(e, shstr, sh.sh_name);
+		if (!name)
+			continue;
+		if (!strcmp(name, ".note.stapsdt") && sh.sh_type == SHT_NOTE)
+			notes = scn;
+		/* Prelinking moves the code: sites are relative to this. */
+		if (!strcmp(name, ".stapsdt.base")) {
+			base_addr = sh.sh_addr;
+			have_base = true;
+		}
+	}
+	if (notes) {
+		Elf_Data *d = elf_getdata(notes, NULL);
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nh;
+
+		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off))) {
+			const char *desc = (const char *)d->d_buf + desc_off;
+			const char *prov, *probe, *args;
+			__u64 pc, base;
+
+			if (nh.n_type != 3 || nh.n_descsz < 3 * 8 + 3)
+				continue;
+			memcpy(&pc, desc, 8);
+			memcpy(&base, desc + 8, 8);
+			prov = desc + 24;
+			probe = prov + strlen(prov) + 1;
+			args = probe + strlen(probe) + 1;
+			if (strcmp(prov, "gradnet") || n >= cap)
+				continue;
+			if (have_base)
+				pc += base_addr - base;
+			snprintf(out[n].name, sizeof(out[n].name), "%s", probe);
+			out[n].off = vaddr_to_off(e, pc);
+			if (out[n].off < 0 || args_cookie(args, &out[n].cookie)) {
+				fprintf(stderr, "gradnet-stat: %s: probe %s has arguments '%s' that are not all 64-bit registers (build with -DSTAP_SDT_ARG_CONSTRAINT=nr)\n",
+					path, probe, args);
+				err = -EINVAL;
+				break;
+			}
+			n++;
+		}
+	}
+	elf_end(e);
+out_close:
+	close(fd);
+	return err ? err : n;
+}
+
+static struct bpf_program *usdt_prog(struct gradnet_stat_bpf *s,
+				     const char *name)
+{
+	static const struct { const char *name; size_t off; } t[] = {
+		{ "msg", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_msg) },
+		{ "tx", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_tx) },
+		{ "tx_ctl", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_tx_ctl) },
+		{ "rx", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_rx) },
+		{ "drop", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_drop) },
+		{ "step", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_step) },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(*t); i++)
+		if (!strcmp(name, t[i].name))
+			return *(struct bpf_program **)((char *)s + t[i].off);
+	return NULL;
+}
+
+/* The file of process @pid that holds gradnet probes: a library or its exe. */
+static int find_probed_file(int pid, char *path, size_t len)
+{
+	struct usdt_site site;
+	char maps[64], line[PATH_MAX + 128];
+	FILE *f;
+	int found = 0;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "r");
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		if (!p || !strstr(line, " r-xp "))
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		if (usdt_sites(p, &site, 1) > 0) {
+			snprintf(path, len, "%s", p);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static int attach_usdt(const struct opts *o)
+{
+	struct usdt_site sites[64];
+	char path[PATH_MAX], tag[64], pin[2 * PATH_MAX];
+	struct gradnet_stat_bpf *skel;
+	struct stat st;
+	int n, i, err = 0, pinned = 0;
+
+	if (o->lib) {
+		snprintf(path, sizeof(path), "%s", o->lib);
+	} else if (find_probed_file(o->pid, path, sizeof(path))) {
+		fprintf(stderr, "gradnet-stat: process %d maps no file with gradnet probes\n",
+			o->pid);
+		return -ENOENT;
+	}
+	n = usdt_sites(path, sites, 64);
+	if (n < 0 || stat(path, &st)) {
+		fprintf(stderr, "gradnet-stat: cannot read %s: %s\n", path,
+			strerror(n < 0 ? -n : errno));
+		return n < 0 ? n : -errno;
+	}
+	if (!n) {
+		fprintf(stderr, "gradnet-stat: %s has no gradnet USDT probes\n", path);
+		return -ENOENT;
+	}
+	skel = open_load(true, false, 0);
+	if (!skel)
+		return -EINVAL;
+	/* Names say what a link is for: pid (or all) and the file's inode. */
+	snprintf(tag, sizeof(tag), "usdt-%s%d-%lx-%lx", o->pid > 0 ? "pid" : "all",
+		 o->pid > 0 ? o->pid : 0, (unsigned long)st.st_dev,
+		 (unsigned long)st.st_ino);
+	for (i = 0; i < n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = sites[i].cookie);
+		struct bpf_program *p = usdt_prog(skel, sites[i].name);
+		struct bpf_link *l;
+
+		if (!p)
+			continue;	/* a probe of a newer library */
+		l = bpf_program__attach_uprobe_opts(p, o->pid > 0 ? o->pid : -1,
+						    path, (size_t)sites[i].off, &uo);
+		if (!l) {
+			err = -errno;
+			fprintf(stderr, "gradnet-stat: cannot attach to probe %s in %s: %s\n",
+				sites[i].name, path, strerror(-err));
+			break;
+		}
+		snprintf(pin, sizeof(pin), "%s/%s-%s-%lx", LINK_DIR, tag,
+			 sites[i].name, sites[i].off);
+		unlink(pin);
+		err = bpf_link__pin(l, pin);
+		bpf_link__destroy(l);	/* the pin holds it now */
+		if (err) {
+			fprintf(stderr, "gradnet-stat: cannot pin %s: %s\n", pin,
+				strerror(-err));
+			break;
+		}
+		pinned++;
+	}
+	gradnet_stat_bpf__destroy(skel);
+	if (!err)
+		printf("attached %d probe sites of %s%s%.0d, links in %s\n",
+		       pinned, path, o->pid > 0 ? " in process " : "",
+		       o->pid > 0 ? o->pid : 0, LINK_DIR);
+	return err;
+}
+
+/* ---- tc ----------------------------------------------------------------- */
+
+/* Enter network namespace @name (ip netns), keeping the mount namespace. */
+static int enter_netns(const char *name)
+{
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	if (!name)
+		return 0;
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		err = -errno;
+		fprintf(stderr, "gradnet-stat: cannot enter network namespace %s: %s\n",
+			name, strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+static __u64 netns_cookie(void)
+{
+	socklen_t len = sizeof(__u64);
+	__u64 c = 0;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0) {
+		getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &c, &len);
+		close(fd);
+	}
+	return c;
+}
+
+static int dev_index(const char *dev)
+{
+	int ifindex = (int)if_nametoindex(dev);
+
+	if (!ifindex)
+		fprintf(stderr, "gradnet-stat: no interface %s here\n", dev);
+	return ifindex;
+}
+
+static int attach_tc(const struct opts *o)
+{
+	static const enum bpf_tc_attach_point dirs[] = { BPF_TC_INGRESS,
+							 BPF_TC_EGRESS };
+	struct gradnet_stat_bpf *skel;
+	int ifindex, err = 0, d;
+
+	err = enter_netns(o->netns);
+	if (err)
+		return err;
+	ifindex = dev_index(o->dev);
+	if (!ifindex)
+		return -ENODEV;
+	skel = open_load(false, true, netns_cookie());
+	if (!skel)
+		return -EINVAL;
+	for (d = 0; d < 2 && !err; d++) {
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+			    .attach_point = dirs[d]);
+		LIBBPF_OPTS(bpf_tc_opts, to, .handle = GN_STAT_TC_HANDLE,
+			    .priority = GN_STAT_TC_PRIO, .flags = BPF_TC_F_REPLACE);
+		struct bpf_program *p = d ? skel->progs.gn_tc_egress :
+					    skel->progs.gn_tc_ingress;
+
+		err = bpf_tc_hook_create(&hook);
+		if (err == -EEXIST)
+			err = 0;
+		to.prog_fd = bpf_program__fd(p);
+		if (!err)
+			err = bpf_tc_attach(&hook, &to);
+		if (err)
+			fprintf(stderr, "gradnet-stat: cannot attach to %s %s: %s\n",
+				o->dev, d ? "egress" : "ingress", strerror(-err));
+	}
+	gradnet_stat_bpf__destroy(skel);
+	if (!err)
+		printf("attached to %s%s%s ingress and egress (tc handle %#x prio %#x)\n",
+		       o->dev, o->netns ? " in netns " : "", o->netns ? o->netns : "",
+		       GN_STAT_TC_HANDLE, GN_STAT_TC_PRIO);
+	return err;
+}
+
+static int detach_tc(const struct opts *o)
+{
+	static const enum bpf_tc_attach_point dirs[] = { BPF_TC_INGRESS,
+							 BPF_TC_EGRESS };
+	int ifindex, d, err, ret = 0;
+
+	err = enter_netns(o->netns);
+	if (err)
+		return err;
+	ifindex = dev_index(o->dev);
+	if (!ifindex)
+		return -ENODEV;
+	for (d = 0; d < 2; d++) {
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+			    .attach_point = dirs[d]);
+		LIBBPF_OPTS(bpf_tc_opts, to, .handle = GN_STAT_TC_HANDLE,
+			    .priority = GN_STAT_TC_PRIO);
+
+		err = bpf_tc_detach(&hook, &to);
+		if (err && err != -ENOENT) {
+			fprintf(stderr, "gradnet-stat: cannot detach from %s: %s\n",
+				o->dev, strerror(-err));
+			ret = err;
+		}
+	}
+	return ret;
+}
+
+/* Unpin every link and map this tool pinned, then their directories. */
+static int detach_all(void)
+{
+	static const char *const maps[] = { FLOWS_PIN, WIRE_PIN, HIST_PIN };
+	char path[sizeof(link_dir) + 260];
+	struct dirent *de;
+	int links = 0, err = 0;
+	size_t i;
+	DIR *dir;
+
+	dir = opendir(LINK_DIR);
+	while (dir && (de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", LINK_DIR, de->d_name);
+		if (unlink(path)) {
+			fprintf(stderr, "gradnet-stat: unlink %s: %s\n", path,
+				strerror(errno));
+			err = -errno;
+		} else {
+			links++;
+		}
+	}
+	if (dir)
+		closedir(dir);
+	for (i = 0; i < sizeof(maps) / sizeof(*maps); i++)
+		if (unlink(maps[i]) && errno != ENOENT) {
+			fprintf(stderr, "gradnet-stat: unlink %s: %s\n", maps[i],
+				strerror(errno));
+			err = -errno;
+		}
+	if ((rmdir(LINK_DIR) && errno != ENOENT) ||
+	    (rmdir(pin_dir) && errno != ENOENT)) {
+		fprintf(stderr, "gradnet-stat: %s holds files this tool did not pin\n",
+			pin_dir);
+		err = -ENOTEMPTY;
+	}
+	if (!err)
+		printf("detached %d links, unpinned the maps\n", links);
+	return err;
+}
+
+/* ---- reading the maps ------------------------------------------------------ */
+
+struct flow {
+	struct gn_stat_key k;
+	struct gn_stat_flow v;
+};
+
+struct wire {
+	struct gn_stat_wire_key k;
+	struct gn_stat_wire v;
+};
+
+static void *map_read(const char *pin, size_t ksz, size_t vsz, bool percpu,
+		      size_t *count)
+{
+	int fd = bpf_obj_get(pin), ncpu = percpu ? libbpf_num_possible_cpus() : 1;
+	size_t n = 0, cap = 0, rec = ksz + vsz;
+	char key[128], next[128];
+	__u64 *vals = NULL;
+	char *out = NULL;
+	void *prev = NULL;
+
+	*count = 0;
+	if (fd < 0) {
+		fprintf(stderr, "gradnet-stat: %s: %s (not attached?)\n", pin,
+			strerror(errno));
+		return NULL;
+	}
+	vals = calloc((size_t)ncpu, vsz);
+	if (!vals)
+		goto out;
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		__u64 *sum;
+		size_t w;
+		int c;
+
+		memcpy(key, next, ksz);
+		prev = key;
+		if (bpf_map_lookup_elem(fd, key, vals))
+			continue;	/* deleted meanwhile */
+		if (n == cap) {
+			char *grown = realloc(out, (cap = cap * 2 + 64) * rec);
+
+			if (!grown)
+				break;
+			out = grown;
+		}
+		memcpy(out + n * rec, key, ksz);
+		sum = (__u64 *)(out + n * rec + ksz);
+		memset(sum, 0, vsz);
+		for (c = 0; c < ncpu; c++)
+			for (w = 0; w < vsz / 8; w++)
+				sum[w] += vals[(size_t)c * (vsz / 8) + w];
+		n++;
+	}
+out:
+	free(vals);
+	close(fd);
+	*count = n;
+	return out ? out : calloc(1, 1);
+}
+
+static const char *phase_name(__u64 phase)
+{
+	switch (phase) {
+	case 0:
+		return "reduce";
+	case 1:
+		return "gather";
+	case GN_STAT_PHASE_CTL:
+		return "ctl";
+	case GN_STAT_PHASE_NONE:
+		return "none";
+	}
+	return "?";
+}
+
+static const char *transport_name(__u64 t)
+{
+	switch (t) {
+	case GN_STAT_TRANSPORT_UDP:
+		return "udp";
+	case GN_STAT_TRANSPORT_DPDK:
+		return "dpdk";
+	case GN_STAT_TRANSPORT_KMOD:
+		return "kmod";
+	}
+	return "?";
+}
+
+static void print_rank(__u64 r)
+{
+	if (r == GN_STAT_RANK_ALL)
+		printf("\"all\"");
+	else if (r == GN_STAT_RANK_NONE)
+		printf("\"none\"");
+	else
+		printf("%llu", (unsigned long long)r);
+}
+
+static void dump_flow_json(const struct flow *f)
+{
+	const struct gn_stat_key *k = &f->k;
+	const struct gn_stat_flow *v = &f->v;
+	int i;
+
+	printf("{\"job\": %llu, \"src\": ", (unsigned long long)k->job);
+	print_rank(k->src);
+	printf(", \"dst\": ");
+	print_rank(k->dst);
+	printf(", \"tensor\": %llu, \"phase\": \"%s\", \"transport\": \"%s\", "
+	       "\"tx_packets\": %llu, \"tx_wire_bytes\": %llu, \"retransmits\": %llu, "
+	       "\"messages\": %llu, \"raw_bytes\": %llu, \"stream_bytes\": %llu, "
+	       "\"ctl_packets\": %llu, \"ctl_bytes\": %llu, \"rx_packets\": %llu, "
+	       "\"rx_wire_bytes\": %llu, \"steps\": %llu, \"last_step\": %llu, "
+	       "\"step_ns\": %llu, \"drops\": {",
+	       (unsigned long long)k->tensor, phase_name(k->phase),
+	       transport_name(k->transport),
+	       (unsigned long long)v->tx_packets,
+	       (unsigned long long)v->tx_wire_bytes,
+	       (unsigned long long)v->retransmits,
+	       (unsigned long long)v->messages,
+	       (unsigned long long)v->raw_bytes,
+	       (unsigned long long)v->stream_bytes,
+	       (unsigned long long)v->ctl_packets,
+	       (unsigned long long)v->ctl_bytes,
+	       (unsigned long long)v->rx_packets,
+	       (unsigned long long)v->rx_wire_bytes,
+	       (unsigned long long)v->steps,
+	       (unsigned long long)v->last_step,
+	       (unsigned long long)v->step_ns);
+	for (i = 0; i < GN_STAT_DROPS; i++)
+		printf("%s\"%s\": %llu", i ? ", " : "", gn_drop_name(i),
+		       (unsigned long long)v->drops[i]);
+	printf("}}");
+}
+
+static void dump_wire_json(const struct wire *w)
+{
+	printf("{\"job\": %llu, \"src\": ", (unsigned long long)w->k.job);
+	print_rank(w->k.src);
+	printf(", \"dst\": ");
+	print_rank(w->k.dst);
+	printf(", \"tensor\": %llu, \"phase\": \"%s\", \"ifindex\": %llu, "
+	       "\"netns\": %llu, \"dir\": \"%s\", \"packets\": %llu, "
+	       "\"bytes\": %llu, \"skbs\": %llu}",
+	       (unsigned long long)w->k.tensor, phase_name(w->k.phase),
+	       (unsigned long long)w->k.ifindex, (unsigned long long)w->k.netns,
+	       w->k.egress ? "egress" : "ingress",
+	       (unsigned long long)w->v.packets, (unsigned long long)w->v.bytes,
+	       (unsigned long long)w->v.skbs);
+}
+
+static void dump_hist_json(const struct gn_stat_hist_key *k,
+			   const struct gn_stat_hist *h)
+{
+	int i, last = 0;
+
+	for (i = 0; i < GN_STAT_HIST_BUCKETS; i++)
+		if (h->count[i])
+			last = i + 1;
+	printf("{\"job\": %llu, \"rank\": %llu, \"tensor\": %llu, "
+	       "\"transport\": \"%s\", \"log2_us\": [",
+	       (unsigned long long)k->job, (unsigned long long)k->rank,
+	       (unsigned long long)k->tensor, transport_name(k->transport));
+	for (i = 0; i < last; i++)
+		printf("%s%llu", i ? ", " : "", (unsigned long long)h->count[i]);
+	printf("]}");
+}
+
+static int dump_json(void)
+{
+	size_t nf, nw, nh, i;
+	struct flow *f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &nf);
+	struct wire *w = map_read(WIRE_PIN, sizeof(w->k), sizeof(w->v), true, &nw);
+	char *h = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
+			   sizeof(struct gn_stat_hist), false, &nh);
+	size_t hrec = sizeof(struct gn_stat_hist_key) + sizeof(struct gn_stat_hist);
+
+	if (!f || !w || !h) {
+		free(f);
+		free(w);
+		free(h);
+		return -ENOENT;
+	}
+	printf("{\"flows\": [");
+	for (i = 0; i < nf; i++) {
+		printf(i ? ",\n  " : "\n  ");
+		dump_flow_json(&f[i]);
+	}
+	printf("],\n\"wire\": [");
+	for (i = 0; i < nw; i++) {
+		printf(i ? ",\n  " : "\n  ");
+		dump_wire_json(&w[i]);
+	}
+	printf("],\n\"step_hist\": [");
+	for (i = 0; i < nh; i++) {
+		printf(i ? ",\n  " : "\n  ");
+		dump_hist_json((void *)(h + i * hrec),
+			       (void *)(h + i * hrec + sizeof(struct gn_stat_hist_key)));
+	}
+	printf("]}\n");
+	free(f);
+	free(w);
+	free(h);
+	return 0;
+}
+
+/* ---- the text views: dump and top --------------------------------------- */
+
+static int cmp_flow(const void *a, const void *b)
+{
+	const struct gn_stat_key *x = &((const struct flow *)a)->k;
+	const struct gn_stat_key *y = &((const struct flow *)b)->k;
+
+	return memcmp(x, y, sizeof(*x)) < 0 ? -1 : 1;
+}
+
+static const struct flow *find_flow(const struct flow *f, size_t n,
+				    const struct gn_stat_key *k)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!memcmp(&f[i].k, k, sizeof(*k)))
+			return &f[i];
+	return NULL;
+}
+
+static void rank_text(char *buf, size_t len, __u64 r)
+{
+	if (r == GN_STAT_RANK_ALL)
+		snprintf(buf, len, "all");
+	else if (r == GN_STAT_RANK_NONE)
+		snprintf(buf, len, "?");
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)r);
+}
+
+/*
+ * One line per flow: rates over @dt seconds against @old (NULL: totals),
+ * then what compression saves (raw / wire), bits per value and the
+ * retransmission share, cumulative.
+ */
+static void print_flows(const struct flow *f, size_t n, const struct flow *old,
+			size_t nold, double dt, const struct opts *o)
+{
+	size_t i;
+	int d;
+
+	printf("%-10s %4s %4s %6s %-6s %10s %10s %10s %7s %6s %5s %6s %7s\n",
+	       "job", "src", "dst", "tensor", "phase", dt > 0 ? "tx pkt/s" : "tx pkts",
+	       dt > 0 ? "wire MB/s" : "wire MB", dt > 0 ? "raw MB/s" : "raw MB",
+	       "ratio", "bits/v", "rtx%", "drops", "steps");
+	for (i = 0; i < n; i++) {
+		const struct gn_stat_key *k = &f[i].k;
+		const struct gn_stat_flow *v = &f[i].v;
+		const struct flow *p = old ? find_flow(old, nold, k) : NULL;
+		double pk = (double)v->tx_packets;
+		double wb = (double)v->tx_wire_bytes;
+		double rb = (double)v->raw_bytes, div = dt > 0 ? dt : 1;
+		char src[8], dst[8];
+		__u64 drops = 0;
+
+		if ((o->job >= 0 && (long long)k->job != o->job) ||
+		    (o->tensor >= 0 && (long long)k->tensor != o->tensor))
+			continue;
+		for (d = 0; d < GN_STAT_DROPS; d++)
+			drops += v->drops[d];
+		if (p) {
+			pk -= (double)p->v.tx_packets;
+			wb -= (double)p->v.tx_wire_bytes;
+			rb -= (double)p->v.raw_bytes;
+		}
+		rank_text(src, sizeof(src), k->src);
+		rank_text(dst, sizeof(dst), k->dst);
+		printf("%-10llu %4s %4s %6llu %-6s %10.0f %10.2f %10.2f %7.1f %6.3f %5.2f %6llu %7llu\n",
+		       (unsigned long long)k->job, src, dst,
+		       (unsigned long long)k->tensor, phase_name(k->phase),
+		       pk / div, wb / div / 1e6, rb / div / 1e6,
+		       v->tx_wire_bytes ? (double)v->raw_bytes / (double)v->tx_wire_bytes : 0.0,
+		       v->raw_bytes ? (double)v->tx_wire_bytes * 8 / ((double)v->raw_bytes / 4) : 0.0,
+		       v->tx_packets ? 100.0 * (double)v->retransmits / (double)v->tx_packets : 0.0,
+		       (unsigned long long)drops, (unsigned long long)v->steps);
+	}
+}
+
+static int dump_text(const struct opts *o)
+{
+	struct flow *f;
+	size_t n;
+
+	f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &n);
+	if (!f)
+		return -ENOENT;
+	qsort(f, n, sizeof(*f), cmp_flow);
+	print_flows(f, n, NULL, 0, 0, o);
+	free(f);
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int top(const struct opts *o)
+{
+	struct flow *old = NULL, *f;
+	size_t nold = 0, n;
+	double t0 = now_s(), t;
+	long it;
+	bool tty = isatty(STDOUT_FILENO);
+
+	for (it = 0; o->count <= 0 || it < o->count; it++) {
+		f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &n);
+		if (!f) {
+			free(old);
+			return -ENOENT;
+		}
+		t = now_s();
+		qsort(f, n, sizeof(*f), cmp_flow);
+		if (tty)
+			printf("\033[H\033[2J");
+		printf("gradnet-stat top: %zu flows, every %.1f s%s\n", n,
+		       o->interval, old ? "" : " (first view: totals)");
+		print_flows(f, n, old, nold, old ? t - t0 : 0, o);
+		fflush(stdout);
+		free(old);
+		old = f;
+		nold = n;
+		t0 = t;
+		if (o->count <= 0 || it + 1 < o->count)
+			usleep((useconds_t)(o->interval * 1e6));
+	}
+	free(old);
+	return 0;
+}
+
+/* ---- command line ---------------------------------------------------------- */
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: gradnet-stat attach --lib PATH | --pid PID [--lib PATH]\n"
+		"       gradnet-stat attach --dev IFACE [--netns NAME]\n"
+		"       gradnet-stat detach [--dev IFACE [--netns NAME]]\n"
+		"       gradnet-stat dump [--json]\n"
+		"       gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]\n"
+		"  maps and links are pinned under " GN_STAT_PIN_DIR " (or $GN_STAT_PIN_DIR)\n");
+	exit(2);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "lib", required_argument, NULL, 'l' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "dev", required_argument, NULL, 'd' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "job", required_argument, NULL, 'J' },
+		{ "tensor", required_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			o->lib = optarg;
+			break;
+		case 'p':
+			o->pid = atoi(optarg);
+			if (o->pid <= 0)
+				usage();
+			break;
+		case 'd':
+			o->dev = optarg;
+			break;
+		case 'n':
+			o->netns = optarg;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'i':
+			o->interval = strtod(optarg, NULL);
+			if (o->interval <= 0)
+				usage();
+			break;
+		case 'c':
+			o->count = atol(optarg);
+			break;
+		case 'J':
+			o->job = strtoll(optarg, NULL, 0);
+			break;
+		case 'T':
+			o->tensor = strtoll(optarg, NULL, 0);
+			break;
+		default:
+			usage();
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .interval = 1.0, .job = -1, .tensor = -1 };
+	const char *cmd;
+	int err;
+
+	if (argc < 2)
+		usage();
+	cmd = argv[1];
+	parse(argc - 1, argv + 1, &o);
+	libbpf_set_print(libbpf_quiet);
+	set_pin_dir();
+	err = check_env();
+	if (err)
+		return 1;
+	if (!strcmp(cmd, "attach")) {
+		if (!!o.dev + !!(o.lib || o.pid) != 1)
+			usage();
+		if (mkdir_p(pin_dir) || mkdir_p(LINK_DIR))
+			return 1;
+		err = o.dev ? attach_tc(&o) : attach_usdt(&o);
+	} else if (!strcmp(cmd, "detach")) {
+		err = o.dev ? detach_tc(&o) : detach_all();
+	} else if (!strcmp(cmd, "dump")) {
+		err = o.json ? dump_json() : dump_text(&o);
+	} else if (!strcmp(cmd, "top")) {
+		err = top(&o);
+	} else {
+		usage();
+	}
+	return err ? 1 : 0;
+}
