@@ -55,7 +55,7 @@ struct gn_txpkt {
 
 /* A message's state towards one receiver. */
 struct gn_txrow {
-	struct gn_txrow *next;		/* its peer's queue of rows owing new packets */
+	struct gn_txrow *prev, *next;	/* its peer's queue of rows owing new packets */
 	struct gn_txmsg *m;
 	u32 unacked;
 	u32 next_new;			/* first packet never sent */

@@ -151,16 +151,39 @@ static void newq_add(struct gn_peer *p, struct gn_txrow *row, bool front)
 	if (row->queued)
 		return;
 	row->queued = true;
-	row->next = NULL;
-	if (!p->newq_head) {
-		p->newq_head = p->newq_tail = row;
-	} else if (front) {
+	if (front) {
+		row->prev = NULL;
 		row->next = p->newq_head;
+		if (p->newq_head)
+			p->newq_head->prev = row;
+		else
+			p->newq_tail = row;
 		p->newq_head = row;
 	} else {
-		p->newq_tail->next = row;
+		row->next = NULL;
+		row->prev = p->newq_tail;
+		if (p->newq_tail)
+			p->newq_tail->next = row;
+		else
+			p->newq_head = row;
 		p->newq_tail = row;
 	}
+}
+
+static void newq_unlink(struct gn_peer *p, struct gn_txrow *row)
+{
+	if (!row->queued)
+		return;
+	if (row->prev)
+		row->prev->next = row->next;
+	else
+		p->newq_head = row->next;
+	if (row->next)
+		row->next->prev = row->prev;
+	else
+		p->newq_tail = row->prev;
+	row->prev = row->next = NULL;
+	row->queued = false;
 }
 
 void gn_dl_msg_queue(struct gn_dl *dl, struct gn_txmsg *m)
@@ -223,6 +246,8 @@ static void row_done(struct gn_dl *dl, struct gn_txmsg *m, u32 r)
 	}
 	row->unacked = 0;
 	row->next_new = m->npkts;
+	/* Off the queue now: the message may be freed once it is done. */
+	newq_unlink(p, row);
 	if (m->left && !--m->left)
 		gn_dl_msg_clear(dl, m);
 }
@@ -360,23 +385,10 @@ static bool row_open(const struct gn_txrow *row, int peer)
 	       (!row->m->gate || row->m->gate[peer]);
 }
 
-static void newq_unlink(struct gn_peer *p, struct gn_txrow *prev,
-			struct gn_txrow *row)
-{
-	if (prev)
-		prev->next = row->next;
-	else
-		p->newq_head = row->next;
-	if (p->newq_tail == row)
-		p->newq_tail = prev;
-	row->next = NULL;
-	row->queued = false;
-}
-
 /* What is due to @p: lost and timed-out packets first, then new ones. */
 static int collect(struct gn_dl *dl, struct gn_peer *p)
 {
-	struct gn_txrow *prev = NULL, *row, *next;
+	struct gn_txrow *row, *next;
 	struct gn_txpkt *q;
 	int n = 0;
 
@@ -394,13 +406,11 @@ static int collect(struct gn_dl *dl, struct gn_peer *p)
 
 		next = row->next;
 		if (!m->busy || row->next_new >= m->npkts) {
-			newq_unlink(p, prev, row);	/* nothing left to send */
+			newq_unlink(p, row);	/* nothing left to send */
 			continue;
 		}
-		if (!row_open(row, p->rank)) {
-			prev = row;	/* gated: its receiver is not ready */
-			continue;
-		}
+		if (!row_open(row, p->rank))
+			continue;	/* gated: its receiver is not ready */
 		while (row->next_new < m->npkts && n < GN_TX_BATCH &&
 		       (m->ctl || window_open(p))) {
 			q = pkt_of(m, (u32)(row - m->row), row->next_new++);
@@ -412,7 +422,6 @@ static int collect(struct gn_dl *dl, struct gn_peer *p)
 		}
 		if (!m->ctl && !window_open(p))
 			break;
-		prev = row;
 	}
 	return n;
 }
