@@ -32,6 +32,7 @@ PACKAGES=(
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
 	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod
 	iproute2 libbpf-dev bpftool openmpi-bin libopenmpi-dev
+	libdpdk-dev
 )
 
 install_missing() {
