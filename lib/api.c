@@ -656,14 +656,15 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	dp = calloc((size_t)a->conf.world, sizeof(*dp));
 	if (!dp)
 		return open_fail(-ENOMEM, "out of memory");
-	r = dpdk_peers(a, dp);
-	if (r)
-		goto out;
+	/* First, so a library without DPDK says so before anything else. */
 	r = gn_dpdk_eal_init(getenv("GN_DPDK_EAL"), msg, sizeof(msg));
 	if (r) {
 		r = open_fail(r, "DPDK: %s", msg);
 		goto out;
 	}
+	r = dpdk_peers(a, dp);
+	if (r)
+		goto out;
 	c.port_id = (u16)port;
 	c.peers = dp;
 	c.mbufs = (u32)mbufs;
