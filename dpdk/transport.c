@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include <rte_arp.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -81,6 +82,9 @@
 #define SPIN_NS 20000ull
 #define SLEEP_MIN_NS 50000ull
 #define NSEC_PER_SEC 1000000000ull
+/* A link down this long gets its port restarted (see link_watch()). */
+#define LINK_CHECK_MS 100
+#define LINK_RESTART_MS 1000
 
 _Static_assert(RTE_PKTMBUF_HEADROOM >= HDRS, "no room for the headers");
 _Static_assert(GN_WIRE_IPUDP == sizeof(struct rte_ipv4_hdr) +
@@ -116,6 +120,10 @@ struct dtp {
 	struct rte_mbuf *tx[BURST];
 	struct rte_mbuf *ctl[BURST];	/* ARP replies of one recv */
 	int ctl_n;
+
+	/* The link: checked every LINK_CHECK_NS, when it went down. */
+	u64 link_check_tsc, link_down_tsc;
+	u64 tsc_hz;
 
 	/* wait() sleeps on @wake_word; wake() sets it. */
 	u32 wake_word;
@@ -466,6 +474,38 @@ static bool rx_fill(struct dtp *d)
 	return d->rx_n;
 }
 
+/*
+ * A port whose link stays down is stopped and started again: a memif
+ * client that connected before its server's port started was turned away
+ * and does not try again by itself, and a NIC may recover the same way.
+ * Called under the core's lock, so no send runs meanwhile.
+ */
+static void link_watch(struct dtp *d)
+{
+	u64 now = rte_get_timer_cycles();
+	struct rte_eth_link link;
+
+	if (now - d->link_check_tsc < d->tsc_hz / 1000 * LINK_CHECK_MS)
+		return;
+	d->link_check_tsc = now;
+	if (rte_eth_link_get_nowait(d->port, &link) ||
+	    link.link_status == RTE_ETH_LINK_UP) {
+		d->link_down_tsc = 0;
+		return;
+	}
+	if (!d->link_down_tsc) {
+		d->link_down_tsc = now;
+		return;
+	}
+	if (now - d->link_down_tsc < d->tsc_hz / 1000 * LINK_RESTART_MS)
+		return;
+	d->link_down_tsc = now;
+	rte_eth_dev_stop(d->port);
+	if (rte_eth_dev_start(d->port))
+		fprintf(stderr, "gradnet: dpdk: port %u does not restart\n",
+			d->port);
+}
+
 /* Bursts read per call at most, so a flood of others' frames ends it. */
 #define RX_BURSTS 4
 
@@ -475,6 +515,7 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 	int n = 0, bursts = 0;
 	bool copy;
 
+	link_watch(d);
 	copy = rte_mempool_avail_count(d->rx_pool) < RX_LOW;
 	while (n < max) {
 		if (d->rx_i == d->rx_n &&
@@ -782,6 +823,7 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	d->world = (u16)c->world;
 	d->max_pkt = c->max_pkt;
 	d->poll_ns = c->poll_us * 1000u;
+	d->tsc_hz = rte_get_timer_hz();
 	d->ip = self->ip;
 	d->udp_port = self->port;
 	r = peers_init(d, c->peers, c->world);
