@@ -18,6 +18,26 @@
 
 #include "kselftest_harness.h"
 
+/*
+ * The EAL leaves its runtime directory behind (/var/run/dpdk/PREFIX for
+ * root, else under $XDG_RUNTIME_DIR or /tmp): this process's goes, at the
+ * end of each test (the harness's children exit without atexit()).
+ */
+static void eal_dir_rm(void)
+{
+	const char *base = getenv("XDG_RUNTIME_DIR");
+	char cmd[512];
+
+	if (!getuid())
+		base = "/var/run";
+	else if (!base)
+		base = "/tmp";
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/dpdk/gnopen%d'", base,
+		 (int)getpid());
+	if (system(cmd))
+		fprintf(stderr, "cannot remove the EAL runtime directory\n");
+}
+
 /* EAL arguments for this process: no hugepages, no PCI, no shared config. */
 static void eal_env(const char *extra)
 {
@@ -67,6 +87,7 @@ TEST(neighbour_list_required)
 	setenv("GN_DPDK_PEERS", "-", 1);
 	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "lists 1 MAC")) TH_LOG("%s", gn_last_errmsg());
+	eal_dir_rm();
 }
 
 TEST(eal_failure_names_the_eal)
@@ -92,6 +113,7 @@ TEST(eal_failure_names_the_eal)
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rte_eal_init")) TH_LOG("%s", gn_last_errmsg());
 	/* Once failed, the EAL stays failed in this process: the same error. */
 	ASSERT_EQ(r, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	eal_dir_rm();
 }
 
 TEST(missing_port_is_enodev)
@@ -104,6 +126,7 @@ TEST(missing_port_is_enodev)
 	ASSERT_EQ(-ENODEV, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "port 3 does not exist")) TH_LOG("%s", gn_last_errmsg());
 	unsetenv("GN_DPDK_PORT");
+	eal_dir_rm();
 }
 
 TEST(ipv6_peers_refused)
@@ -114,6 +137,7 @@ TEST(ipv6_peers_refused)
 	setenv("GN_DPDK_PEERS", "-", 1);
 	ASSERT_EQ(-EAFNOSUPPORT, open_dpdk(&ctx, 1, "[::1]:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "IPv4 only")) TH_LOG("%s", gn_last_errmsg());
+	eal_dir_rm();
 }
 
 /* A job of one: opens, reduces (nothing to send), closes, and again. */
@@ -134,6 +158,7 @@ TEST(one_rank_on_net_null_twice)
 			ASSERT_EQ((float)(i + 1), x[i]);
 		gn_ctx_close(ctx);
 	}
+	eal_dir_rm();
 }
 
 TEST_HARNESS_MAIN
