@@ -18,9 +18,12 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "gn_dpdk.h"
 #include "gradnet_stat.h"
 
 static __thread char open_errmsg[GN_ERRMSG_LEN];
+
+enum gn_tp_kind { GN_TP_KIND_UDP, GN_TP_KIND_DPDK };
 
 /* What gn_ctx_open() learns before there is a context. */
 struct open_args {
@@ -29,6 +32,7 @@ struct open_args {
 	bool insecure;
 	struct gn_addr *addrs;
 	char (*names)[GN_NAME_LEN];
+	enum gn_tp_kind transport;
 };
 
 static int open_fail(int err, const char *fmt, ...)
@@ -537,12 +541,29 @@ static void args_free(struct open_args *a)
 	free(a->names);
 }
 
+static int read_transport(struct open_args *a, const struct gn_ctx_opts *o)
+{
+	const char *t = OPT(o, transport) ? OPT(o, transport) :
+					    getenv("GN_TRANSPORT");
+
+	if (!t || !*t || !strcmp(t, "udp"))
+		a->transport = GN_TP_KIND_UDP;
+	else if (!strcmp(t, "dpdk"))
+		a->transport = GN_TP_KIND_DPDK;
+	else
+		return open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp or dpdk",
+				 t);
+	return 0;
+}
+
 static int read_args(struct open_args *a, const struct gn_ctx_opts *o)
 {
 	const char *peers;
 	int r;
 
 	r = read_basics(&a->conf, o, &peers);
+	if (!r)
+		r = read_transport(a, o);
 	if (r)
 		return r;
 	a->addrs = calloc((size_t)a->conf.world, sizeof(*a->addrs));
@@ -557,6 +578,106 @@ static int read_args(struct open_args *a, const struct gn_ctx_opts *o)
 	return r;
 }
 
+/* "aa:bb:cc:dd:ee:ff" of @len characters into @mac. */
+static int parse_mac(const char *s, size_t len, u8 mac[6])
+{
+	size_t i;
+
+	if (len != 17)
+		return -EINVAL;
+	for (i = 0; i < 6; i++) {
+		int hi = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
+
+		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
+			return -EINVAL;
+		mac[i] = (u8)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+/*
+ * The static neighbour list: GN_DPDK_PEERS, one MAC per rank in rank
+ * order, "-" (or nothing) for this rank, whose MAC is its port's.
+ */
+static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
+{
+	const char *p = getenv("GN_DPDK_PEERS");
+	int n = 0, i;
+
+	for (i = 0; i < a->conf.world; i++) {
+		const struct sockaddr_in *in = (const void *)&a->addrs[i].sa;
+
+		if (in->sin_family != AF_INET)
+			return open_fail(-EAFNOSUPPORT,
+					 "the DPDK transport speaks IPv4 only: GN_PEERS entry %d is %s",
+					 i, a->names[i]);
+		dp[i].ip = in->sin_addr.s_addr;
+		dp[i].port = in->sin_port;
+	}
+	if (!p || !*p)
+		return open_fail(-EINVAL,
+				 "GN_TRANSPORT=dpdk needs GN_DPDK_PEERS: every rank's MAC address, rank order, comma-separated (\"-\" for this rank)");
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (n >= a->conf.world)
+			return open_fail(-EINVAL, "GN_DPDK_PEERS lists more than world size %d MAC addresses",
+					 a->conf.world);
+		if (!(n == a->conf.rank && (!len || (len == 1 && *p == '-'))) &&
+		    parse_mac(p, len, dp[n].mac))
+			return open_fail(-EINVAL, "GN_DPDK_PEERS entry %d \"%.*s\" is not a MAC address (aa:bb:cc:dd:ee:ff)",
+					 n, (int)len, p);
+		n++;
+		p += len + (end != NULL);
+	}
+	if (n != a->conf.world)
+		return open_fail(-EINVAL, "GN_DPDK_PEERS lists %d MAC addresses, world size is %d",
+				 n, a->conf.world);
+	return 0;
+}
+
+/* The EAL (once per process) and the DPDK transport on its port. */
+static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
+{
+	static const char *const port_vars[] = { "GN_DPDK_PORT", NULL };
+	static const char *const mbuf_vars[] = { "GN_DPDK_MBUFS", NULL };
+	static const char *const poll_vars[] = { "GN_DPDK_POLL_US", NULL };
+	struct gn_dpdk_conf c = { .world = a->conf.world, .rank = a->conf.rank,
+				  .mtu = a->conf.mtu, .max_pkt = max_pkt };
+	long port = 0, mbufs = 0, poll_us = 1000;
+	char msg[GN_ERRMSG_LEN] = "";
+	struct gn_dpdk_peer *dp;
+	int r;
+
+	if ((r = env_int(port_vars, 0, 65535, &port)) < 0 ||
+	    (r = env_int(mbuf_vars, 1023, 1 << 24, &mbufs)) < 0 ||
+	    (r = env_int(poll_vars, 0, 1000000, &poll_us)) < 0)
+		return r;
+	dp = calloc((size_t)a->conf.world, sizeof(*dp));
+	if (!dp)
+		return open_fail(-ENOMEM, "out of memory");
+	/* First, so a library without DPDK says so before anything else. */
+	r = gn_dpdk_eal_init(getenv("GN_DPDK_EAL"), msg, sizeof(msg));
+	if (r) {
+		r = open_fail(r, "DPDK: %s", msg);
+		goto out;
+	}
+	r = dpdk_peers(a, dp);
+	if (r)
+		goto out;
+	c.port_id = (u16)port;
+	c.peers = dp;
+	c.mbufs = (u32)mbufs;
+	c.poll_us = (u32)poll_us;
+	r = gn_dpdk_open(&d->tp, &c, msg, sizeof(msg));
+	if (r)
+		r = open_fail(r, "DPDK: %s", msg);
+out:
+	free(dp);
+	return r;
+}
+
 /* The transport, the core and the progress thread. */
 static int ctx_start(struct open_args *a, struct gn_drv *d, struct gn_ctx **out)
 {
@@ -564,14 +685,23 @@ static int ctx_start(struct open_args *a, struct gn_drv *d, struct gn_ctx **out)
 	struct gn_ctx *ctx;
 	int i, r;
 
-	r = gn_udp_open(&d->tp, a->addrs, a->conf.world, a->conf.rank, max_pkt);
-	if (r)
-		return open_fail(r, "cannot bind %s: %s", a->names[a->conf.rank],
-				 strerror(-r));
+	if (a->transport == GN_TP_KIND_DPDK) {
+		r = dpdk_start(a, d, max_pkt);
+		if (r)
+			return r;
+	} else {
+		r = gn_udp_open(&d->tp, a->addrs, a->conf.world, a->conf.rank,
+				max_pkt);
+		if (r)
+			return open_fail(r, "cannot bind %s: %s",
+					 a->names[a->conf.rank], strerror(-r));
+	}
 	/* Every packet event fires a USDT probe (lib/probes.c). */
 	d->probe = (struct gn_probe_flow){ .job = a->conf.job,
 					   .rank = (u64)a->conf.rank,
-					   .transport = GN_STAT_TRANSPORT_UDP };
+					   .transport = a->transport == GN_TP_KIND_DPDK ?
+							GN_STAT_TRANSPORT_DPDK :
+							GN_STAT_TRANSPORT_UDP };
 	a->conf.account = gn_probe_account;
 	a->conf.account_arg = &d->probe;
 	if (gn_test_hooks && gn_test_hooks->open) {

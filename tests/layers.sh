@@ -24,7 +24,8 @@ trap 'rm -rf "$tmp"' EXIT
 rank_of() {
 	case $1 in
 	env_* | codec_* | wire_*) echo 0 ;;
-	transport_*) echo 1 ;;
+	# dpdk/'s objects: the DPDK transport, or its stand-in without DPDK.
+	transport_* | transport.c.o | absent.c.o) echo 1 ;;
 	delivery_*) echo 2 ;;
 	collective_*) echo 3 ;;
 	api.c.o | driver.c.o | version.c.o | probes.c.o) echo 4 ;;

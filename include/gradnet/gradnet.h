@@ -92,7 +92,12 @@ enum gn_codec {
  *	GN_KEY_FD (a descriptor to read them from, a launcher's pipe; at
  *	most one of the three), GN_JOB (job id, decimal or 0x hex),
  *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (none or 3lc),
- *	GN_S, GN_INSECURE=1.
+ *	GN_S, GN_INSECURE=1, GN_TRANSPORT (udp or dpdk); for dpdk also
+ *	GN_DPDK_EAL (EAL arguments, space-separated), GN_DPDK_PORT (port id,
+ *	default 0), GN_DPDK_PEERS (every rank's MAC address, rank order,
+ *	comma-separated; "-" for this rank: the port's), GN_DPDK_MBUFS (tx
+ *	mbufs), GN_DPDK_POLL_US (longest idle sleep of the poll loop, default
+ *	1000; 0 polls without sleeping).
  * @sz: sizeof(struct gn_ctx_opts)
  * @rank: this process, 0..world_size-1. Zero (or negative) without
  *	GN_CTX_RANK in @flags takes GN_RANK (or the MPI, PMI, Slurm or torch
@@ -117,6 +122,10 @@ enum gn_codec {
  *	for the tensor) fails with -ETIMEDOUT on every rank, naming that
  *	peer (default 600000, ten minutes, so that one rank may pause for
  *	evaluation or a checkpoint while the others wait)
+ * @transport: the data path, "udp" (the default) or "dpdk" (a DPDK port
+ *	polled by the progress thread; the same packets on the wire, so
+ *	ranks on either path share a job); NULL takes GN_TRANSPORT. A
+ *	library built without DPDK refuses "dpdk" with -EOPNOTSUPP.
  */
 struct gn_ctx_opts {
 	size_t sz;
@@ -133,6 +142,7 @@ struct gn_ctx_opts {
 	float s;
 	unsigned int chunk;
 	unsigned int step_timeout_ms;
+	const char *transport;
 };
 
 /*

@@ -7,7 +7,7 @@
  * gives every rank the same wrong answer still fails.
  *
  * usage: gn-ref --world W --elems N --steps K [--codec none|3lc]
- *               [--data DIR] --out FILE
+ *               [--average] [--data DIR] --out FILE
  * K counts every step gradnet-rank runs, warm-up included.
  */
 #include <getopt.h>
@@ -85,6 +85,7 @@ int main(int argc, char **argv)
 		{ "codec", required_argument, NULL, 'c' },
 		{ "data", required_argument, NULL, 'd' },
 		{ "out", required_argument, NULL, 'o' },
+		{ "average", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct job_spec s = { .ntensors = 1, .codec = { GN_CODEC_3LC } };
@@ -116,13 +117,16 @@ int main(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
+		case 'a':
+			s.flags[0] |= GN_TENSOR_AVERAGE;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (s.world < 1 || s.world > JOB_MAX_RANKS || !s.elems[0] ||
 	    s.steps < 1 || s.steps > JOB_MAX_STEPS || !out) {
-		fprintf(stderr, "usage: gn-ref --world W --elems N --steps K (<= %d) [--codec none|3lc] [--data DIR] --out FILE\n",
+		fprintf(stderr, "usage: gn-ref --world W --elems N --steps K (<= %d) [--codec none|3lc] [--average] [--data DIR] --out FILE\n",
 			JOB_MAX_STEPS);
 		return 2;
 	}

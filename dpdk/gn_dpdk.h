@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gn_dpdk.h - gradnet's DPDK poll-mode transport as libgradnet sees it: the
+ * EAL brought up once per process, and lib/transport/transport.h's table
+ * over one port, one rx and one tx queue. No DPDK type appears here
+ * (SPDK's env.h boundary): the caller passes plain addresses.
+ *
+ * Built without libdpdk (absent.c), both functions fail with -EOPNOTSUPP
+ * and say why.
+ */
+#ifndef GN_DPDK_TP_H
+#define GN_DPDK_TP_H
+
+#include <stddef.h>
+
+#include "transport.h"
+
+/* Where rank j is on the wire; what the static neighbour list holds. */
+struct gn_dpdk_peer {
+	u8 mac[6];			/* all zero for the own rank: the port's */
+	u32 ip;				/* IPv4 address, network byte order */
+	u16 port;			/* UDP port, network byte order */
+};
+
+struct gn_dpdk_conf {
+	u16 port_id;			/* the ethdev port, started by the transport */
+	int world, rank;
+	const struct gn_dpdk_peer *peers;	/* @world entries, copied */
+	u32 mtu;			/* IP MTU: the port is set to it */
+	u32 max_pkt;			/* largest UDP payload, <= mtu - 28 */
+	u32 mbufs;			/* tx pool size; 0: sized from the MTU */
+	u32 poll_us;			/* longest idle sleep; 0: poll, never sleep */
+};
+
+/*
+ * gn_dpdk_eal_init() - bring the EAL up once per process
+ * @args: EAL arguments separated by spaces (as on a command line, no
+ *	quoting), or NULL; ignored once the EAL is up, by an earlier call or
+ *	by the application itself
+ * @msg: why it failed, @len bytes
+ *
+ * Return: 0, or -errno from the EAL (-ENOMEM without hugepages, say).
+ */
+int gn_dpdk_eal_init(const char *args, char *msg, size_t len);
+
+/*
+ * gn_dpdk_open() - the transport over port @conf->port_id
+ * @tp: filled with the table, the state and the capabilities
+ * @conf: addresses and sizes, copied
+ * @msg: why it failed, @len bytes
+ *
+ * Return: 0, -EINVAL (bad arguments, a peer MAC missing), -ENODEV (no such
+ * port), -EBUSY (the port is in use by another context), -ENOMEM (no
+ * memory for the mbuf pools), or the -errno of the port's configuration
+ * (an MTU it refuses, for one).
+ */
+int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *conf,
+		 char *msg, size_t len);
+
+#endif /* GN_DPDK_TP_H */

@@ -1,0 +1,927 @@
+// SPDX-License-Identifier: MIT
+/*
+ * transport.c - gradnet's DPDK poll-mode transport: the table of
+ * lib/transport/transport.h over one ethdev port with one rx and one tx
+ * queue, putting on the wire the same Ethernet/IPv4/UDP datagrams as the
+ * UDP-socket path.
+ *
+ * Buffers are mbufs. A gn_buf lives in its mbuf's private area, and its
+ * data points GN_WIRE_IPUDP + 14 bytes past where the frame starts, so the
+ * packer encodes straight into the mbuf and send only writes the headers
+ * in front. The gn_buf's reference count is the mbuf's: hold is
+ * rte_mbuf_refcnt_update(), put is rte_pktmbuf_free(), and send takes one
+ * more reference for the tx queue, so the core keeps its own and a
+ * retransmission sends the very same mbuf again. Headers are written once
+ * per mbuf (a stamp says for which peer and length), so a resend never
+ * writes bytes that a NIC may still be reading from an earlier one.
+ *
+ * Two pools: tx buffers come from one, the rx queue fills from the other.
+ * The core packs a whole step into tx buffers before it is acknowledged,
+ * and with one pool it could leave the rx queue no mbuf for the very ACKs
+ * that free them. Received packets that the core holds (a slice waiting
+ * for its turn) stay in their rx mbufs, unless the rx pool runs low: then
+ * packets are copied into tx buffers as they are handed out, so the rx
+ * queue never starves.
+ *
+ * Receive: rx bursts are filtered (Ethernet to us, IPv4 without options
+ * beyond the header length, no fragments, UDP to our port, lengths and
+ * checksums checked) and the sender resolved to a rank by (IP, port);
+ * ARP requests for our address are answered; everything else is freed.
+ *
+ * Threads: send, recv and the ARP replies run under the core's lock, so
+ * the tx queue has one user at a time; wait runs in the progress thread
+ * only, wake in any; get, hold and put in any (the pools are multi-
+ * producer, multi-consumer rings and mbuf reference counts are atomic).
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_arp.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_udp.h>
+
+#include "gn_dpdk.h"
+#include "gradnet/wire.h"
+
+#define ETH_LEN RTE_ETHER_HDR_LEN
+#define HDRS (ETH_LEN + GN_WIRE_IPUDP)	/* Ethernet + IPv4 + UDP: 42 */
+/*
+ * The payload starts at a cache line of the data room, so the packer's
+ * stores are aligned; the frame starts HDRS before it, which puts the IP
+ * header on a 4-byte boundary too.
+ */
+#define PAYLOAD_OFF RTE_PKTMBUF_HEADROOM
+#define BURST 64
+#define RX_DESC 1024
+#define TX_DESC 1024
+#define RX_POOL 8191
+/* Below this many free rx mbufs, received packets are copied out. */
+#define RX_LOW 2048
+#define TX_POOL_MAX 131071
+/* The tx pool's share of memory when its size is not given. */
+#define TX_POOL_BYTES (256u << 20)
+#define POOL_CACHE 256
+/* Idle wait: poll this long before the first sleep, then sleep from
+ * SLEEP_MIN_NS doubling up to poll_us. */
+#define SPIN_NS 20000ull
+#define SLEEP_MIN_NS 50000ull
+#define NSEC_PER_SEC 1000000000ull
+/* A link down this long gets its port restarted (see link_watch()). */
+#define LINK_CHECK_MS 100
+#define LINK_RESTART_MS 1000
+
+_Static_assert(RTE_PKTMBUF_HEADROOM >= HDRS, "no room for the headers");
+_Static_assert(GN_WIRE_IPUDP == sizeof(struct rte_ipv4_hdr) +
+	       sizeof(struct rte_udp_hdr), "wire.h and DPDK disagree");
+
+/* What the core knows of an mbuf, in its private area. */
+struct mbuf_priv {
+	struct gn_buf b;
+	u16 hdr_peer;			/* the headers in front are for this peer */
+	u16 hdr_len;			/* and this payload length */
+};
+
+struct dtp {
+	u16 port;
+	u16 rank, world;
+	u32 max_pkt;
+	u32 poll_ns;			/* longest idle sleep; 0: never sleep */
+	bool tx_csum;			/* the port computes IPv4 and UDP checksums */
+	bool pinned;
+	struct rte_mempool *tx_pool, *rx_pool;
+	struct rte_ether_addr mac;
+	u32 ip;				/* ours, network byte order */
+	u16 udp_port;
+	struct gn_dpdk_peer *peers;
+
+	/* Senders by (IP, port): open addressing, at most half full. */
+	u16 *peer_tab;
+	u32 peer_mask;
+
+	/* A burst received and not yet handed out (wait reads ahead). */
+	struct rte_mbuf *rx[BURST];
+	u16 rx_n, rx_i;
+	struct rte_mbuf *tx[BURST];
+	struct rte_mbuf *ctl[BURST];	/* ARP replies of one recv */
+	int ctl_n;
+
+	/* The link: checked every LINK_CHECK_NS, when it went down. */
+	u64 link_check_tsc, link_down_tsc;
+	u64 tsc_hz;
+
+	/* wait() sleeps on @wake_word; wake() sets it. */
+	u32 wake_word;
+	u32 sleeping;
+};
+
+/* One context per port: the queues are not shared. */
+static pthread_mutex_t ports_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool port_busy[RTE_MAX_ETHPORTS];
+static unsigned int pool_seq;
+
+static struct mbuf_priv *priv_of(struct rte_mbuf *m)
+{
+	return rte_mbuf_to_priv(m);
+}
+
+static struct rte_mbuf *mbuf_of(struct gn_buf *b)
+{
+	return b->priv;
+}
+
+/* @m's gn_buf, pointing at the payload area, one reference (the mbuf's). */
+static struct gn_buf *buf_init(struct rte_mbuf *m, u8 *data, u16 len)
+{
+	struct mbuf_priv *p = priv_of(m);
+
+	p->b.data = data;
+	p->b.len = len;
+	p->b.peer = 0;
+	p->b.refs = 0;
+	p->b.next = NULL;
+	p->b.priv = m;
+	p->hdr_peer = GN_PEER_NONE;
+	return &p->b;
+}
+
+static struct gn_buf *dtp_get(void *tp)
+{
+	struct dtp *d = tp;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(d->tx_pool);
+
+	if (!m)
+		return NULL;
+	return buf_init(m, (u8 *)m->buf_addr + PAYLOAD_OFF, 0);
+}
+
+static void dtp_hold(void *tp, struct gn_buf *b)
+{
+	(void)tp;
+	rte_mbuf_refcnt_update(mbuf_of(b), 1);
+}
+
+static void dtp_put(void *tp, struct gn_buf *b)
+{
+	(void)tp;
+	rte_pktmbuf_free(mbuf_of(b));
+}
+
+/* ---- senders by address ---- */
+
+static u32 addr_hash(u32 ip, u16 port)
+{
+	u32 h = (ip ^ ((u32)port << 16 | port)) * 0x9e3779b1u;
+
+	return h ^ (h >> 16);
+}
+
+static u16 peer_of(const struct dtp *d, u32 ip, u16 port)
+{
+	u32 i;
+
+	for (i = addr_hash(ip, port) & d->peer_mask;
+	     d->peer_tab[i] != GN_PEER_NONE; i = (i + 1) & d->peer_mask) {
+		const struct gn_dpdk_peer *p = &d->peers[d->peer_tab[i]];
+
+		if (p->ip == ip && p->port == port)
+			return d->peer_tab[i];
+	}
+	return GN_PEER_NONE;
+}
+
+static int peers_init(struct dtp *d, const struct gn_dpdk_peer *peers,
+		      int world)
+{
+	u32 size = 16;
+	int r;
+
+	while (size < 2u * (u32)world)
+		size <<= 1;
+	d->peers = calloc((size_t)world, sizeof(*d->peers));
+	d->peer_tab = malloc(size * sizeof(*d->peer_tab));
+	if (!d->peers || !d->peer_tab)
+		return -ENOMEM;
+	memcpy(d->peers, peers, (size_t)world * sizeof(*peers));
+	d->peer_mask = size - 1;
+	memset(d->peer_tab, 0xff, size * sizeof(*d->peer_tab));
+	for (r = 0; r < world; r++) {
+		u32 i;
+
+		/* Of two ranks at one address the first gets its packets. */
+		if (peer_of(d, peers[r].ip, peers[r].port) != GN_PEER_NONE)
+			continue;
+		for (i = addr_hash(peers[r].ip, peers[r].port) & d->peer_mask;
+		     d->peer_tab[i] != GN_PEER_NONE; i = (i + 1) & d->peer_mask)
+			;
+		d->peer_tab[i] = (u16)r;
+	}
+	return 0;
+}
+
+/* ---- send ---- */
+
+/*
+ * The Ethernet, IPv4 and UDP headers in front of @p's payload, for its
+ * peer. IP ID 0 with DF set: the datagram is never fragmented (RFC 6864).
+ * The UDP checksum is always valid, kernel peers check it: computed here
+ * over the payload when the port does not offload it, once per mbuf.
+ */
+static void frame_build(struct dtp *d, struct rte_mbuf *m, struct mbuf_priv *p)
+{
+	const struct gn_dpdk_peer *to = &d->peers[p->b.peer];
+	struct rte_ether_hdr *eth = (void *)(p->b.data - HDRS);
+	struct rte_ipv4_hdr *ip = (void *)(eth + 1);
+	struct rte_udp_hdr *udp = (void *)(ip + 1);
+	u16 len = p->b.len;
+
+	memcpy(&eth->dst_addr, to->mac, RTE_ETHER_ADDR_LEN);
+	rte_ether_addr_copy(&d->mac, &eth->src_addr);
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->type_of_service = 0;
+	ip->total_length = rte_cpu_to_be_16(GN_WIRE_IPUDP + len);
+	ip->packet_id = 0;
+	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->hdr_checksum = 0;
+	ip->src_addr = d->ip;
+	ip->dst_addr = to->ip;
+	udp->src_port = d->udp_port;
+	udp->dst_port = to->port;
+	udp->dgram_len = rte_cpu_to_be_16(sizeof(*udp) + len);
+	udp->dgram_cksum = 0;
+	m->data_off = PAYLOAD_OFF - HDRS;
+	m->data_len = HDRS + len;
+	m->pkt_len = HDRS + len;
+	m->l2_len = ETH_LEN;
+	m->l3_len = sizeof(*ip);
+	if (d->tx_csum) {
+		m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM |
+			      RTE_MBUF_F_TX_UDP_CKSUM;
+		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+	} else {
+		m->ol_flags = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	}
+	p->hdr_peer = p->b.peer;
+	p->hdr_len = len;
+}
+
+static int dtp_send(void *tp, struct gn_buf *const *b, int n)
+{
+	struct dtp *d = tp;
+	int done = 0;
+
+	while (done < n) {
+		int k = 0, at = done, r, i;
+
+		while (at < n && k < BURST) {
+			struct gn_buf *x = b[at];
+			struct rte_mbuf *m = mbuf_of(x);
+			struct mbuf_priv *p = priv_of(m);
+
+			/* No such rank: nowhere to send it, the core's bug. */
+			if (unlikely(x->peer >= d->world || x->peer == d->rank ||
+				     x->len > d->max_pkt)) {
+				if (k)
+					break;
+				done = ++at;
+				continue;
+			}
+			if (p->hdr_peer != x->peer || p->hdr_len != x->len)
+				frame_build(d, m, p);
+			/* The tx queue's reference; the core keeps its own. */
+			rte_mbuf_refcnt_update(m, 1);
+			d->tx[k++] = m;
+			at++;
+		}
+		if (!k)
+			continue;
+		r = rte_eth_tx_burst(d->port, 0, d->tx, (u16)k);
+		/* A full ring is back-pressure: the rest go back to the core. */
+		for (i = r; i < k; i++)
+			rte_pktmbuf_free(d->tx[i]);
+		done += r;
+		if (r < k)
+			break;
+	}
+	return done;
+}
+
+/* ---- receive ---- */
+
+/* An ARP request for our address gets a reply, sent after the burst. */
+static void arp_in(struct dtp *d, struct rte_mbuf *m)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_arp_hdr *a = (void *)(eth + 1), *ra;
+	struct rte_ether_hdr *reth;
+	struct rte_mbuf *r;
+
+	if (m->data_len < ETH_LEN + sizeof(*a) ||
+	    a->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
+	    a->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    a->arp_hlen != RTE_ETHER_ADDR_LEN || a->arp_plen != 4 ||
+	    a->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) ||
+	    a->arp_data.arp_tip != d->ip || d->ctl_n == BURST)
+		return;
+	r = rte_pktmbuf_alloc(d->tx_pool);
+	if (!r)
+		return;
+	/* The shortest Ethernet frame, zero padded. */
+	reth = (void *)rte_pktmbuf_append(r, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	memset(reth, 0, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	rte_ether_addr_copy(&a->arp_data.arp_sha, &reth->dst_addr);
+	rte_ether_addr_copy(&d->mac, &reth->src_addr);
+	reth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	ra = (void *)(reth + 1);
+	ra->arp_hardware = a->arp_hardware;
+	ra->arp_protocol = a->arp_protocol;
+	ra->arp_hlen = RTE_ETHER_ADDR_LEN;
+	ra->arp_plen = 4;
+	ra->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
+	rte_ether_addr_copy(&d->mac, &ra->arp_data.arp_sha);
+	ra->arp_data.arp_sip = d->ip;
+	rte_ether_addr_copy(&a->arp_data.arp_sha, &ra->arp_data.arp_tha);
+	ra->arp_data.arp_tip = a->arp_data.arp_sip;
+	d->ctl[d->ctl_n++] = r;
+}
+
+static void ctl_flush(struct dtp *d)
+{
+	int r, i;
+
+	if (!d->ctl_n)
+		return;
+	r = rte_eth_tx_burst(d->port, 0, d->ctl, (u16)d->ctl_n);
+	for (i = r; i < d->ctl_n; i++)
+		rte_pktmbuf_free(d->ctl[i]);
+	d->ctl_n = 0;
+}
+
+/* The ones' complement sum of @ip's pseudo header and @len bytes at @l4. */
+static bool udp_csum_ok(const struct rte_ipv4_hdr *ip, const void *l4, u16 len)
+{
+	u32 sum = rte_raw_cksum(l4, len);
+
+	sum += rte_raw_cksum(&ip->src_addr, 8);
+	sum += rte_cpu_to_be_16(IPPROTO_UDP) + rte_cpu_to_be_16(len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/*
+ * The UDP payload of @m if it is a datagram to us, else NULL (and ARP
+ * requests answered). Bounds: every length is checked against the bytes
+ * the mbuf really holds, in one segment.
+ */
+static u8 *rx_filter(struct dtp *d, struct rte_mbuf *m, u16 *len, u16 *peer)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ipv4_hdr *ip = (void *)(eth + 1);
+	struct rte_udp_hdr *udp;
+	u32 have = m->data_len, ihl, tot, ulen;
+	u64 ipf = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+	u64 l4f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+	if (m->nb_segs != 1 || have < HDRS)
+		return NULL;
+	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+		arp_in(d, m);
+		return NULL;
+	}
+	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    !rte_is_same_ether_addr(&eth->dst_addr, &d->mac))
+		return NULL;
+	ihl = (u32)(ip->version_ihl & 0xf) * 4;
+	tot = rte_be_to_cpu_16(ip->total_length);
+	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) ||
+	    tot < ihl + sizeof(*udp) || ETH_LEN + tot > have ||
+	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
+						    RTE_IPV4_HDR_OFFSET_MASK)) ||
+	    ip->next_proto_id != IPPROTO_UDP || ip->dst_addr != d->ip)
+		return NULL;
+	if (ipf == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+	    (ipf != RTE_MBUF_F_RX_IP_CKSUM_GOOD && rte_raw_cksum(ip, ihl) != 0xffff))
+		return NULL;
+	udp = (void *)((u8 *)ip + ihl);
+	ulen = rte_be_to_cpu_16(udp->dgram_len);
+	if (udp->dst_port != d->udp_port || ulen < sizeof(*udp) ||
+	    ulen > tot - ihl || ulen - sizeof(*udp) > d->max_pkt)
+		return NULL;
+	/*
+	 * A zero checksum is IPv4's "none". The MAC would catch a corrupted
+	 * payload too, but not in an insecure job, so software checks what
+	 * the port did not.
+	 */
+	if (udp->dgram_cksum &&
+	    (l4f == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
+	     (l4f != RTE_MBUF_F_RX_L4_CKSUM_GOOD &&
+	      !udp_csum_ok(ip, udp, (u16)ulen))))
+		return NULL;
+	*len = (u16)(ulen - sizeof(*udp));
+	*peer = peer_of(d, ip->src_addr, udp->src_port);
+	return (u8 *)(udp + 1);
+}
+
+/* @m as a gn_buf for the core, or NULL if it was not for us (freed). */
+static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
+{
+	struct gn_buf *b;
+	struct rte_mbuf *c;
+	u16 len, peer;
+	u8 *data = rx_filter(d, m, &len, &peer);
+
+	if (!data) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	/* The rx pool runs low: the core may hold this one for long. */
+	if (copy && (c = rte_pktmbuf_alloc(d->tx_pool))) {
+		b = buf_init(c, (u8 *)c->buf_addr + PAYLOAD_OFF, len);
+		memcpy(b->data, data, len);
+		rte_pktmbuf_free(m);
+	} else {
+		b = buf_init(m, data, len);
+	}
+	b->peer = peer;
+	return b;
+}
+
+static bool rx_fill(struct dtp *d)
+{
+	d->rx_i = 0;
+	d->rx_n = rte_eth_rx_burst(d->port, 0, d->rx, BURST);
+	return d->rx_n;
+}
+
+/*
+ * A port whose link stays down is stopped and started again: a memif
+ * client that connected before its server's port started was turned away
+ * and does not try again by itself, and a NIC may recover the same way.
+ * Called under the core's lock, so no send runs meanwhile.
+ */
+static void link_watch(struct dtp *d)
+{
+	u64 now = rte_get_timer_cycles();
+	struct rte_eth_link link;
+
+	if (now - d->link_check_tsc < d->tsc_hz / 1000 * LINK_CHECK_MS)
+		return;
+	d->link_check_tsc = now;
+	if (rte_eth_link_get_nowait(d->port, &link) ||
+	    link.link_status == RTE_ETH_LINK_UP) {
+		d->link_down_tsc = 0;
+		return;
+	}
+	if (!d->link_down_tsc) {
+		d->link_down_tsc = now;
+		return;
+	}
+	if (now - d->link_down_tsc < d->tsc_hz / 1000 * LINK_RESTART_MS)
+		return;
+	d->link_down_tsc = now;
+	rte_eth_dev_stop(d->port);
+	if (rte_eth_dev_start(d->port))
+		fprintf(stderr, "gradnet: dpdk: port %u does not restart\n",
+			d->port);
+}
+
+/* Bursts read per call at most, so a flood of others' frames ends it. */
+#define RX_BURSTS 4
+
+static int dtp_recv(void *tp, struct gn_buf **b, int max)
+{
+	struct dtp *d = tp;
+	int n = 0, bursts = 0;
+	bool copy;
+
+	link_watch(d);
+	copy = rte_mempool_avail_count(d->rx_pool) < RX_LOW;
+	while (n < max) {
+		if (d->rx_i == d->rx_n &&
+		    (bursts++ == RX_BURSTS || !rx_fill(d)))
+			break;
+		b[n] = rx_one(d, d->rx[d->rx_i++], copy);
+		n += b[n] != NULL;
+	}
+	ctl_flush(d);
+	return n;
+}
+
+/* ---- idle ---- */
+
+static u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_sec * NSEC_PER_SEC + (u64)ts.tv_nsec;
+}
+
+/*
+ * The poll loop runs on the EAL's main lcore, whatever thread drives it,
+ * so two ranks on one host given -l 0 and -l 1 do not share a core.
+ */
+static void pin_once(struct dtp *d)
+{
+	rte_cpuset_t set;
+
+	if (d->pinned)
+		return;
+	d->pinned = true;
+	set = rte_lcore_cpuset(rte_get_main_lcore());
+	if (CPU_COUNT(&set))
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/* Sleep up to @ns, or until wake() (a futex, so wake cuts it short). */
+static void nap(struct dtp *d, u64 ns)
+{
+	struct timespec ts = { (time_t)(ns / NSEC_PER_SEC),
+			       (long)(ns % NSEC_PER_SEC) };
+
+	__atomic_store_n(&d->sleeping, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&d->wake_word, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &d->wake_word, FUTEX_WAIT_PRIVATE, 0, &ts,
+			NULL, 0);
+	__atomic_store_n(&d->sleeping, 0, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * No descriptor to sleep on: poll the rx queue, first busily, then with
+ * sleeps that double up to poll_ns, so a rank between steps costs little
+ * CPU and a burst of traffic is seen within poll_ns. What a poll finds
+ * stays for recv. Return: 1 packets are there, 0 woken or timed out.
+ */
+static int dtp_wait(void *tp, int timeout_ms)
+{
+	struct dtp *d = tp;
+	u64 start = mono_ns(), now = start, nap_ns = SLEEP_MIN_NS;
+	u64 end = start + (u64)timeout_ms * 1000000ull;
+
+	pin_once(d);
+	for (;;) {
+		if (d->rx_i < d->rx_n || rx_fill(d))
+			return 1;
+		if (__atomic_exchange_n(&d->wake_word, 0, __ATOMIC_SEQ_CST))
+			return 0;
+		if (now >= end)
+			return 0;
+		if (!d->poll_ns || now - start < SPIN_NS) {
+			rte_pause();
+		} else {
+			nap(d, nap_ns < end - now ? nap_ns : end - now);
+			nap_ns = nap_ns * 2 < d->poll_ns ? nap_ns * 2 : d->poll_ns;
+		}
+		now = mono_ns();
+	}
+}
+
+static void dtp_wake(void *tp)
+{
+	struct dtp *d = tp;
+
+	if (!__atomic_exchange_n(&d->wake_word, 1, __ATOMIC_SEQ_CST) &&
+	    __atomic_load_n(&d->sleeping, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &d->wake_word, FUTEX_WAKE_PRIVATE, 1, NULL,
+			NULL, 0);
+}
+
+/* ---- open and close ---- */
+
+static void dtp_free(struct dtp *d)
+{
+	int i;
+
+	for (i = d->rx_i; i < d->rx_n; i++)
+		rte_pktmbuf_free(d->rx[i]);
+	/* The queues may hold mbufs of the pools until the port stops. */
+	rte_eth_dev_stop(d->port);
+	rte_mempool_free(d->tx_pool);
+	rte_mempool_free(d->rx_pool);
+	free(d->peers);
+	free(d->peer_tab);
+	pthread_mutex_lock(&ports_lock);
+	port_busy[d->port] = false;
+	pthread_mutex_unlock(&ports_lock);
+	free(d);
+}
+
+static void dtp_close(void *tp)
+{
+	dtp_free(tp);
+}
+
+static const struct gn_transport_ops dtp_ops = {
+	.name = "dpdk",
+	.get = dtp_get,
+	.hold = dtp_hold,
+	.put = dtp_put,
+	.send = dtp_send,
+	.recv = dtp_recv,
+	.poll = NULL,
+	.wait = dtp_wait,
+	.wake = dtp_wake,
+	.close = dtp_close,
+};
+
+/* The largest 2^k - 1 (a mempool's best size) not over @n, at least 1023. */
+static u32 pool_size(u32 n)
+{
+	u32 s = 1023;
+
+	while (2 * s + 1 <= n)
+		s = 2 * s + 1;
+	return s;
+}
+
+static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
+			int socket, char *msg, size_t len)
+{
+	/* Room for a whole frame of the MTU (and a VLAN tag) in one segment. */
+	u32 room = PAYLOAD_OFF + RTE_ALIGN(ETH_LEN + c->mtu + 8, 64);
+	u32 elt = (u32)sizeof(struct rte_mbuf) + RTE_CACHE_LINE_SIZE + room;
+	u32 ntx = c->mbufs ? c->mbufs : pool_size(TX_POOL_BYTES / elt);
+	unsigned int seq = __atomic_fetch_add(&pool_seq, 1, __ATOMIC_RELAXED);
+	char name[RTE_MEMPOOL_NAMESIZE];
+
+	if (ntx > TX_POOL_MAX && !c->mbufs)
+		ntx = TX_POOL_MAX;
+	snprintf(name, sizeof(name), "gn_tx%u_%u", d->port, seq);
+	d->tx_pool = rte_pktmbuf_pool_create(name, ntx, POOL_CACHE,
+					     RTE_CACHE_LINE_SIZE, (u16)room,
+					     socket);
+	if (!d->tx_pool) {
+		snprintf(msg, len, "cannot create a pool of %u mbufs of %u bytes: %s (EAL memory: -m or hugepages)",
+			 ntx, room, rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
+	d->rx_pool = rte_pktmbuf_pool_create(name, RX_POOL, POOL_CACHE,
+					     RTE_CACHE_LINE_SIZE, (u16)room,
+					     socket);
+	if (!d->rx_pool) {
+		snprintf(msg, len, "cannot create a pool of %u mbufs of %u bytes: %s (EAL memory: -m or hugepages)",
+			 RX_POOL, room, rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
+		      char *msg, size_t len)
+{
+	const u64 tx_csum = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
+			    RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+	const u64 rx_csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM |
+			    RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	struct rte_eth_conf pc = { 0 };
+	struct rte_eth_dev_info info;
+	struct rte_eth_txconf txc;
+	int socket = rte_eth_dev_socket_id(d->port), r;
+	u16 nrx = RX_DESC, ntx = TX_DESC;
+
+	r = rte_eth_dev_info_get(d->port, &info);
+	if (r) {
+		snprintf(msg, len, "DPDK port %u: cannot read its capabilities: %s",
+			 d->port, rte_strerror(-r));
+		return r;
+	}
+	if (c->mtu < info.min_mtu || c->mtu > info.max_mtu) {
+		snprintf(msg, len, "DPDK port %u (%s) takes an MTU of %u..%u, the job's is %u",
+			 d->port, info.driver_name, info.min_mtu, info.max_mtu,
+			 c->mtu);
+		return -EINVAL;
+	}
+	r = pools_create(d, c, socket, msg, len);
+	if (r)
+		return r;
+	d->tx_csum = (info.tx_offload_capa & tx_csum) == tx_csum;
+	if (d->tx_csum)
+		pc.txmode.offloads = tx_csum;
+	if ((info.rx_offload_capa & rx_csum) == rx_csum)
+		pc.rxmode.offloads = rx_csum;
+	pc.rxmode.mtu = c->mtu;
+	r = rte_eth_dev_configure(d->port, 1, 1, &pc);
+	if (!r)
+		r = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nrx, &ntx);
+	if (r) {
+		snprintf(msg, len, "DPDK port %u (%s): configuration with one queue pair and MTU %u refused: %s",
+			 d->port, info.driver_name, c->mtu, rte_strerror(-r));
+		return r;
+	}
+	r = rte_eth_rx_queue_setup(d->port, 0, nrx, socket, NULL, d->rx_pool);
+	if (!r) {
+		txc = info.default_txconf;
+		txc.offloads = pc.txmode.offloads;
+		r = rte_eth_tx_queue_setup(d->port, 0, ntx, socket, &txc);
+	}
+	if (r) {
+		snprintf(msg, len, "DPDK port %u (%s): queue setup failed: %s",
+			 d->port, info.driver_name, rte_strerror(-r));
+		return r;
+	}
+	r = rte_eth_dev_set_mtu(d->port, (u16)c->mtu);
+	if (r && r != -ENOTSUP) {
+		snprintf(msg, len, "DPDK port %u (%s) refuses MTU %u: %s",
+			 d->port, info.driver_name, c->mtu, rte_strerror(-r));
+		return r;
+	}
+	r = rte_eth_dev_start(d->port);
+	if (r) {
+		snprintf(msg, len, "DPDK port %u (%s) does not start: %s",
+			 d->port, info.driver_name, rte_strerror(-r));
+		return r;
+	}
+	return rte_eth_macaddr_get(d->port, &d->mac);
+}
+
+static bool mac_zero(const u8 *mac)
+{
+	static const u8 zero[6];
+
+	return !memcmp(mac, zero, sizeof(zero));
+}
+
+static int conf_check(const struct gn_dpdk_conf *c, char *msg, size_t len)
+{
+	int j;
+
+	if (!c->peers || c->world < 1 || c->world >= (int)GN_PEER_NONE ||
+	    c->rank < 0 || c->rank >= c->world || !c->max_pkt ||
+	    c->max_pkt > c->mtu - GN_WIRE_IPUDP || c->mtu > GN_WIRE_MAX_PKT + GN_WIRE_IPUDP) {
+		snprintf(msg, len, "DPDK transport: bad rank, world or packet size");
+		return -EINVAL;
+	}
+	if (!c->peers[c->rank].ip || !c->peers[c->rank].port) {
+		snprintf(msg, len, "DPDK transport: rank %d needs its own IPv4 address and port (0.0.0.0 does not do)",
+			 c->rank);
+		return -EINVAL;
+	}
+	for (j = 0; j < c->world; j++)
+		if (j != c->rank && mac_zero(c->peers[j].mac)) {
+			snprintf(msg, len, "DPDK transport: no MAC address for rank %d (GN_DPDK_PEERS)",
+				 j);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
+		 char *msg, size_t len)
+{
+	const struct gn_dpdk_peer *self;
+	struct dtp *d;
+	int r;
+
+	r = conf_check(c, msg, len);
+	if (r)
+		return r;
+	self = &c->peers[c->rank];
+	if (!rte_eth_dev_is_valid_port(c->port_id)) {
+		snprintf(msg, len, "DPDK port %u does not exist: the EAL found %u ports (its -a or --vdev arguments make them)",
+			 c->port_id, rte_eth_dev_count_avail());
+		return -ENODEV;
+	}
+	pthread_mutex_lock(&ports_lock);
+	r = port_busy[c->port_id] ? -EBUSY : 0;
+	port_busy[c->port_id] = true;
+	pthread_mutex_unlock(&ports_lock);
+	if (r) {
+		snprintf(msg, len, "DPDK port %u is in use by another gradnet context",
+			 c->port_id);
+		return r;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		r = -ENOMEM;
+		snprintf(msg, len, "out of memory");
+		goto out_port;
+	}
+	d->port = c->port_id;
+	d->rank = (u16)c->rank;
+	d->world = (u16)c->world;
+	d->max_pkt = c->max_pkt;
+	d->poll_ns = c->poll_us * 1000u;
+	d->tsc_hz = rte_get_timer_hz();
+	d->ip = self->ip;
+	d->udp_port = self->port;
+	r = peers_init(d, c->peers, c->world);
+	if (r) {
+		snprintf(msg, len, "out of memory");
+		goto out_free;
+	}
+	r = port_start(d, c, msg, len);
+	if (r)
+		goto out_free;
+	if (!mac_zero(self->mac) && memcmp(self->mac, d->mac.addr_bytes, 6)) {
+		snprintf(msg, len, "GN_DPDK_PEERS gives rank %d the MAC address %02x:%02x:%02x:%02x:%02x:%02x, DPDK port %u has " RTE_ETHER_ADDR_PRT_FMT,
+			 c->rank, self->mac[0], self->mac[1], self->mac[2],
+			 self->mac[3], self->mac[4], self->mac[5], d->port,
+			 RTE_ETHER_ADDR_BYTES(&d->mac));
+		r = -EINVAL;
+		goto out_free;
+	}
+	tp->ops = &dtp_ops;
+	tp->state = d;
+	tp->caps.max_pkt = c->max_pkt;
+	tp->caps.flags = d->tx_csum ? GN_TP_CSUM : 0;
+	return 0;
+
+out_free:
+	if (d->tx_pool || d->rx_pool) {
+		dtp_free(d);
+		return r;
+	}
+	free(d->peers);
+	free(d->peer_tab);
+	free(d);
+out_port:
+	pthread_mutex_lock(&ports_lock);
+	port_busy[c->port_id] = false;
+	pthread_mutex_unlock(&ports_lock);
+	return r;
+}
+
+/* ---- the EAL ---- */
+
+#define EAL_ARGS_MAX 64
+
+static pthread_mutex_t eal_lock = PTHREAD_MUTEX_INITIALIZER;
+static int eal_state;			/* 0 not tried, 1 up, -errno failed */
+static char eal_err[160];
+
+/*
+ * The EAL keeps pointers into its arguments, so they live as long as the
+ * process; it is brought up once. rte_eal_init() pins the calling thread
+ * to the main lcore: the caller's thread is the application's and gets
+ * its CPUs back, the poll loop pins itself (pin_once()).
+ */
+static int eal_up(const char *args)
+{
+	static char *argv[EAL_ARGS_MAX + 1];
+	char *copy = strdup(args ? args : ""), *tok, *save = NULL;
+	cpu_set_t mine;
+	bool have_mine;
+	int argc = 0, r;
+
+	if (!copy)
+		return -ENOMEM;
+	argv[argc++] = "gradnet";
+	for (tok = strtok_r(copy, " \t\n", &save); tok;
+	     tok = strtok_r(NULL, " \t\n", &save)) {
+		if (argc == EAL_ARGS_MAX) {
+			snprintf(eal_err, sizeof(eal_err), "more than %d EAL arguments",
+				 EAL_ARGS_MAX - 1);
+			return -E2BIG;
+		}
+		argv[argc++] = tok;
+	}
+	argv[argc] = NULL;
+	/* stdout is the application's: DPDK logs to stderr. */
+	rte_openlog_stream(stderr);
+	have_mine = !pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine);
+	r = rte_eal_init(argc, argv);
+	if (have_mine)
+		pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine);
+	if (r >= 0 || rte_errno == EALREADY)
+		return 1;
+	r = rte_errno ? -rte_errno : -EINVAL;
+	snprintf(eal_err, sizeof(eal_err), "rte_eal_init(\"%s\") failed: %s",
+		 args ? args : "", rte_strerror(-r));
+	return r;
+}
+
+int gn_dpdk_eal_init(const char *args, char *msg, size_t len)
+{
+	int r;
+
+	pthread_mutex_lock(&eal_lock);
+	if (!eal_state)
+		eal_state = eal_up(args);
+	r = eal_state;
+	if (r < 0)
+		snprintf(msg, len, "%s", eal_err[0] ? eal_err : strerror(-r));
+	pthread_mutex_unlock(&eal_lock);
+	return r < 0 ? r : 0;
+}

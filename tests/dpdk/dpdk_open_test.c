@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dpdk_open_test.c - opening a context on the DPDK transport through the
+ * public API: what the caller gets when the EAL, the port or the
+ * neighbour list is wrong (-errno and a message naming the cause), and a
+ * one-rank job on a net_null port, opened twice in one process. The
+ * harness forks each test, so each brings up an EAL of its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gradnet/gradnet.h>
+
+#include "kselftest_harness.h"
+
+/*
+ * The EAL leaves its runtime directory behind (/var/run/dpdk/PREFIX for
+ * root, else under $XDG_RUNTIME_DIR or /tmp): this process's goes, at the
+ * end of each test (the harness's children exit without atexit()).
+ */
+static void eal_dir_rm(void)
+{
+	const char *base = getenv("XDG_RUNTIME_DIR");
+	char cmd[512];
+
+	if (!getuid())
+		base = "/var/run";
+	else if (!base)
+		base = "/tmp";
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/dpdk/gnopen%d'", base,
+		 (int)getpid());
+	if (system(cmd))
+		fprintf(stderr, "cannot remove the EAL runtime directory\n");
+}
+
+/* EAL arguments for this process: no hugepages, no PCI, no shared config. */
+static void eal_env(const char *extra)
+{
+	char args[512];
+	cpu_set_t set;
+	int cpu = 0;
+
+	if (!sched_getaffinity(0, sizeof(set), &set))
+		while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set))
+			cpu++;
+	snprintf(args, sizeof(args),
+		 "--no-huge -m 512 --no-pci --no-shconf --no-telemetry -l %d --file-prefix=gnopen%d --log-level=*:error %s",
+		 cpu, (int)getpid(), extra);
+	setenv("GN_DPDK_EAL", args, 1);
+	setenv("GN_TRANSPORT", "dpdk", 1);
+}
+
+static int open_dpdk(struct gn_ctx **ctx, int world, const char *peers)
+{
+	GN_OPTS(gn_ctx_opts, o, .world_size = world, .peers = peers,
+		.flags = GN_CTX_INSECURE | GN_CTX_RANK, .timeout_ms = 1000);
+
+	return gn_ctx_open(&o, ctx);
+}
+
+TEST(unknown_transport_is_einval)
+{
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = "127.0.0.1:29951",
+		.flags = GN_CTX_INSECURE, .transport = "rdma");
+	struct gn_ctx *ctx;
+
+	ASSERT_EQ(-EINVAL, gn_ctx_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "use udp or dpdk")) TH_LOG("%s", gn_last_errmsg());
+}
+
+TEST(neighbour_list_required)
+{
+	struct gn_ctx *ctx;
+
+	eal_env("");
+	unsetenv("GN_DPDK_PEERS");
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_DPDK_PEERS")) TH_LOG("%s", gn_last_errmsg());
+	setenv("GN_DPDK_PEERS", "-,02:00:00:00:00:0g", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "entry 1")) TH_LOG("%s", gn_last_errmsg());
+	setenv("GN_DPDK_PEERS", "-", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "lists 1 MAC")) TH_LOG("%s", gn_last_errmsg());
+	eal_dir_rm();
+}
+
+TEST(eal_failure_names_the_eal)
+{
+	struct gn_ctx *ctx;
+	int r, out, null;
+
+	eal_env("--no-such-eal-option");
+	setenv("GN_DPDK_PEERS", "-", 1);
+	/* The EAL prints its usage on stdout, which is the TAP stream. */
+	fflush(stdout);
+	out = dup(1);
+	null = open("/dev/null", O_WRONLY);
+	ASSERT_LE(0, out);
+	ASSERT_LE(0, null);
+	dup2(null, 1);
+	r = open_dpdk(&ctx, 1, "10.1.0.1:7000");
+	fflush(stdout);
+	dup2(out, 1);
+	close(out);
+	close(null);
+	ASSERT_GT(0, r);
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rte_eal_init")) TH_LOG("%s", gn_last_errmsg());
+	/* Once failed, the EAL stays failed in this process: the same error. */
+	ASSERT_EQ(r, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	eal_dir_rm();
+}
+
+TEST(missing_port_is_enodev)
+{
+	struct gn_ctx *ctx;
+
+	eal_env("");
+	setenv("GN_DPDK_PEERS", "-", 1);
+	setenv("GN_DPDK_PORT", "3", 1);
+	ASSERT_EQ(-ENODEV, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "port 3 does not exist")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_DPDK_PORT");
+	eal_dir_rm();
+}
+
+TEST(ipv6_peers_refused)
+{
+	struct gn_ctx *ctx;
+
+	eal_env("--vdev=net_null0");
+	setenv("GN_DPDK_PEERS", "-", 1);
+	ASSERT_EQ(-EAFNOSUPPORT, open_dpdk(&ctx, 1, "[::1]:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "IPv4 only")) TH_LOG("%s", gn_last_errmsg());
+	eal_dir_rm();
+}
+
+/* A job of one: opens, reduces (nothing to send), closes, and again. */
+TEST(one_rank_on_net_null_twice)
+{
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 8, .codec = GN_CODEC_NONE);
+	float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct gn_ctx *ctx;
+	int round, i;
+
+	eal_env("--vdev=net_null0");
+	setenv("GN_DPDK_PEERS", "-", 1);
+	for (round = 0; round < 2; round++) {
+		ASSERT_EQ(0, open_dpdk(&ctx, 1, "10.1.0.1:7000")) TH_LOG("%s", gn_last_errmsg());
+		ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+		ASSERT_EQ(0, gn_allreduce(ctx, 1, x));
+		for (i = 0; i < 8; i++)
+			ASSERT_EQ((float)(i + 1), x[i]);
+		gn_ctx_close(ctx);
+	}
+	eal_dir_rm();
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,240 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# memif_allreduce.sh - gradnet jobs on the DPDK transport: two gradnet-rank
+# processes, each with its own EAL (no hugepages, no PCI, a file prefix of
+# its own) and a net_memif port, rank 0 the memif server and rank 1 the
+# client, their poll loops on different CPUs where there are two.
+#
+#  clean  dense and 3LC, sum and average, 1, 5 and 1000003 floats, three
+#         steps: both ranks end with exactly gn-ref's single-process
+#         reference (tests/job.h), bit for bit; and one job also over UDP
+#         on loopback, which gives the same bytes.
+#  loss   loss, duplication and reordering in the sender (GN_TEST_FAULTS,
+#         which wraps any transport): results still bit-identical to the
+#         reference, and the ranks did retransmit.
+#  race   the client connects while the server is still filling its mbuf
+#         pool, before its port started, and is turned away: the job still
+#         runs (the transport restarts a port whose link stays down).
+#  kill   SIGKILL rank 1 in the middle of a long run: rank 0 fails with
+#         -ETIMEDOUT (gradnet-rank exits 3) within the timeout plus slack.
+#
+# usage: memif_allreduce.sh GN_RANK_TEST GN_REF
+# Nothing skips: a machine that cannot run DPDK fails the test.
+
+set -eu
+
+RANK_BIN=$1
+REF_BIN=$2
+STEPS=3
+KILL_TIMEOUT_MS=2000
+RUN_LIMIT=120
+KEY=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+MAC0=02:00:00:00:00:01
+MAC1=02:00:00:00:00:02
+tmp=$(mktemp -d)
+prefix=gnmemif$$
+mem=1024		# MB of EAL memory per rank
+testno=0
+failed=0
+pids=()
+case=0
+
+cleanup() {
+	local pid
+
+	for pid in "${pids[@]}"; do
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$tmp" /var/run/dpdk/"$prefix"* \
+		"${XDG_RUNTIME_DIR:-/nonexistent}"/dpdk/"$prefix"* 2>/dev/null || true
+}
+trap cleanup EXIT
+
+result() {
+	testno=$((testno + 1))
+	if [ "$1" -eq 1 ]; then
+		echo "ok $testno - $2"
+	else
+		echo "not ok $testno - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+diag() {
+	echo "# $*"
+}
+
+# The first two CPUs this process may run on (one twice if it has one).
+cpus=$(sed -n 's/^Cpus_allowed_list:\s*//p' /proc/self/status | tr ',' '\n' |
+	while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done | head -2 | tr '\n' ' ')
+read -r CPU0 CPU1 <<<"$cpus"
+CPU1=${CPU1:-$CPU0}
+
+# start_pair NAME ENV ARGS...: the two ranks of one job over a fresh memif
+# pair, in the background; JSON to $tmp/NAME.K.json, results to .out.
+# env execs, so pids[] are gradnet-rank's own.
+start_pair() {
+	local name=$1 extra=$2 k role cpu mac sock=$tmp/$name.sock
+
+	shift 2
+	case=$((case + 1))
+	for k in 0 1; do
+		if [ "$k" -eq 0 ]; then
+			role=server cpu=$CPU0 mac=$MAC0
+		else
+			role=client cpu=$CPU1 mac=$MAC1
+			# The client connects to a socket the server made.
+			for _ in $(seq 100); do
+				[ -S "$sock" ] && break
+				sleep 0.1
+			done
+		fi
+		# shellcheck disable=SC2086
+		env GN_RANK=$k GN_WORLD_SIZE=2 GN_KEY="$KEY" GN_TRANSPORT=dpdk \
+			GN_PEERS=10.77.0.1:7000,10.77.0.2:7000 \
+			GN_DPDK_PEERS=$MAC0,$MAC1 \
+			GN_DPDK_EAL="--no-huge -m $mem --no-pci --no-telemetry -l $cpu --file-prefix=$prefix.$case.$k --vdev=net_memif0,role=$role,socket=$sock,socket-abstract=no,mac=$mac --log-level=*:warning" \
+			$extra "$RANK_BIN" --warmup 0 \
+			--out "$tmp/$name.$k.out" "$@" \
+			>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
+		pids[k]=$!
+	done
+}
+
+# alive PID: the process runs (a zombie no longer does).
+alive() {
+	local st
+
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) ||
+		return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# wait_pair NAME: both ranks exit 0 within RUN_LIMIT seconds (else they
+# are killed), or their output goes to the log.
+wait_pair() {
+	local name=$1 k rc ok=1 end=$((SECONDS + RUN_LIMIT))
+
+	for k in 0 1; do
+		while alive "${pids[k]}"; do
+			if [ "$SECONDS" -ge "$end" ]; then
+				diag "$name: rank $k still running after ${RUN_LIMIT}s, killed"
+				kill -9 "${pids[k]}" 2>/dev/null || true
+			fi
+			sleep 0.05
+		done
+		rc=0
+		wait "${pids[k]}" || rc=$?
+		if [ "$rc" -ne 0 ]; then
+			diag "$name: rank $k exited $rc: $(cat "$tmp/$name.$k.json" "$tmp/$name.$k.err" | tr '\n' ' ')"
+			ok=0
+		fi
+	done
+	pids=()
+	[ "$ok" -eq 1 ]
+}
+
+field() {
+	sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2"
+}
+
+# same_as_ref NAME REF: both ranks' results are REF's bytes.
+same_as_ref() {
+	cmp -s "$2" "$tmp/$1.0.out" && cmp -s "$2" "$tmp/$1.1.out"
+}
+
+ref() {
+	local out=$1
+
+	shift
+	"$REF_BIN" --world 2 --steps "$STEPS" --out "$out" "$@"
+}
+
+echo "TAP version 13"
+echo "1..17"
+diag "ranks on CPUs $CPU0 and $CPU1"
+
+for codec in none 3lc; do
+	for op in sum average; do
+		avg=
+		[ "$op" = average ] && avg=--average
+		for n in 1 5 1000003; do
+			name=clean-$codec-$op-$n
+			ok=1
+			ref "$tmp/$name.ref" --elems "$n" --codec "$codec" $avg
+			start_pair "$name" "" --elems "$n" --steps "$STEPS" \
+				--codec "$codec" $avg
+			wait_pair "$name" || ok=0
+			[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/$name.ref" || ok=0
+			result "$ok" "memif, $codec, $op, $n floats: both ranks bit-identical to the reference"
+		done
+	done
+done
+
+# The same job over the UDP socket path on loopback: the same bytes.
+name=udp-3lc
+ok=1
+port=$((20000 + $$ % 20000))
+for k in 0 1; do
+	env GN_RANK=$k GN_WORLD_SIZE=2 GN_KEY="$KEY" GN_TRANSPORT=udp \
+		GN_PEERS=127.0.0.1:$port,127.0.0.1:$((port + 1)) \
+		"$RANK_BIN" --warmup 0 \
+		--out "$tmp/$name.$k.out" --elems 1000003 --steps "$STEPS" \
+		--codec 3lc >"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
+	pids[k]=$!
+done
+wait_pair "$name" || ok=0
+[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-3lc-sum-1000003.0.out" || ok=0
+result "$ok" "UDP on loopback, 3lc, 1000003 floats: the same bytes as over memif"
+
+# Loss, duplication and reordering in both senders.
+for codec in none 3lc; do
+	name=faults-$codec
+	ok=1
+	start_pair "$name" "GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05" \
+		--elems 1000003 --steps "$STEPS" --codec "$codec"
+	wait_pair "$name" || ok=0
+	r0=$(field retransmits "$tmp/$name.0.json")
+	r1=$(field retransmits "$tmp/$name.1.json")
+	rtx=$((${r0:-0} + ${r1:-0}))
+	diag "$name: the ranks retransmitted $rtx packets"
+	[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-$codec-sum-1000003.ref" || ok=0
+	[ "$rtx" -gt 0 ] || ok=0
+	result "$ok" "memif, $codec, 5% loss, duplication, reordering: bit-identical, loss repaired"
+done
+
+# A server slow to start its port: 400000 mbufs take it a second or so
+# to fill, and the client, started as soon as the socket exists, gets
+# "ID not found" from it; memif itself never connects again.
+name=race
+ok=1
+mem=1800
+start_pair "$name" "GN_DPDK_MBUFS=400000" --elems 5 --steps "$STEPS" --codec none
+mem=1024
+wait_pair "$name" || ok=0
+[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-none-sum-5.ref" || ok=0
+result "$ok" "memif: a client turned away before the server's port started still joins"
+
+# A killed rank: the other one gives up with -ETIMEDOUT, in time.
+name=kill
+ok=1
+start_pair "$name" "GN_TIMEOUT_MS=$KILL_TIMEOUT_MS" --elems 1000003 \
+	--steps 100000 --codec 3lc
+sleep 3
+t0=$(date +%s.%N)
+kill -9 "${pids[1]}" 2>/dev/null || ok=0
+wait "${pids[1]}" 2>/dev/null || true
+rc=0
+wait "${pids[0]}" || rc=$?
+t1=$(date +%s.%N)
+pids=()
+secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+diag "$name: rank 0 exited $rc after ${secs}s: $(tr '\n' ' ' <"$tmp/$name.0.json")"
+[ "$rc" -eq 3 ] || ok=0
+grep -q '"error": "a peer went silent"' "$tmp/$name.0.json" || ok=0
+awk -v s="$secs" -v t="$KILL_TIMEOUT_MS" 'BEGIN { exit !(s >= t / 2000 && s <= t / 1000 + 2) }' || ok=0
+result "$ok" "memif: rank 1 killed, rank 0 fails with -ETIMEDOUT within the timeout"
+
+[ "$failed" -eq 0 ]
