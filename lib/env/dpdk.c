@@ -7,11 +7,11 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 #include <rte_memory.h>
-#include <rte_random.h>
 #include <rte_spinlock.h>
 
 #include "dpdk.h"
@@ -71,22 +71,22 @@ static void denv_wake(void *env)
 }
 
 /*
- * rte_rand() is DPDK's generator, seeded from the timer at EAL init: it
- * never runs dry, but it is no CSPRNG, so what the core draws here must
- * only need to be unique between sessions, not secret.
+ * The kernel's generator, as in a process: DPDK's rte_rand() is seeded
+ * from the timer, and the session key is only as fresh as these bytes.
  */
 static int denv_random(void *env, void *buf, size_t len)
 {
-	u8 *p = buf;
+	size_t at = 0;
 
 	(void)env;
-	while (len) {
-		u64 r = rte_rand();
-		size_t n = len < sizeof(r) ? len : sizeof(r);
+	while (at < len) {
+		ssize_t r = getrandom((char *)buf + at, len - at, 0);
 
-		memcpy(p, &r, n);
-		p += n;
-		len -= n;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		at += (size_t)r;
 	}
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dpdk.h - the environment of the core on the DPDK path: hugepage memory
- * from rte_zmalloc, time from the TSC, a spinlock, rte_rand(). Poll mode:
+ * from rte_zmalloc, time from the TSC, a spinlock, getrandom(). Poll mode:
  * the lcore that drives the core never sleeps, so wake() does nothing.
  *
  * The state stays in dpdk.c, so no DPDK type leaves it (SPDK's env.h
