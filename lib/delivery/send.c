@@ -584,6 +584,10 @@ static void ack_entry_in(struct gn_dl *dl, struct gn_peer *p,
 	if (m->row[r].done)
 		return;
 	if (a->base == a->npkts) {
+		/* All of it: each packet counts as if its bit were set (RTT,
+		 * RACK's clock, the window). */
+		for (i = 0; i < m->row[r].next_new; i++)
+			acked_one(dl, p, m, r, i);
 		row_done(dl, m, r);
 		return;
 	}
