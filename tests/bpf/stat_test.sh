@@ -63,7 +63,7 @@ for ((k = 0; k < WORLD; k++)); do
 done
 
 echo "TAP version 13"
-echo "1..17"
+echo "1..20"
 
 # run_job NAME BIN JOB [FAULTS]: every rank in its host; false if one fails.
 run_job() {
@@ -126,6 +126,15 @@ TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" wire "$tmp/dump.json" \
 	"$JOB" "$dropped" "$tmp"/loss.*.stats >"$tmp/tap" || true
 cat "$tmp/tap"
 testno=$((testno + WORLD + 1))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+
+# ---- OpenMetrics: the same counters, as a textfile collector reads them --------
+
+"$STAT" dump --openmetrics >"$tmp/dump.om" || gn_diag "dump --openmetrics failed"
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" openmetrics "$tmp/dump.om" \
+	"$tmp/dump.json" "$JOB" >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + 3))
 failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
 
 # ---- duplicates and reordering: drops by reason -------------------------------------
