@@ -1022,21 +1022,79 @@ static void rank_text(char *buf, size_t len, __u64 r)
 		snprintf(buf, len, "%llu", (unsigned long long)r);
 }
 
+/* The step histograms, read from gn_step_hist: records of key and value. */
+struct hists {
+	char *rec;
+	size_t n;
+};
+
+#define HIST_REC	(sizeof(struct gn_stat_hist_key) + sizeof(struct gn_stat_hist))
+
+/*
+ * Quantile @q of the step latency of @rank on (@job, @tensor, @transport),
+ * in milliseconds: the upper bound of the bucket where the cumulative
+ * count reaches q of the total, so at most twice the true value. Negative
+ * if no step was counted.
+ */
+static double step_quantile_ms(const struct hists *h, const struct gn_stat_key *fk,
+			       double q)
+{
+	const struct gn_stat_hist *v = NULL;
+	__u64 total = 0, cum = 0, want;
+	size_t i;
+	int b;
+
+	for (i = 0; h && i < h->n; i++) {
+		const struct gn_stat_hist_key *k = (const void *)(h->rec + i * HIST_REC);
+
+		if (k->job == fk->job && k->rank == fk->src &&
+		    k->tensor == fk->tensor && k->transport == fk->transport) {
+			v = (const void *)(h->rec + i * HIST_REC + sizeof(*k));
+			break;
+		}
+	}
+	if (!v)
+		return -1;
+	for (b = 0; b < GN_STAT_HIST_BUCKETS; b++)
+		total += v->count[b];
+	if (!total)
+		return -1;
+	want = (__u64)((double)total * q);
+	if ((double)want < (double)total * q || !want)
+		want++;
+	for (b = 0; b < GN_STAT_HIST_BUCKETS; b++) {
+		cum += v->count[b];
+		if (cum >= want)
+			break;
+	}
+	return (double)(1ULL << (b + 1)) / 1000.0;
+}
+
+static void print_quantile(double ms)
+{
+	if (ms < 0)
+		printf(" %9s", "-");
+	else
+		printf(" %9.3f", ms);
+}
+
 /*
  * One line per flow: rates over @dt seconds against @old (NULL: totals),
  * then what compression saves (raw / wire), bits per value and the
- * retransmission share, cumulative.
+ * retransmission share, cumulative, and the step latency quantiles of
+ * the sender on the flow's tensor, since attach.
  */
 static void print_flows(const struct flow *f, size_t n, const struct flow *old,
-			size_t nold, double dt, const struct opts *o)
+			size_t nold, double dt, const struct hists *h,
+			const struct opts *o)
 {
 	size_t i;
 	int d;
 
-	printf("%-10s %4s %4s %6s %-6s %10s %10s %10s %7s %6s %5s %6s %7s\n",
+	printf("%-10s %4s %4s %6s %-6s %10s %10s %10s %7s %6s %5s %6s %7s %9s %9s\n",
 	       "job", "src", "dst", "tensor", "phase", dt > 0 ? "tx pkt/s" : "tx pkts",
 	       dt > 0 ? "wire MB/s" : "wire MB", dt > 0 ? "raw MB/s" : "raw MB",
-	       "ratio", "bits/v", "rtx%", "drops", "steps");
+	       "ratio", "bits/v", "rtx%", "drops", "steps", "p50 ms", "p99 ms");
 	for (i = 0; i < n; i++) {
 		const struct gn_stat_key *k = &f[i].k;
 		const struct gn_stat_flow *v = &f[i].v;
@@ -1059,7 +1117,7 @@ static void print_flows(const struct flow *f, size_t n, const struct flow *old,
 		}
 		rank_text(src, sizeof(src), k->src);
 		rank_text(dst, sizeof(dst), k->dst);
-		printf("%-10llu %4s %4s %6llu %-6s %10.0f %10.2f %10.2f %7.1f %6.3f %5.2f %6llu %7llu\n",
+		printf("%-10llu %4s %4s %6llu %-6s %10.0f %10.2f %10.2f %7.1f %6.3f %5.2f %6llu %7llu",
 		       (unsigned long long)k->job, src, dst,
 		       (unsigned long long)k->tensor, phase_name(k->phase),
 		       pk / div, wb / div / 1e6, rb / div / 1e6,
@@ -1067,19 +1125,35 @@ static void print_flows(const struct flow *f, size_t n, const struct flow *old,
 		       v->raw_bytes ? (double)v->tx_wire_bytes * 8 / ((double)v->raw_bytes / 4) : 0.0,
 		       v->tx_packets ? 100.0 * (double)v->retransmits / (double)v->tx_packets : 0.0,
 		       (unsigned long long)drops, (unsigned long long)v->steps);
+		print_quantile(step_quantile_ms(h, k, 0.50));
+		print_quantile(step_quantile_ms(h, k, 0.99));
+		printf("\n");
 	}
+}
+
+static int read_hists(struct hists *h)
+{
+	h->rec = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
+			  sizeof(struct gn_stat_hist), false, &h->n);
+	return h->rec ? 0 : -ENOENT;
 }
 
 static int dump_text(const struct opts *o)
 {
+	struct hists h;
 	struct flow *f;
 	size_t n;
 
 	f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &n);
 	if (!f)
 		return -ENOENT;
+	if (read_hists(&h)) {
+		free(f);
+		return -ENOENT;
+	}
 	qsort(f, n, sizeof(*f), cmp_flow);
-	print_flows(f, n, NULL, 0, 0, o);
+	print_flows(f, n, NULL, 0, 0, &h, o);
+	free(h.rec);
 	free(f);
 	return 0;
 }
@@ -1095,6 +1169,7 @@ static double now_s(void)
 static int top(const struct opts *o)
 {
 	struct flow *old = NULL, *f;
+	struct hists h;
 	size_t nold = 0, n;
 	double t0 = now_s(), t;
 	long it;
@@ -1102,7 +1177,8 @@ static int top(const struct opts *o)
 
 	for (it = 0; o->count <= 0 || it < o->count; it++) {
 		f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &n);
-		if (!f) {
+		if (!f || read_hists(&h)) {
+			free(f);
 			free(old);
 			return -ENOENT;
 		}
@@ -1112,7 +1188,8 @@ static int top(const struct opts *o)
 			printf("\033[H\033[2J");
 		printf("gradnet-stat top: %zu flows, every %.1f s%s\n", n,
 		       o->interval, old ? "" : " (first view: totals)");
-		print_flows(f, n, old, nold, old ? t - t0 : 0, o);
+		print_flows(f, n, old, nold, old ? t - t0 : 0, &h, o);
+		free(h.rec);
 		fflush(stdout);
 		free(old);
 		old = f;

@@ -7,6 +7,7 @@ usage: check_stat.py usdt DUMP JOB STATS...   (GN_TEST_STATS_FILE of each rank)
        check_stat.py raw DUMP JOB RANK_JSON...  (gradnet-rank's stats line)
        check_stat.py bpftool BPFTOOL_JSON
        check_stat.py openmetrics OPENMETRICS DUMP JOB  (dump --openmetrics)
+       check_stat.py top TOP DUMP JOB                  (top --count 1)
 Prints TAP lines from NUMBER (env TAP_FIRST) on; exit 1 if any fails.
 """
 import json
@@ -245,6 +246,49 @@ def openmetrics(path, dump, job):
            (job, steps), hbad[:10])
 
 
+def quantile_ms(counts, q):
+    total = sum(counts)
+    want = max(1, math.ceil(total * q))
+    cum = 0
+    for b, c in enumerate(counts):
+        cum += c
+        if cum >= want:
+            return 2 ** (b + 1) / 1000.0
+    return None
+
+
+def top(path, dump, job):
+    lines = open(path).read().splitlines()
+    hdr = [i for i, l in enumerate(lines) if l.startswith("job ")]
+    bad = []
+    if not hdr or not re.search(r"p50 ms\s+p99 ms\s*$", lines[hdr[0]]):
+        bad.append("no p50 ms and p99 ms columns: %r" %
+                   (lines[hdr[0]] if hdr else lines))
+    hists = {(e["rank"], e["tensor"], e["transport"]): e["log2_us"]
+             for e in json.load(open(dump))["step_hist"] if e["job"] == job}
+    rows = 0
+    for l in lines:
+        c = l.split()
+        if not c or c[0] != str(job) or c[4] != "none" or c[2] != "all":
+            continue
+        rows += 1
+        # The transport is not a column: any of the rank's on that tensor.
+        want = [(quantile_ms(h, 0.5), quantile_ms(h, 0.99))
+                for (r, t, _), h in hists.items()
+                if str(r) == c[1] and str(t) == c[3]]
+        try:
+            seen = (float(c[-2]), float(c[-1]))
+        except ValueError:
+            seen = tuple(c[-2:])
+        if not want or not any(abs(seen[0] - w[0]) < 1e-9 and
+                               abs(seen[1] - w[1]) < 1e-9 for w in want):
+            bad.append("rank %s tensor %s: p50/p99 %s, from the histogram %s"
+                       % (c[1], c[3], seen, want))
+    result(not bad and rows > 0,
+           "top: step latency p50 and p99 per tensor from the histogram "
+           "(%d step flows of job %d)" % (rows, job), bad)
+
+
 cmd = sys.argv[1]
 if cmd == "usdt":
     usdt(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
@@ -256,4 +300,6 @@ elif cmd == "bpftool":
     bpftool(sys.argv[2])
 elif cmd == "openmetrics":
     openmetrics(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+elif cmd == "top":
+    top(sys.argv[2], sys.argv[3], int(sys.argv[4]))
 sys.exit(1 if failed else 0)

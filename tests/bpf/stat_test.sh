@@ -63,7 +63,7 @@ for ((k = 0; k < WORLD; k++)); do
 done
 
 echo "TAP version 13"
-echo "1..20"
+echo "1..21"
 
 # run_job NAME BIN JOB [FAULTS]: every rank in its host; false if one fails.
 run_job() {
@@ -182,6 +182,12 @@ failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
 ok=1
 "$STAT" top --count 1 --job "$JOB" >"$tmp/top" 2>&1 || ok=0
 grep -q "^$JOB " "$tmp/top" || ok=0
+# The job is over: its step histogram is the one dump.json holds.
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" top "$tmp/top" \
+	"$tmp/dump.json" "$JOB" >"$tmp/tap2" || true
+cat "$tmp/tap2"
+testno=$((testno + 1))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap2" || true)))
 # The programs that the pins and the tc filters hold, by id.
 ids=$(for f in "$GN_STAT_PIN_DIR"/links/*; do
 	bpftool link show pinned "$f" -j
