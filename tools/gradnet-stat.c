@@ -58,11 +58,12 @@
  */
 static char pin_dir[PATH_MAX], link_dir[PATH_MAX + 8];
 static char flows_pin[PATH_MAX + 16], wire_pin[PATH_MAX + 16];
-static char hist_pin[PATH_MAX + 16];
+static char hist_pin[PATH_MAX + 16], qdisc_pin[PATH_MAX + 16];
 #define LINK_DIR		link_dir
 #define FLOWS_PIN		flows_pin
 #define WIRE_PIN		wire_pin
 #define HIST_PIN		hist_pin
+#define QDISC_PIN		qdisc_pin
 
 static void set_pin_dir(void)
 {
@@ -73,6 +74,7 @@ static void set_pin_dir(void)
 	snprintf(flows_pin, sizeof(flows_pin), "%s/gn_flows", pin_dir);
 	snprintf(wire_pin, sizeof(wire_pin), "%s/gn_wire", pin_dir);
 	snprintf(hist_pin, sizeof(hist_pin), "%s/gn_step_hist", pin_dir);
+	snprintf(qdisc_pin, sizeof(qdisc_pin), "%s/gn_tc_qdisc", pin_dir);
 }
 
 /* Runs before a loss injector on the same hook (gn-loss: prio 0x4e4c). */
@@ -458,7 +460,9 @@ static int attach_tc(const struct opts *o)
 	static const enum bpf_tc_attach_point dirs[] = { BPF_TC_INGRESS,
 							 BPF_TC_EGRESS };
 	struct gradnet_stat_bpf *skel;
+	struct gn_stat_qdisc_key qk;
 	int ifindex, err = 0, d;
+	__u64 one = 1;
 
 	err = enter_netns(o->netns);
 	if (err)
@@ -466,7 +470,9 @@ static int attach_tc(const struct opts *o)
 	ifindex = dev_index(o->dev);
 	if (!ifindex)
 		return -ENODEV;
-	skel = open_load(false, true, netns_cookie());
+	qk.netns = netns_cookie();
+	qk.ifindex = (__u64)ifindex;
+	skel = open_load(false, true, qk.netns);
 	if (!skel)
 		return -EINVAL;
 	for (d = 0; d < 2 && !err; d++) {
@@ -478,6 +484,11 @@ static int attach_tc(const struct opts *o)
 					    skel->progs.gn_tc_ingress;
 
 		err = bpf_tc_hook_create(&hook);
+		/* Ours if it did not exist: detach then removes it again. */
+		if (!err && !d)
+			err = bpf_map__update_elem(skel->maps.gn_tc_qdisc, &qk,
+						   sizeof(qk), &one, sizeof(one),
+						   BPF_ANY);
 		if (err == -EEXIST)
 			err = 0;
 		to.prog_fd = bpf_program__fd(p);
@@ -492,6 +503,33 @@ static int attach_tc(const struct opts *o)
 		printf("attached to %s%s%s ingress and egress (tc handle %#x prio %#x)\n",
 		       o->dev, o->netns ? " in netns " : "", o->netns ? o->netns : "",
 		       GN_STAT_TC_HANDLE, GN_STAT_TC_PRIO);
+	return err;
+}
+
+/*
+ * Remove the clsact qdisc of @ifindex if attach_tc created it (the map
+ * gn_tc_qdisc says so), with whatever filters it still holds.
+ */
+static int remove_own_qdisc(const char *dev, int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
+	struct gn_stat_qdisc_key qk = { .netns = netns_cookie(),
+					.ifindex = (__u64)ifindex };
+	int fd = bpf_obj_get(QDISC_PIN), err = 0;
+	__u64 v;
+
+	if (fd < 0)
+		return 0;	/* nothing recorded: no qdisc of ours */
+	if (!bpf_map_lookup_elem(fd, &qk, &v)) {
+		err = bpf_tc_hook_destroy(&hook);
+		if (err && err != -ENOENT)
+			fprintf(stderr, "gradnet-stat: cannot remove the clsact qdisc of %s: %s\n",
+				dev, strerror(-err));
+		else
+			err = bpf_map_delete_elem(fd, &qk) ? -errno : 0;
+	}
+	close(fd);
 	return err;
 }
 
@@ -520,16 +558,19 @@ static int detach_tc(const struct opts *o)
 			ret = err;
 		}
 	}
-	return ret;
+	err = remove_own_qdisc(o->dev, ifindex);
+	return ret ? ret : err;
 }
 
 /* Unpin every link and map this tool pinned, then their directories. */
 static int detach_all(void)
 {
-	static const char *const maps[] = { FLOWS_PIN, WIRE_PIN, HIST_PIN };
+	static const char *const maps[] = { FLOWS_PIN, WIRE_PIN, HIST_PIN,
+					    QDISC_PIN };
 	char path[sizeof(link_dir) + 260];
 	struct dirent *de;
-	int links = 0, err = 0;
+	struct gn_stat_qdisc_key qk;
+	int links = 0, err = 0, qfd;
 	size_t i;
 	DIR *dir;
 
@@ -548,6 +589,12 @@ static int detach_all(void)
 	}
 	if (dir)
 		closedir(dir);
+	qfd = bpf_obj_get(QDISC_PIN);
+	if (qfd >= 0) {
+		if (!bpf_map_get_next_key(qfd, NULL, &qk))
+			fprintf(stderr, "gradnet-stat: clsact qdiscs this tool created stay (detach --dev first to remove them)\n");
+		close(qfd);
+	}
 	for (i = 0; i < sizeof(maps) / sizeof(*maps); i++)
 		if (unlink(maps[i]) && errno != ENOENT) {
 			fprintf(stderr, "gradnet-stat: unlink %s: %s\n", maps[i],

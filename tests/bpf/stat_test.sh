@@ -91,6 +91,9 @@ run_job() {
 # ---- attach -------------------------------------------------------------------
 
 ok=1
+# Host 0 has a clsact qdisc already, which detach must leave; the others
+# get theirs from gradnet-stat, which detach must remove.
+tc -n "$(gn_host_ns 0)" qdisc add dev eth0 clsact || ok=0
 "$STAT" attach --lib "$RANK_TEST" >"$tmp/attach" 2>&1 || ok=0
 "$STAT" attach --lib "$LIBSO" >>"$tmp/attach" 2>&1 || ok=0
 for ((k = 0; k < WORLD; k++)); do
@@ -202,6 +205,11 @@ for ((k = 0; k < WORLD; k++)); do
 	"$STAT" detach --dev eth0 --netns "$(gn_host_ns "$k")" >/dev/null || ok=0
 	tc -n "$(gn_host_ns "$k")" filter show dev eth0 ingress | grep -q gn_tc && ok=0
 	tc -n "$(gn_host_ns "$k")" filter show dev eth0 egress | grep -q gn_tc && ok=0
+	if tc -n "$(gn_host_ns "$k")" qdisc show dev eth0 | grep -q clsact; then
+		[ "$k" -eq 0 ] || { gn_diag "host $k: the clsact qdisc gradnet-stat created is left"; ok=0; }
+	else
+		[ "$k" -ne 0 ] || { gn_diag "host 0: the clsact qdisc that was there before is gone"; ok=0; }
+	fi
 done
 "$STAT" detach >/dev/null || ok=0
 [ ! -e "$GN_STAT_PIN_DIR" ] || ok=0
@@ -213,7 +221,7 @@ for id in $ids; do
 		ok=0
 	fi
 done
-gn_result "$ok" "top shows the job; detach leaves nothing pinned, attached or loaded"
+gn_result "$ok" "top shows the job; detach leaves nothing pinned, attached or loaded, and removes only the clsact qdiscs it created"
 
 echo "# $((testno - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]
