@@ -63,6 +63,18 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } gn_step_hist SEC(".maps");
 
+/*
+ * Written by gradnet-stat only: the interfaces whose clsact qdisc it
+ * created. A map, not a file, because bpffs holds no regular files.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct gn_stat_qdisc_key);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} gn_tc_qdisc SEC(".maps");
+
 /* Set by gradnet-stat before load: the cookie of the attached device's netns. */
 const volatile __u64 gn_netns_cookie = 0;
 

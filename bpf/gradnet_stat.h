@@ -108,6 +108,16 @@ struct gn_stat_hist {
 	__u64 count[GN_STAT_HIST_BUCKETS];
 };
 
+/*
+ * struct gn_stat_qdisc_key - an interface on which gradnet-stat created the
+ * clsact qdisc (map gn_tc_qdisc, value 1), so that detach removes that
+ * qdisc and leaves one that was there before alone.
+ */
+struct gn_stat_qdisc_key {
+	__u64 netns;		/* the interface's network namespace cookie */
+	__u64 ifindex;
+};
+
 #ifndef __bpf__
 _Static_assert(sizeof(struct gn_stat_key) == 48, "gn_stat_key layout");
 _Static_assert(sizeof(struct gn_stat_flow) == 8 * (13 + GN_STAT_DROPS),
@@ -115,6 +125,7 @@ _Static_assert(sizeof(struct gn_stat_flow) == 8 * (13 + GN_STAT_DROPS),
 _Static_assert(sizeof(struct gn_stat_wire_key) == 64, "gn_stat_wire_key layout");
 _Static_assert(sizeof(struct gn_stat_wire) == 24, "gn_stat_wire layout");
 _Static_assert(sizeof(struct gn_stat_hist_key) == 32, "gn_stat_hist_key layout");
+_Static_assert(sizeof(struct gn_stat_qdisc_key) == 16, "gn_stat_qdisc_key layout");
 #endif
 
 #endif /* GRADNET_STAT_H */

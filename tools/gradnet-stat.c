@@ -9,7 +9,7 @@
  *   gradnet-stat attach --pid PID [--lib PATH]
  *   gradnet-stat attach --dev IFACE [--netns NAME]
  *   gradnet-stat detach [--dev IFACE [--netns NAME]]
- *   gradnet-stat dump [--json]
+ *   gradnet-stat dump [--json | --openmetrics]
  *   gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]
  *
  * USDT probes are attached here, not by libbpf's USDT support: libbpf
@@ -58,11 +58,12 @@
  */
 static char pin_dir[PATH_MAX], link_dir[PATH_MAX + 8];
 static char flows_pin[PATH_MAX + 16], wire_pin[PATH_MAX + 16];
-static char hist_pin[PATH_MAX + 16];
+static char hist_pin[PATH_MAX + 16], qdisc_pin[PATH_MAX + 16];
 #define LINK_DIR		link_dir
 #define FLOWS_PIN		flows_pin
 #define WIRE_PIN		wire_pin
 #define HIST_PIN		hist_pin
+#define QDISC_PIN		qdisc_pin
 
 static void set_pin_dir(void)
 {
@@ -73,6 +74,7 @@ static void set_pin_dir(void)
 	snprintf(flows_pin, sizeof(flows_pin), "%s/gn_flows", pin_dir);
 	snprintf(wire_pin, sizeof(wire_pin), "%s/gn_wire", pin_dir);
 	snprintf(hist_pin, sizeof(hist_pin), "%s/gn_step_hist", pin_dir);
+	snprintf(qdisc_pin, sizeof(qdisc_pin), "%s/gn_tc_qdisc", pin_dir);
 }
 
 /* Runs before a loss injector on the same hook (gn-loss: prio 0x4e4c). */
@@ -86,7 +88,7 @@ static void set_pin_dir(void)
 struct opts {
 	const char *lib, *dev, *netns;
 	int pid;
-	bool json;
+	bool json, openmetrics;
 	double interval;
 	long count;
 	long long job, tensor;
@@ -458,7 +460,9 @@ static int attach_tc(const struct opts *o)
 	static const enum bpf_tc_attach_point dirs[] = { BPF_TC_INGRESS,
 							 BPF_TC_EGRESS };
 	struct gradnet_stat_bpf *skel;
+	struct gn_stat_qdisc_key qk;
 	int ifindex, err = 0, d;
+	__u64 one = 1;
 
 	err = enter_netns(o->netns);
 	if (err)
@@ -466,7 +470,9 @@ static int attach_tc(const struct opts *o)
 	ifindex = dev_index(o->dev);
 	if (!ifindex)
 		return -ENODEV;
-	skel = open_load(false, true, netns_cookie());
+	qk.netns = netns_cookie();
+	qk.ifindex = (__u64)ifindex;
+	skel = open_load(false, true, qk.netns);
 	if (!skel)
 		return -EINVAL;
 	for (d = 0; d < 2 && !err; d++) {
@@ -478,6 +484,11 @@ static int attach_tc(const struct opts *o)
 					    skel->progs.gn_tc_ingress;
 
 		err = bpf_tc_hook_create(&hook);
+		/* Ours if it did not exist: detach then removes it again. */
+		if (!err && !d)
+			err = bpf_map__update_elem(skel->maps.gn_tc_qdisc, &qk,
+						   sizeof(qk), &one, sizeof(one),
+						   BPF_ANY);
 		if (err == -EEXIST)
 			err = 0;
 		to.prog_fd = bpf_program__fd(p);
@@ -492,6 +503,33 @@ static int attach_tc(const struct opts *o)
 		printf("attached to %s%s%s ingress and egress (tc handle %#x prio %#x)\n",
 		       o->dev, o->netns ? " in netns " : "", o->netns ? o->netns : "",
 		       GN_STAT_TC_HANDLE, GN_STAT_TC_PRIO);
+	return err;
+}
+
+/*
+ * Remove the clsact qdisc of @ifindex if attach_tc created it (the map
+ * gn_tc_qdisc says so), with whatever filters it still holds.
+ */
+static int remove_own_qdisc(const char *dev, int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
+	struct gn_stat_qdisc_key qk = { .netns = netns_cookie(),
+					.ifindex = (__u64)ifindex };
+	int fd = bpf_obj_get(QDISC_PIN), err = 0;
+	__u64 v;
+
+	if (fd < 0)
+		return 0;	/* nothing recorded: no qdisc of ours */
+	if (!bpf_map_lookup_elem(fd, &qk, &v)) {
+		err = bpf_tc_hook_destroy(&hook);
+		if (err && err != -ENOENT)
+			fprintf(stderr, "gradnet-stat: cannot remove the clsact qdisc of %s: %s\n",
+				dev, strerror(-err));
+		else
+			err = bpf_map_delete_elem(fd, &qk) ? -errno : 0;
+	}
+	close(fd);
 	return err;
 }
 
@@ -520,16 +558,19 @@ static int detach_tc(const struct opts *o)
 			ret = err;
 		}
 	}
-	return ret;
+	err = remove_own_qdisc(o->dev, ifindex);
+	return ret ? ret : err;
 }
 
 /* Unpin every link and map this tool pinned, then their directories. */
 static int detach_all(void)
 {
-	static const char *const maps[] = { FLOWS_PIN, WIRE_PIN, HIST_PIN };
+	static const char *const maps[] = { FLOWS_PIN, WIRE_PIN, HIST_PIN,
+					    QDISC_PIN };
 	char path[sizeof(link_dir) + 260];
 	struct dirent *de;
-	int links = 0, err = 0;
+	struct gn_stat_qdisc_key qk;
+	int links = 0, err = 0, qfd;
 	size_t i;
 	DIR *dir;
 
@@ -548,6 +589,12 @@ static int detach_all(void)
 	}
 	if (dir)
 		closedir(dir);
+	qfd = bpf_obj_get(QDISC_PIN);
+	if (qfd >= 0) {
+		if (!bpf_map_get_next_key(qfd, NULL, &qk))
+			fprintf(stderr, "gradnet-stat: clsact qdiscs this tool created stay (detach --dev first to remove them)\n");
+		close(qfd);
+	}
 	for (i = 0; i < sizeof(maps) / sizeof(*maps); i++)
 		if (unlink(maps[i]) && errno != ENOENT) {
 			fprintf(stderr, "gradnet-stat: unlink %s: %s\n", maps[i],
@@ -773,8 +820,6 @@ static int dump_json(void)
 	return 0;
 }
 
-/* ---- the text views: dump and top --------------------------------------- */
-
 static int cmp_flow(const void *a, const void *b)
 {
 	const struct gn_stat_key *x = &((const struct flow *)a)->k;
@@ -794,6 +839,226 @@ static const struct flow *find_flow(const struct flow *f, size_t n,
 	return NULL;
 }
 
+/* ---- OpenMetrics ---------------------------------------------------------- */
+
+/*
+ * The counters of struct gn_stat_flow, one metric family each. TYPE and
+ * HELP name the samples themselves (the _total included), as the
+ * Prometheus text format that node exporter's textfile collector parses
+ * wants; the closing # EOF is a comment to that parser.
+ */
+static const struct om_family {
+	const char *name, *type, *help;
+	size_t off;
+} om_flow_families[] = {
+	{ "gradnet_tx_packets_total", "counter",
+	  "Data packets sent, retransmissions included.",
+	  offsetof(struct gn_stat_flow, tx_packets) },
+	{ "gradnet_tx_wire_bytes_total", "counter",
+	  "UDP payload bytes of the data packets sent.",
+	  offsetof(struct gn_stat_flow, tx_wire_bytes) },
+	{ "gradnet_retransmits_total", "counter",
+	  "Data packets sent again.",
+	  offsetof(struct gn_stat_flow, retransmits) },
+	{ "gradnet_messages_total", "counter",
+	  "Chunk messages started.",
+	  offsetof(struct gn_stat_flow, messages) },
+	{ "gradnet_raw_bytes_total", "counter",
+	  "Float32 bytes the chunk messages stand for.",
+	  offsetof(struct gn_stat_flow, raw_bytes) },
+	{ "gradnet_stream_bytes_total", "counter",
+	  "Chunk-stream bytes of the messages.",
+	  offsetof(struct gn_stat_flow, stream_bytes) },
+	{ "gradnet_ctl_packets_total", "counter",
+	  "Control packets sent.",
+	  offsetof(struct gn_stat_flow, ctl_packets) },
+	{ "gradnet_ctl_bytes_total", "counter",
+	  "UDP payload bytes of the control packets sent.",
+	  offsetof(struct gn_stat_flow, ctl_bytes) },
+	{ "gradnet_rx_packets_total", "counter",
+	  "Data packets taken by the receiver.",
+	  offsetof(struct gn_stat_flow, rx_packets) },
+	{ "gradnet_rx_wire_bytes_total", "counter",
+	  "UDP payload bytes of the data packets taken.",
+	  offsetof(struct gn_stat_flow, rx_wire_bytes) },
+	{ "gradnet_steps_total", "counter",
+	  "Allreduces finished.",
+	  offsetof(struct gn_stat_flow, steps) },
+	{ "gradnet_step_seconds_total", "counter",
+	  "Durations of the allreduces finished, summed.",
+	  offsetof(struct gn_stat_flow, step_ns) },
+	{ "gradnet_last_step", "gauge",
+	  "Number of the last allreduce finished.",
+	  offsetof(struct gn_stat_flow, last_step) },
+}, om_wire_families[] = {
+	{ "gradnet_wire_packets_total", "counter",
+	  "Gradnet datagrams tc saw on the interface.",
+	  offsetof(struct gn_stat_wire, packets) },
+	{ "gradnet_wire_bytes_total", "counter",
+	  "UDP payload bytes of those datagrams.",
+	  offsetof(struct gn_stat_wire, bytes) },
+	{ "gradnet_wire_skbs_total", "counter",
+	  "Socket buffers the datagrams came in.",
+	  offsetof(struct gn_stat_wire, skbs) },
+};
+
+static const char *rank_label(char *buf, size_t len, __u64 r)
+{
+	if (r == GN_STAT_RANK_ALL)
+		return "all";
+	if (r == GN_STAT_RANK_NONE)
+		return "none";
+	snprintf(buf, len, "%llu", (unsigned long long)r);
+	return buf;
+}
+
+static void om_flow_labels(const struct gn_stat_key *k)
+{
+	char s[24], d[24];
+
+	printf("{job=\"%llu\",src=\"%s\",dst=\"%s\",tensor=\"%llu\",phase=\"%s\",transport=\"%s\"",
+	       (unsigned long long)k->job, rank_label(s, sizeof(s), k->src),
+	       rank_label(d, sizeof(d), k->dst), (unsigned long long)k->tensor,
+	       phase_name(k->phase), transport_name(k->transport));
+}
+
+static void om_header(const struct om_family *fam)
+{
+	printf("# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name,
+	       fam->type);
+}
+
+static void om_flows(const struct flow *f, size_t n)
+{
+	size_t i, j;
+	int d;
+
+	for (j = 0; j < sizeof(om_flow_families) / sizeof(*om_flow_families); j++) {
+		const struct om_family *fam = &om_flow_families[j];
+		bool ns = fam->off == offsetof(struct gn_stat_flow, step_ns);
+
+		om_header(fam);
+		for (i = 0; i < n; i++) {
+			__u64 v = *(const __u64 *)((const char *)&f[i].v + fam->off);
+
+			printf("%s", fam->name);
+			om_flow_labels(&f[i].k);
+			if (ns)
+				printf("} %llu.%09llu\n", (unsigned long long)(v / 1000000000),
+				       (unsigned long long)(v % 1000000000));
+			else
+				printf("} %llu\n", (unsigned long long)v);
+		}
+	}
+	printf("# HELP gradnet_drops_total Packets the receiver dropped, by reason.\n"
+	       "# TYPE gradnet_drops_total counter\n");
+	for (i = 0; i < n; i++)
+		for (d = 0; d < GN_STAT_DROPS; d++) {
+			printf("gradnet_drops_total");
+			om_flow_labels(&f[i].k);
+			printf(",reason=\"%s\"} %llu\n", gn_drop_name(d),
+			       (unsigned long long)f[i].v.drops[d]);
+		}
+}
+
+static void om_wire(const struct wire *w, size_t n)
+{
+	char s[24], d[24];
+	size_t i, j;
+
+	for (j = 0; j < sizeof(om_wire_families) / sizeof(*om_wire_families); j++) {
+		const struct om_family *fam = &om_wire_families[j];
+
+		om_header(fam);
+		for (i = 0; i < n; i++) {
+			const struct gn_stat_wire_key *k = &w[i].k;
+
+			printf("%s{job=\"%llu\",src=\"%s\",dst=\"%s\",tensor=\"%llu\",phase=\"%s\",ifindex=\"%llu\",netns=\"%llu\",direction=\"%s\"} %llu\n",
+			       fam->name, (unsigned long long)k->job,
+			       rank_label(s, sizeof(s), k->src),
+			       rank_label(d, sizeof(d), k->dst),
+			       (unsigned long long)k->tensor, phase_name(k->phase),
+			       (unsigned long long)k->ifindex,
+			       (unsigned long long)k->netns,
+			       k->egress ? "egress" : "ingress",
+			       (unsigned long long)*(const __u64 *)((const char *)&w[i].v + fam->off));
+		}
+	}
+}
+
+/*
+ * Step latency as a histogram: bucket k of gn_step_hist holds steps of
+ * [2^k, 2^(k+1)) microseconds, so its cumulative count is that of le =
+ * 2^(k+1) us. The sum comes from the rank's step flow, when there is one.
+ */
+static void om_hist(const char *h, size_t n, const struct flow *f, size_t nf)
+{
+	size_t rec = sizeof(struct gn_stat_hist_key) + sizeof(struct gn_stat_hist);
+	size_t i;
+	int b;
+
+	printf("# HELP gradnet_step_latency_seconds Allreduce durations.\n"
+	       "# TYPE gradnet_step_latency_seconds histogram\n");
+	for (i = 0; i < n; i++) {
+		const struct gn_stat_hist_key *k = (const void *)(h + i * rec);
+		const struct gn_stat_hist *v = (const void *)(h + i * rec + sizeof(*k));
+		struct gn_stat_key fk = {
+			.job = k->job, .src = k->rank, .dst = GN_STAT_RANK_ALL,
+			.tensor = k->tensor, .phase = GN_STAT_PHASE_NONE,
+			.transport = k->transport,
+		};
+		const struct flow *sf = find_flow(f, nf, &fk);
+		char labels[160];
+		__u64 cum = 0;
+
+		snprintf(labels, sizeof(labels),
+			 "job=\"%llu\",rank=\"%llu\",tensor=\"%llu\",transport=\"%s\"",
+			 (unsigned long long)k->job, (unsigned long long)k->rank,
+			 (unsigned long long)k->tensor, transport_name(k->transport));
+		for (b = 0; b < GN_STAT_HIST_BUCKETS; b++) {
+			cum += v->count[b];
+			printf("gradnet_step_latency_seconds_bucket{%s,le=\"%.10g\"} %llu\n",
+			       labels, (double)(1ULL << (b + 1)) * 1e-6,
+			       (unsigned long long)cum);
+		}
+		printf("gradnet_step_latency_seconds_bucket{%s,le=\"+Inf\"} %llu\n",
+		       labels, (unsigned long long)cum);
+		printf("gradnet_step_latency_seconds_count{%s} %llu\n", labels,
+		       (unsigned long long)cum);
+		if (sf)
+			printf("gradnet_step_latency_seconds_sum{%s} %llu.%09llu\n",
+			       labels,
+			       (unsigned long long)(sf->v.step_ns / 1000000000),
+			       (unsigned long long)(sf->v.step_ns % 1000000000));
+	}
+}
+
+static int dump_openmetrics(void)
+{
+	size_t nf, nw, nh;
+	struct flow *f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &nf);
+	struct wire *w = map_read(WIRE_PIN, sizeof(w->k), sizeof(w->v), true, &nw);
+	char *h = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
+			   sizeof(struct gn_stat_hist), false, &nh);
+	int err = -ENOENT;
+
+	if (!f || !w || !h)
+		goto out_free;
+	qsort(f, nf, sizeof(*f), cmp_flow);
+	om_flows(f, nf);
+	om_wire(w, nw);
+	om_hist(h, nh, f, nf);
+	printf("# EOF\n");
+	err = fflush(stdout) ? -errno : 0;
+out_free:
+	free(f);
+	free(w);
+	free(h);
+	return err;
+}
+
+/* ---- the text views: dump and top --------------------------------------- */
+
 static void rank_text(char *buf, size_t len, __u64 r)
 {
 	if (r == GN_STAT_RANK_ALL)
@@ -804,21 +1069,79 @@ static void rank_text(char *buf, size_t len, __u64 r)
 		snprintf(buf, len, "%llu", (unsigned long long)r);
 }
 
+/* The step histograms, read from gn_step_hist: records of key and value. */
+struct hists {
+	char *rec;
+	size_t n;
+};
+
+#define HIST_REC	(sizeof(struct gn_stat_hist_key) + sizeof(struct gn_stat_hist))
+
+/*
+ * Quantile @q of the step latency of @rank on (@job, @tensor, @transport),
+ * in milliseconds: the upper bound of the bucket where the cumulative
+ * count reaches q of the total, so at most twice the true value. Negative
+ * if no step was counted.
+ */
+static double step_quantile_ms(const struct hists *h, const struct gn_stat_key *fk,
+			       double q)
+{
+	const struct gn_stat_hist *v = NULL;
+	__u64 total = 0, cum = 0, want;
+	size_t i;
+	int b;
+
+	for (i = 0; h && i < h->n; i++) {
+		const struct gn_stat_hist_key *k = (const void *)(h->rec + i * HIST_REC);
+
+		if (k->job == fk->job && k->rank == fk->src &&
+		    k->tensor == fk->tensor && k->transport == fk->transport) {
+			v = (const void *)(h->rec + i * HIST_REC + sizeof(*k));
+			break;
+		}
+	}
+	if (!v)
+		return -1;
+	for (b = 0; b < GN_STAT_HIST_BUCKETS; b++)
+		total += v->count[b];
+	if (!total)
+		return -1;
+	want = (__u64)((double)total * q);
+	if ((double)want < (double)total * q || !want)
+		want++;
+	for (b = 0; b < GN_STAT_HIST_BUCKETS; b++) {
+		cum += v->count[b];
+		if (cum >= want)
+			break;
+	}
+	return (double)(1ULL << (b + 1)) / 1000.0;
+}
+
+static void print_quantile(double ms)
+{
+	if (ms < 0)
+		printf(" %9s", "-");
+	else
+		printf(" %9.3f", ms);
+}
+
 /*
  * One line per flow: rates over @dt seconds against @old (NULL: totals),
  * then what compression saves (raw / wire), bits per value and the
- * retransmission share, cumulative.
+ * retransmission share, cumulative, and the step latency quantiles of
+ * the sender on the flow's tensor, since attach.
  */
 static void print_flows(const struct flow *f, size_t n, const struct flow *old,
-			size_t nold, double dt, const struct opts *o)
+			size_t nold, double dt, const struct hists *h,
+			const struct opts *o)
 {
 	size_t i;
 	int d;
 
-	printf("%-10s %4s %4s %6s %-6s %10s %10s %10s %7s %6s %5s %6s %7s\n",
+	printf("%-10s %4s %4s %6s %-6s %10s %10s %10s %7s %6s %5s %6s %7s %9s %9s\n",
 	       "job", "src", "dst", "tensor", "phase", dt > 0 ? "tx pkt/s" : "tx pkts",
 	       dt > 0 ? "wire MB/s" : "wire MB", dt > 0 ? "raw MB/s" : "raw MB",
-	       "ratio", "bits/v", "rtx%", "drops", "steps");
+	       "ratio", "bits/v", "rtx%", "drops", "steps", "p50 ms", "p99 ms");
 	for (i = 0; i < n; i++) {
 		const struct gn_stat_key *k = &f[i].k;
 		const struct gn_stat_flow *v = &f[i].v;
@@ -841,7 +1164,7 @@ static void print_flows(const struct flow *f, size_t n, const struct flow *old,
 		}
 		rank_text(src, sizeof(src), k->src);
 		rank_text(dst, sizeof(dst), k->dst);
-		printf("%-10llu %4s %4s %6llu %-6s %10.0f %10.2f %10.2f %7.1f %6.3f %5.2f %6llu %7llu\n",
+		printf("%-10llu %4s %4s %6llu %-6s %10.0f %10.2f %10.2f %7.1f %6.3f %5.2f %6llu %7llu",
 		       (unsigned long long)k->job, src, dst,
 		       (unsigned long long)k->tensor, phase_name(k->phase),
 		       pk / div, wb / div / 1e6, rb / div / 1e6,
@@ -849,19 +1172,35 @@ static void print_flows(const struct flow *f, size_t n, const struct flow *old,
 		       v->raw_bytes ? (double)v->tx_wire_bytes * 8 / ((double)v->raw_bytes / 4) : 0.0,
 		       v->tx_packets ? 100.0 * (double)v->retransmits / (double)v->tx_packets : 0.0,
 		       (unsigned long long)drops, (unsigned long long)v->steps);
+		print_quantile(step_quantile_ms(h, k, 0.50));
+		print_quantile(step_quantile_ms(h, k, 0.99));
+		printf("\n");
 	}
+}
+
+static int read_hists(struct hists *h)
+{
+	h->rec = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
+			  sizeof(struct gn_stat_hist), false, &h->n);
+	return h->rec ? 0 : -ENOENT;
 }
 
 static int dump_text(const struct opts *o)
 {
+	struct hists h;
 	struct flow *f;
 	size_t n;
 
 	f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &n);
 	if (!f)
 		return -ENOENT;
+	if (read_hists(&h)) {
+		free(f);
+		return -ENOENT;
+	}
 	qsort(f, n, sizeof(*f), cmp_flow);
-	print_flows(f, n, NULL, 0, 0, o);
+	print_flows(f, n, NULL, 0, 0, &h, o);
+	free(h.rec);
 	free(f);
 	return 0;
 }
@@ -877,6 +1216,7 @@ static double now_s(void)
 static int top(const struct opts *o)
 {
 	struct flow *old = NULL, *f;
+	struct hists h;
 	size_t nold = 0, n;
 	double t0 = now_s(), t;
 	long it;
@@ -884,7 +1224,8 @@ static int top(const struct opts *o)
 
 	for (it = 0; o->count <= 0 || it < o->count; it++) {
 		f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &n);
-		if (!f) {
+		if (!f || read_hists(&h)) {
+			free(f);
 			free(old);
 			return -ENOENT;
 		}
@@ -894,7 +1235,8 @@ static int top(const struct opts *o)
 			printf("\033[H\033[2J");
 		printf("gradnet-stat top: %zu flows, every %.1f s%s\n", n,
 		       o->interval, old ? "" : " (first view: totals)");
-		print_flows(f, n, old, nold, old ? t - t0 : 0, o);
+		print_flows(f, n, old, nold, old ? t - t0 : 0, &h, o);
+		free(h.rec);
 		fflush(stdout);
 		free(old);
 		old = f;
@@ -915,7 +1257,7 @@ static void usage(void)
 		"usage: gradnet-stat attach --lib PATH | --pid PID [--lib PATH]\n"
 		"       gradnet-stat attach --dev IFACE [--netns NAME]\n"
 		"       gradnet-stat detach [--dev IFACE [--netns NAME]]\n"
-		"       gradnet-stat dump [--json]\n"
+		"       gradnet-stat dump [--json | --openmetrics]\n"
 		"       gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]\n"
 		"  maps and links are pinned under " GN_STAT_PIN_DIR " (or $GN_STAT_PIN_DIR)\n");
 	exit(2);
@@ -929,6 +1271,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "dev", required_argument, NULL, 'd' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "openmetrics", no_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "job", required_argument, NULL, 'J' },
@@ -955,6 +1298,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'j':
 			o->json = true;
+			break;
+		case 'o':
+			o->openmetrics = true;
 			break;
 		case 'i':
 			o->interval = strtod(optarg, NULL);
@@ -1000,7 +1346,10 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "detach")) {
 		err = o.dev ? detach_tc(&o) : detach_all();
 	} else if (!strcmp(cmd, "dump")) {
-		err = o.json ? dump_json() : dump_text(&o);
+		if (o.json && o.openmetrics)
+			usage();
+		err = o.json ? dump_json() : o.openmetrics ? dump_openmetrics() :
+			dump_text(&o);
 	} else if (!strcmp(cmd, "top")) {
 		err = top(&o);
 	} else {

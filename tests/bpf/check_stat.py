@@ -6,10 +6,14 @@ usage: check_stat.py usdt DUMP JOB STATS...   (GN_TEST_STATS_FILE of each rank)
        check_stat.py wire DUMP JOB DROPPED STATS...
        check_stat.py raw DUMP JOB RANK_JSON...  (gradnet-rank's stats line)
        check_stat.py bpftool BPFTOOL_JSON
+       check_stat.py openmetrics OPENMETRICS DUMP JOB  (dump --openmetrics)
+       check_stat.py top TOP DUMP JOB                  (top --count 1)
 Prints TAP lines from NUMBER (env TAP_FIRST) on; exit 1 if any fails.
 """
 import json
+import math
 import os
+import re
 import sys
 
 DROPS = ["malformed", "version", "job", "source", "mac", "replay",
@@ -122,6 +126,169 @@ def bpftool(path):
            ["missing: %s" % sorted(want - names)] if not want <= names else [])
 
 
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)'
+                    r'\{((?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*",?)*)\} (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\]*)"')
+FLOW_LABELS = ("job", "src", "dst", "tensor", "phase", "transport")
+
+
+def rank_str(r):
+    return str(r)
+
+
+def parse_openmetrics(path):
+    """Samples as (name, labels dict, value), and the format's faults."""
+    lines = open(path).read().split("\n")
+    bad, samples, types, helps = [], [], {}, set()
+    if lines[-1] != "":
+        bad.append("no newline after the last line")
+    lines = lines[:-1] if lines[-1] == "" else lines
+    if not lines or lines[-1] != "# EOF":
+        bad.append("the last line is not # EOF")
+    if lines.count("# EOF") != 1:
+        bad.append("# EOF %d times" % lines.count("# EOF"))
+    fam = None
+    for n, line in enumerate(lines, 1):
+        if line.startswith("# TYPE "):
+            _, _, name, typ = line.split(" ", 3)
+            if name in types:
+                bad.append("line %d: second TYPE for %s" % (n, name))
+            types[name] = typ
+            fam = name
+            continue
+        if line.startswith("# HELP "):
+            helps.add(line.split(" ")[2])
+            continue
+        if line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            bad.append("line %d: not name{labels} value: %r" % (n, line))
+            continue
+        name, labels, value = m.groups()
+        try:
+            value = float(value)
+        except ValueError:
+            bad.append("line %d: value %r" % (n, value))
+            continue
+        base = name
+        if types.get(fam) == "histogram":
+            base = re.sub(r"_(bucket|count|sum)$", "", name)
+        if base != fam:
+            bad.append("line %d: %s outside its family's TYPE (%s)" %
+                       (n, name, fam))
+        samples.append((name, dict(LABEL.findall(labels)), value))
+    bad += ["TYPE %s without HELP" % t for t in types if t not in helps]
+    return samples, types, bad
+
+
+def openmetrics(path, dump, job):
+    samples, types, bad = parse_openmetrics(path)
+    d = json.load(open(dump))
+    result(not bad and len(types) >= 15,
+           "openmetrics: every line is name{labels} value, %d families "
+           "with TYPE and HELP, # EOF last" % len(types), bad[:10])
+
+    def key(lab):
+        return tuple(lab.get(k) for k in FLOW_LABELS)
+
+    tx = {key(l): v for n, l, v in samples if n == "gradnet_tx_packets_total"}
+    want = {(str(f["job"]), rank_str(f["src"]), rank_str(f["dst"]),
+             str(f["tensor"]), f["phase"], f["transport"]): f["tx_packets"]
+            for f in d["flows"]}
+    drops = {}
+    for n, l, v in samples:
+        if n == "gradnet_drops_total":
+            drops[l["reason"]] = drops.get(l["reason"], 0) + v
+    dwant = {r: sum(f["drops"][r] for f in d["flows"]) for r in DROPS}
+    jt = sum(v for k, v in tx.items() if k[0] == str(job))
+    jw = sum(f["tx_packets"] for f in d["flows"] if f["job"] == job)
+    diff = ["flow %s: openmetrics %s, json %s" % (k, tx.get(k), want.get(k))
+            for k in set(tx) | set(want) if tx.get(k) != want.get(k)]
+    result(not diff and jt == jw > 0 and drops == dwant
+           and types.get("gradnet_tx_packets_total") == "counter",
+           "openmetrics: tx packets per flow equal the JSON dump's "
+           "(job %d: %d = %d), drops by reason too" % (job, jt, jw),
+           diff[:10] + (["drops %s, json %s" % (drops, dwant)]
+                        if drops != dwant else []))
+
+    hist = {}
+    for n, l, v in samples:
+        if not n.startswith("gradnet_step_latency_seconds_"):
+            continue
+        k = (l["job"], l["rank"], l["tensor"], l["transport"])
+        h = hist.setdefault(k, {"buckets": []})
+        if n.endswith("_bucket"):
+            h["buckets"].append((float(l["le"]), v))
+        else:
+            h[n.rsplit("_", 1)[1]] = v
+    hbad = []
+    for k, h in hist.items():
+        b = h["buckets"]
+        les = [x[0] for x in b]
+        cums = [x[1] for x in b]
+        if les != sorted(les) or les[-1] != math.inf:
+            hbad.append("%s: le not ascending to +Inf" % (k,))
+        if cums != sorted(cums) or cums[-1] != h.get("count"):
+            hbad.append("%s: buckets not cumulative up to the count" % (k,))
+    for e in d["step_hist"]:
+        k = (str(e["job"]), str(e["rank"]), str(e["tensor"]), e["transport"])
+        if k not in hist or hist[k].get("count") != sum(e["log2_us"]):
+            hbad.append("%s: count %s, json %d" %
+                        (k, hist.get(k, {}).get("count"), sum(e["log2_us"])))
+        elif "sum" not in hist[k]:
+            hbad.append("%s: no _sum" % (k,))
+    steps = sum(h.get("count", 0) for k, h in hist.items() if k[0] == str(job))
+    result(not hbad and steps > 0 and len(hist) == len(d["step_hist"])
+           and types.get("gradnet_step_latency_seconds") == "histogram",
+           "openmetrics: step latency histogram, cumulative le buckets in "
+           "seconds, counts equal the JSON dump's (job %d: %d steps)" %
+           (job, steps), hbad[:10])
+
+
+def quantile_ms(counts, q):
+    total = sum(counts)
+    want = max(1, math.ceil(total * q))
+    cum = 0
+    for b, c in enumerate(counts):
+        cum += c
+        if cum >= want:
+            return 2 ** (b + 1) / 1000.0
+    return None
+
+
+def top(path, dump, job):
+    lines = open(path).read().splitlines()
+    hdr = [i for i, l in enumerate(lines) if l.startswith("job ")]
+    bad = []
+    if not hdr or not re.search(r"p50 ms\s+p99 ms\s*$", lines[hdr[0]]):
+        bad.append("no p50 ms and p99 ms columns: %r" %
+                   (lines[hdr[0]] if hdr else lines))
+    hists = {(e["rank"], e["tensor"], e["transport"]): e["log2_us"]
+             for e in json.load(open(dump))["step_hist"] if e["job"] == job}
+    rows = 0
+    for l in lines:
+        c = l.split()
+        if not c or c[0] != str(job) or c[4] != "none" or c[2] != "all":
+            continue
+        rows += 1
+        # The transport is not a column: any of the rank's on that tensor.
+        want = [(quantile_ms(h, 0.5), quantile_ms(h, 0.99))
+                for (r, t, _), h in hists.items()
+                if str(r) == c[1] and str(t) == c[3]]
+        try:
+            seen = (float(c[-2]), float(c[-1]))
+        except ValueError:
+            seen = tuple(c[-2:])
+        if not want or not any(abs(seen[0] - w[0]) < 1e-9 and
+                               abs(seen[1] - w[1]) < 1e-9 for w in want):
+            bad.append("rank %s tensor %s: p50/p99 %s, from the histogram %s"
+                       % (c[1], c[3], seen, want))
+    result(not bad and rows > 0,
+           "top: step latency p50 and p99 per tensor from the histogram "
+           "(%d step flows of job %d)" % (rows, job), bad)
+
+
 cmd = sys.argv[1]
 if cmd == "usdt":
     usdt(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
@@ -131,4 +298,8 @@ elif cmd == "raw":
     raw(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
 elif cmd == "bpftool":
     bpftool(sys.argv[2])
+elif cmd == "openmetrics":
+    openmetrics(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+elif cmd == "top":
+    top(sys.argv[2], sys.argv[3], int(sys.argv[4]))
 sys.exit(1 if failed else 0)

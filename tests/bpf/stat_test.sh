@@ -63,7 +63,7 @@ for ((k = 0; k < WORLD; k++)); do
 done
 
 echo "TAP version 13"
-echo "1..17"
+echo "1..21"
 
 # run_job NAME BIN JOB [FAULTS]: every rank in its host; false if one fails.
 run_job() {
@@ -91,6 +91,9 @@ run_job() {
 # ---- attach -------------------------------------------------------------------
 
 ok=1
+# Host 0 has a clsact qdisc already, which detach must leave; the others
+# get theirs from gradnet-stat, which detach must remove.
+tc -n "$(gn_host_ns 0)" qdisc add dev eth0 clsact || ok=0
 "$STAT" attach --lib "$RANK_TEST" >"$tmp/attach" 2>&1 || ok=0
 "$STAT" attach --lib "$LIBSO" >>"$tmp/attach" 2>&1 || ok=0
 for ((k = 0; k < WORLD; k++)); do
@@ -126,6 +129,15 @@ TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" wire "$tmp/dump.json" \
 	"$JOB" "$dropped" "$tmp"/loss.*.stats >"$tmp/tap" || true
 cat "$tmp/tap"
 testno=$((testno + WORLD + 1))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+
+# ---- OpenMetrics: the same counters, as a textfile collector reads them --------
+
+"$STAT" dump --openmetrics >"$tmp/dump.om" || gn_diag "dump --openmetrics failed"
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" openmetrics "$tmp/dump.om" \
+	"$tmp/dump.json" "$JOB" >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + 3))
 failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
 
 # ---- duplicates and reordering: drops by reason -------------------------------------
@@ -173,6 +185,12 @@ failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
 ok=1
 "$STAT" top --count 1 --job "$JOB" >"$tmp/top" 2>&1 || ok=0
 grep -q "^$JOB " "$tmp/top" || ok=0
+# The job is over: its step histogram is the one dump.json holds.
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" top "$tmp/top" \
+	"$tmp/dump.json" "$JOB" >"$tmp/tap2" || true
+cat "$tmp/tap2"
+testno=$((testno + 1))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap2" || true)))
 # The programs that the pins and the tc filters hold, by id.
 ids=$(for f in "$GN_STAT_PIN_DIR"/links/*; do
 	bpftool link show pinned "$f" -j
@@ -187,6 +205,11 @@ for ((k = 0; k < WORLD; k++)); do
 	"$STAT" detach --dev eth0 --netns "$(gn_host_ns "$k")" >/dev/null || ok=0
 	tc -n "$(gn_host_ns "$k")" filter show dev eth0 ingress | grep -q gn_tc && ok=0
 	tc -n "$(gn_host_ns "$k")" filter show dev eth0 egress | grep -q gn_tc && ok=0
+	if tc -n "$(gn_host_ns "$k")" qdisc show dev eth0 | grep -q clsact; then
+		[ "$k" -eq 0 ] || { gn_diag "host $k: the clsact qdisc gradnet-stat created is left"; ok=0; }
+	else
+		[ "$k" -ne 0 ] || { gn_diag "host 0: the clsact qdisc that was there before is gone"; ok=0; }
+	fi
 done
 "$STAT" detach >/dev/null || ok=0
 [ ! -e "$GN_STAT_PIN_DIR" ] || ok=0
@@ -198,7 +221,7 @@ for id in $ids; do
 		ok=0
 	fi
 done
-gn_result "$ok" "top shows the job; detach leaves nothing pinned, attached or loaded"
+gn_result "$ok" "top shows the job; detach leaves nothing pinned, attached or loaded, and removes only the clsact qdiscs it created"
 
 echo "# $((testno - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]
