@@ -96,13 +96,14 @@ class Context:
     """One rank's membership in a gradnet job (gn_ctx_open()).
 
     Arguments left None or 0 come from the GN_* environment variables, as
-    with a zeroed gn_ctx_opts. key is 16 bytes; never put it on a command
+    with a zeroed gn_ctx_opts (transport: "udp" or "dpdk", else
+    GN_TRANSPORT, else udp). key is 16 bytes; never put it on a command
     line: GN_KEY_FILE or the launcher's store are the ways to pass it.
     """
 
     def __init__(self, rank=None, world_size=0, peers=None, key=None,
                  job_id=0, mtu=0, timeout_ms=0, codec=None, s=0.0, chunk=0,
-                 step_timeout_ms=0, insecure=False):
+                 step_timeout_ms=0, insecure=False, transport=None):
         o = _lib.CtxOpts()
         o.sz = ctypes.sizeof(o)
         if rank is not None:
@@ -126,6 +127,8 @@ class Context:
         o.s = s
         o.chunk = chunk
         o.step_timeout_ms = step_timeout_ms
+        self._transport = transport.encode() if transport else None
+        o.transport = self._transport
         h = ctypes.c_void_p()
         r = _lib.lib.gn_ctx_open(ctypes.byref(o), ctypes.byref(h))
         if key is not None:

@@ -38,6 +38,7 @@ class CtxOpts(ctypes.Structure):
         ("s", ctypes.c_float),
         ("chunk", ctypes.c_uint),
         ("step_timeout_ms", ctypes.c_uint),
+        ("transport", ctypes.c_char_p),
     ]
 
 

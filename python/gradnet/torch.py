@@ -157,9 +157,10 @@ def _fmt(host, port):
 
 def init(process_group=None, store=None, codec="3lc", s=0.0,
          on_nonfinite="nan", timeout_ms=0, step_timeout_ms=0, mtu=0,
-         chunk=0, insecure=False):
+         chunk=0, insecure=False, transport=None):
     """Open this rank's gradnet context for the DDP job and return the
-    hook's state. Call it on every rank, after init_process_group()."""
+    hook's state. Call it on every rank, after init_process_group().
+    transport is "udp" or "dpdk" (None: GN_TRANSPORT, else udp)."""
     global _inits
     pg = process_group if process_group is not None else dist.group.WORLD
     rank = dist.get_rank(pg)
@@ -197,7 +198,7 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
         world_size=0 if env.get("GN_WORLD_SIZE") else world,
         peers=peers, key=key, job_id=job, timeout_ms=timeout_ms,
         step_timeout_ms=step_timeout_ms, mtu=mtu, chunk=chunk,
-        insecure=not secure)
+        insecure=not secure, transport=transport)
     # Nobody needs the key in the store once every context is open.
     dist.barrier(pg)
     if key is not None and rank == 0:
