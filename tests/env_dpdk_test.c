@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * env_dpdk_test.c - the core's DPDK environment (lib/env/dpdk.c) on an
+ * env_dpdk_test.c - the core's DPDK environment (dpdk/env.c) on an
  * EAL without hugepages or devices: memory comes zeroed, the clock counts
  * nanoseconds forward, random bytes fill what was asked and no more, and
  * the lock excludes another thread.
@@ -19,7 +19,7 @@
 #include <rte_memory.h>
 
 #include "kselftest_harness.h"
-#include "dpdk.h"
+#include "gn_env_dpdk.h"
 
 /* One EAL per test process (the harness forks each test): no hugepages,
  * no PCI, no shared config, on the first CPU this process may run on. */

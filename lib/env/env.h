@@ -7,7 +7,7 @@
  *
  * Implementations: libc.c (libgradnet: calloc, CLOCK_MONOTONIC, a pthread
  * mutex and condition variable, getrandom), kernel.c (the module: kvzalloc,
- * ktime, a mutex and a wait queue, get_random_bytes) and dpdk.c (the DPDK
+ * ktime, a mutex and a wait queue, get_random_bytes) and dpdk/env.c (the DPDK
  * path: rte_zmalloc, the TSC, a spinlock, getrandom; nothing sleeps there).
  *
  * The core allocates only when a context opens and when a tensor is

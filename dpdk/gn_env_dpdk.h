@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dpdk.h - the environment of the core on the DPDK path: hugepage memory
+ * gn_env_dpdk.h - the environment of the core on the DPDK path: hugepage memory
  * from rte_zmalloc, time from the TSC, a spinlock, getrandom(). Poll mode:
  * the lcore that drives the core never sleeps, so wake() does nothing.
  *
- * The state stays in dpdk.c, so no DPDK type leaves it (SPDK's env.h
+ * The state stays in env.c, so no DPDK type leaves dpdk/ (SPDK's env.h
  * boundary): a driver sees only struct gn_env.
  */
 #ifndef GN_ENV_DPDK_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * dpdk.c - the core's environment on the DPDK path. Everything works on
+ * env.c - the core's environment (lib/env/env.h) on the DPDK path. Everything works on
  * any thread once rte_eal_init() has returned, lcore or not, so a trainer
  * thread that calls gn_core_allreduce_start() shares the lock with the
  * lcore that polls.
@@ -14,7 +14,7 @@
 #include <rte_memory.h>
 #include <rte_spinlock.h>
 
-#include "dpdk.h"
+#include "gn_env_dpdk.h"
 
 #define NSEC_PER_SEC 1000000000ull
 
