@@ -907,8 +907,15 @@ static int eal_up(const char *args)
 	if (r >= 0 || rte_errno == EALREADY)
 		return 1;
 	r = rte_errno ? -rte_errno : -EINVAL;
-	snprintf(eal_err, sizeof(eal_err), "rte_eal_init(\"%s\") failed: %s",
-		 args ? args : "", rte_strerror(-r));
+	/*
+	 * The EAL says EACCES when it finds no hugepages it may use, and
+	 * ENOMEM when they are too few: name the likely cause and the fix.
+	 */
+	snprintf(eal_err, sizeof(eal_err), "rte_eal_init(\"%s\") failed: %s%s",
+		 args ? args : "", rte_strerror(-r),
+		 r == -EACCES || r == -ENOMEM ?
+		 " (no or too few free hugepages? tools/dpdk-host-check.sh says; or run without them: --no-huge -m 1024)" :
+		 "");
 	return r;
 }
 
