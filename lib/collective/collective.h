@@ -98,6 +98,12 @@ int gn_core_tensor_retire(struct gn_ctx *ctx, u32 id);
 bool gn_core_tensor_owes(struct gn_ctx *ctx, u32 id);
 int gn_core_tensor_remove(struct gn_ctx *ctx, u32 id, bool give_up);
 
+/*
+ * Messages replaced in their slot because a slow receiver still owed an
+ * acknowledgement two steps later: the one allocation a step may make.
+ */
+u64 gn_core_orphans(const struct gn_ctx *ctx);
+
 /* Does this rank still owe a live peer data or control messages? */
 bool gn_core_owes(const struct gn_ctx *ctx);
 

@@ -146,6 +146,11 @@ const char *gn_core_api_errmsg(const struct gn_ctx *ctx)
 	return ctx->api_errmsg;
 }
 
+u64 gn_core_orphans(const struct gn_ctx *ctx)
+{
+	return ctx->orphans_made;
+}
+
 bool gn_core_owes(const struct gn_ctx *ctx)
 {
 	return gn_dl_owes(&ctx->dl);

@@ -162,6 +162,7 @@ struct gn_ctx {
 	u32 *pending_descs;		/* [peer]: its entries in @pending */
 	struct gn_retired *retired;	/* unregistered ids */
 	struct gn_txmsg *orphans;	/* messages replaced while still busy */
+	u64 orphans_made;		/* how many, ever: each one allocation */
 	u32 work_n;			/* chunks waiting in some step's todo */
 };
 

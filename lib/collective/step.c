@@ -100,6 +100,7 @@ struct gn_txmsg *gn_step_msg(struct gn_ctx *ctx, struct gn_step *st, u32 idx)
 		return NULL;
 	m->up_next = ctx->orphans;
 	ctx->orphans = m;
+	ctx->orphans_made++;
 	t->msg[st->no & 1][idx] = fresh;
 	return fresh;
 }

@@ -340,6 +340,10 @@ static int scn_step(struct scn *c, int step)
 					NULL);
 	}
 	c->res->hash[c->kase][step] = gn_scn_hash(c->x[0], bytes);
+	gn_env_lock(c->env);
+	for (r = 0; r < GN_SCN_WORLD; r++)
+		c->res->orphans[c->kase][step] += gn_core_orphans(c->ctx[r]);
+	gn_env_unlock(c->env);
 	return 0;
 }
 

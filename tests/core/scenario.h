@@ -61,6 +61,8 @@ struct gn_scn_result {
 	u64 dup_drops[GN_SCN_CASES];
 	u64 ns[GN_SCN_CASES];		/* env time, open to free */
 	u64 rounds[GN_SCN_CASES];	/* poll rounds over every rank */
+	/* Messages the ranks had to replace (gn_core_orphans()), by step end. */
+	u64 orphans[GN_SCN_CASES][GN_SCN_STEPS];
 	/* On failure: what, where (-1: not that far), and the core's word. */
 	const char *what;
 	int kase, step, rank, err;
