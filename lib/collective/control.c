@@ -19,8 +19,7 @@ void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
 		if (i != ctx->rank && !ctx->dl.peers[i].dead)
 			gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, (u8)t->flags,
 					t->id, t->base, t->codec, t->n, t->s_bits);
-	if (ctx->dl.tp->ops->wake)
-		ctx->dl.tp->ops->wake(ctx->dl.tp->state);
+	gn_dl_kick(&ctx->dl);
 }
 
 /* Compare a peer's registration of @t with ours; name the difference. */

@@ -222,8 +222,7 @@ static void publish_span(struct gn_ctx *ctx, struct gn_step *st,
 	}
 	for (k = 0; sp->j != ctx->rank && k < sp->n; k++)
 		gn_dl_msg_queue(&ctx->dl, msgs[k]);
-	if (ctx->dl.tp->ops->wake)
-		ctx->dl.tp->ops->wake(ctx->dl.tp->state);
+	gn_dl_kick(&ctx->dl);
 }
 
 /* The messages of a span's slots, taken under the lock. */

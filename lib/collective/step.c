@@ -162,8 +162,7 @@ void gn_abort_peers(struct gn_ctx *ctx, struct gn_step *st, int err,
 			gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_ABORT, 0, st->t->id,
 					st->no, st->t->codec, (u64)-err,
 					(u32)culprit);
-	if (ctx->dl.tp->ops->wake)
-		ctx->dl.tp->ops->wake(ctx->dl.tp->state);
+	gn_dl_kick(&ctx->dl);
 }
 
 void gn_step_abort(struct gn_ctx *ctx, struct gn_step *st, int err,
@@ -333,8 +332,7 @@ int gn_core_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
 		/* Contributions that came early can be added up to our turn. */
 		for (c = 0; c < t->chunks[ctx->rank]; c++)
 			gn_want_work(ctx, st, c);
-		if (ctx->dl.tp->ops->wake)
-			ctx->dl.tp->ops->wake(ctx->dl.tp->state);
+		gn_dl_kick(&ctx->dl);
 	}
 	gn_env_unlock(ctx->env);
 	if (enc) {

@@ -333,6 +333,8 @@ void gn_dl_msg_cancel(struct gn_dl *dl, struct gn_txmsg *m);
 void gn_dl_msg_clear(struct gn_dl *dl, struct gn_txmsg *m);
 int gn_dl_ctrl_send(struct gn_dl *dl, int peer, u8 kind, u8 flags, u32 tensor,
 		    u32 stepno, u8 codec, u64 value, u32 extra);
+/* Wake a driver sleeping in the transport: there is something to send. */
+void gn_dl_kick(struct gn_dl *dl);
 /* Send one unreliable packet now (HELLO, PING, ACK...): it is put. */
 int gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b);
 void gn_dl_pump(struct gn_dl *dl);

@@ -66,6 +66,12 @@ void gn_dl_seal(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
 	gn_dl_seal_with(dl->mac, b, len, to);
 }
 
+void gn_dl_kick(struct gn_dl *dl)
+{
+	if (dl->tp->ops->wake)
+		dl->tp->ops->wake(dl->tp->state);
+}
+
 /* One packet that needs no acknowledgement; @b is put. */
 int gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b)
 {
@@ -540,8 +546,6 @@ void gn_dl_drop_peer(struct gn_dl *dl, int peer)
 }
 
 /* ---- acknowledgements in ------------------------------------------------------ */
-
-void gn_dl_peer_rtt(struct gn_peer *p, u64 sample_ns);
 
 static void acked_one(struct gn_dl *dl, struct gn_peer *p, struct gn_txmsg *m,
 		      u32 r, u32 i)
