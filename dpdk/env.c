@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <rte_cycles.h>
 #include <rte_malloc.h>
@@ -15,6 +14,7 @@
 #include <rte_spinlock.h>
 
 #include "gn_env_dpdk.h"
+#include "libc.h"		/* gn_getrandom() */
 
 #define NSEC_PER_SEC 1000000000ull
 
@@ -76,19 +76,8 @@ static void denv_wake(void *env)
  */
 static int denv_random(void *env, void *buf, size_t len)
 {
-	size_t at = 0;
-
 	(void)env;
-	while (at < len) {
-		ssize_t r = getrandom((char *)buf + at, len - at, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		at += (size_t)r;
-	}
-	return 0;
+	return gn_getrandom(buf, len);
 }
 
 static const struct gn_env_ops denv_ops = {

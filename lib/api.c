@@ -519,9 +519,14 @@ static int read_key(struct open_args *a, const struct gn_ctx_opts *o)
 /* Set by the test library (tests/lib) in its processes only. */
 const struct gn_test_hooks *gn_test_hooks;
 
+static struct gn_env_libc *libc_of(struct gn_ctx *ctx)
+{
+	return &((struct gn_drv *)ctx->drv)->env;
+}
+
 static const struct gn_env *env_of(struct gn_ctx *ctx)
 {
-	return &((struct gn_drv *)ctx->drv)->env.env;
+	return &libc_of(ctx)->env;
 }
 
 static void lock(struct gn_ctx *ctx)
@@ -873,7 +878,7 @@ int gn_allreduce_wait(struct gn_ctx *ctx, u32 id)
 		return -EINVAL;
 	lock(ctx);
 	while (!(r = gn_core_allreduce_done(ctx, id, &err)))
-		gn_env_libc_wait(&((struct gn_drv *)ctx->drv)->env, 0);
+		gn_env_libc_wait(libc_of(ctx), 0);
 	unlock(ctx);
 	return r < 0 ? r : err;
 }
@@ -901,8 +906,7 @@ int gn_tensor_unregister(struct gn_ctx *ctx, u32 id)
 	/* A dead peer's messages are dropped after the timeout: this ends. */
 	until = gn_env_libc_now() + 2 * ctx->dl.timeout_ns + 1000000000ull;
 	while (gn_core_tensor_owes(ctx, id) && gn_env_libc_now() < until)
-		gn_env_libc_wait(&((struct gn_drv *)ctx->drv)->env,
-				 gn_env_libc_now() + 1000000);
+		gn_env_libc_wait(libc_of(ctx), gn_env_libc_now() + 1000000);
 	r = gn_core_tensor_remove(ctx, id, gn_core_tensor_owes(ctx, id));
 	unlock(ctx);
 	return r;

@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "libc.h"
@@ -53,19 +52,8 @@ static void libc_wake(void *env)
 
 static int libc_random(void *env, void *buf, size_t len)
 {
-	size_t at = 0;
-
 	(void)env;
-	while (at < len) {
-		ssize_t r = getrandom((char *)buf + at, len - at, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		at += (size_t)r;
-	}
-	return 0;
+	return gn_getrandom(buf, len);
 }
 
 static const struct gn_env_ops libc_ops = {

@@ -7,7 +7,9 @@
 #ifndef GN_ENV_LIBC_H
 #define GN_ENV_LIBC_H
 
+#include <errno.h>
 #include <pthread.h>
+#include <sys/random.h>
 
 #include "env.h"
 
@@ -16,6 +18,26 @@ struct gn_env_libc {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
+
+/*
+ * @len bytes from the kernel's generator, in a process on any path (libc
+ * and DPDK environments alike). Return: 0 or -errno.
+ */
+static inline int gn_getrandom(void *buf, size_t len)
+{
+	size_t at = 0;
+
+	while (at < len) {
+		ssize_t r = getrandom((char *)buf + at, len - at, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		at += (size_t)r;
+	}
+	return 0;
+}
 
 void gn_env_libc_init(struct gn_env_libc *e);
 void gn_env_libc_destroy(struct gn_env_libc *e);
