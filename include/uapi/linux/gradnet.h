@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * gradnet.h - the user interface of the gradnet kernel module: the misc
+ * device /dev/gradnet and its ioctls. Each open file is one context (one
+ * rank of one job); closing the file leaves the job and frees everything.
+ *
+ * Every argument struct starts with its own size, which the caller sets
+ * to sizeof() of the struct it was built with. The module accepts a
+ * shorter struct (fields it lacks read as zero) and a longer one whose
+ * extra bytes are all zero (copy_struct_from_user); anything else is
+ * -E2BIG. Reserved fields and unknown flag bits must be zero (-EINVAL).
+ * Pointers travel as __u64 (u64_to_user_ptr). Only fixed-size __u* fields,
+ * so 32- and 64-bit callers share one layout.
+ *
+ * The module dispatches on the ioctl's type and number and reads the size
+ * from the struct itself, so a struct that grows keeps its ioctl number.
+ *
+ * Order of calls: GRADNET_IOC_OPEN once (-EALREADY after), then tensors
+ * and allreduces (-ENOTCONN before OPEN). An allreduce is started with
+ * START and finished with WAIT (or poll(): POLLIN when some started
+ * allreduce has finished and WAIT will not block for it).
+ */
+#ifndef _UAPI_LINUX_GRADNET_H
+#define _UAPI_LINUX_GRADNET_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+/* GRADNET_IOC_OPEN refuses any other abi with -EPROTONOSUPPORT. */
+#define GRADNET_ABI_VERSION	1
+
+#define GRADNET_KEY_LEN		16	/* GN_MAC_KEY_LEN */
+#define GRADNET_MAX_WORLD	256
+#define GRADNET_ERRMSG_LEN	256
+
+/*
+ * struct gradnet_peer - one rank's UDP endpoint, in network byte order.
+ * @family: 2 (AF_INET) or 10 (AF_INET6)
+ * @port: UDP port, network byte order
+ * @addr: IPv4 in the first 4 bytes, or IPv6
+ */
+struct gradnet_peer {
+	__u16 family;
+	__u16 port;
+	__u32 reserved;
+	__u8 addr[16];
+};
+
+/* gradnet_open.flags */
+#define GRADNET_OPEN_INSECURE	(1u << 0)	/* no key: no authentication */
+#define GRADNET_OPEN_FLAGS	GRADNET_OPEN_INSECURE
+
+/* Codecs: enum gn_codec of <gradnet/gradnet.h>. */
+#define GRADNET_CODEC_NONE	0
+#define GRADNET_CODEC_3LC	1
+
+/*
+ * struct gradnet_open - join a job: bind peers[rank] in the opener's
+ * network namespace and handshake with every other rank. The ioctl
+ * returns once the handshake is done (0), failed (-errno, GRADNET_IOC_ERRMSG
+ * says why; the file can be closed, not opened again) or was interrupted
+ * by a signal (-EINTR; the file is unusable then).
+ * @abi: GRADNET_ABI_VERSION
+ * @rank, @world: this rank, ranks in the job (2..GRADNET_MAX_WORLD)
+ * @job_id: the job's id, the same on every rank
+ * @mtu: the job's MTU (0: 1500)
+ * @chunk: values per chunk (0: the library's default)
+ * @timeout_ms: a silent peer is dead after this (0: the default)
+ * @step_timeout_ms: an allreduce fails after this (0: never)
+ * @codec: tensors' default codec, GRADNET_CODEC_*
+ * @s_bits: float32 bits of the default 3LC sparsity multiplier (0: 1.0)
+ * @flags: GRADNET_OPEN_*
+ * @peers: user pointer to @world struct gradnet_peer, in rank order
+ * @key: the job's key (all zero and GRADNET_OPEN_INSECURE: no key)
+ */
+struct gradnet_open {
+	__u32 size;
+	__u32 abi;
+	__u32 rank;
+	__u32 world;
+	__u64 job_id;
+	__u32 mtu;
+	__u32 chunk;
+	__u32 timeout_ms;
+	__u32 step_timeout_ms;
+	__u32 codec;
+	__u32 s_bits;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 peers;
+	__u8 key[GRADNET_KEY_LEN];
+	__u64 reserved[4];
+};
+
+/* gradnet_tensor.flags: GN_TENSOR_* of <gradnet/gradnet.h> */
+#define GRADNET_TENSOR_AVERAGE	(1u << 0)
+#define GRADNET_TENSOR_FLAGS	GRADNET_TENSOR_AVERAGE
+
+/*
+ * struct gradnet_tensor - register (or, with UNREGISTER, forget) a tensor
+ * @id: the caller's name for it, unique in the context
+ * @codec: GRADNET_CODEC_*
+ * @s_bits: float32 bits of the 3LC sparsity multiplier (0: the job's)
+ * @elems: float32 values (UNREGISTER: must be 0)
+ */
+struct gradnet_tensor {
+	__u32 size;
+	__u32 id;
+	__u32 codec;
+	__u32 s_bits;
+	__u64 elems;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/*
+ * struct gradnet_start - start an allreduce of tensor @id on @data, a user
+ * buffer of the tensor's elems float32 values, 4-byte aligned, which the
+ * module uses in place until the allreduce finishes (WAIT, poll, close).
+ */
+struct gradnet_start {
+	__u32 size;
+	__u32 id;
+	__u64 data;
+	__u64 reserved[2];
+};
+
+/*
+ * struct gradnet_wait - wait for tensor @id's allreduce to finish
+ * @timeout_ms: at most this long (0: do not block; -1 (~0u): forever)
+ * @result: out: 0, or the allreduce's -errno (then @errmsg says why)
+ * @errmsg: user pointer to GRADNET_ERRMSG_LEN bytes, or 0
+ * Return of the ioctl: 0 when it finished (whatever @result), -EAGAIN if it
+ * has not within @timeout_ms, -EINTR on a signal (it goes on; wait again).
+ */
+struct gradnet_wait {
+	__u32 size;
+	__u32 id;
+	__u32 timeout_ms;
+	__s32 result;
+	__u64 errmsg;
+	__u64 reserved[2];
+};
+
+/* gradnet_stats.scope */
+#define GRADNET_STATS_CTX	0	/* the context's counters */
+#define GRADNET_STATS_PEER	1	/* rank @key's */
+#define GRADNET_STATS_TENSOR	2	/* tensor @key's */
+
+/*
+ * struct gradnet_stats - read counters
+ * @scope: GRADNET_STATS_*
+ * @key: the peer's rank or the tensor's id
+ * @buf: user pointer to @len bytes: struct gn_stats of <gradnet/gradnet.h>
+ *	from its tx_packets on, as __u64 values in that order (the module
+ *	fills what @len covers and what it knows, zero beyond)
+ * @len: bytes at @buf (a multiple of 8, at most 4096)
+ */
+struct gradnet_stats {
+	__u32 size;
+	__u32 scope;
+	__u32 key;
+	__u32 len;
+	__u64 buf;
+	__u64 reserved[2];
+};
+
+/*
+ * struct gradnet_errmsg - why the last failed ioctl on this file failed
+ * (or the open's handshake) as text; @buf: user pointer to @len bytes.
+ */
+struct gradnet_errmsg {
+	__u32 size;
+	__u32 len;
+	__u64 buf;
+};
+
+#define GRADNET_IOC_MAGIC	0xb6
+
+#define GRADNET_IOC_OPEN	_IOW(GRADNET_IOC_MAGIC, 1, struct gradnet_open)
+#define GRADNET_IOC_REGISTER	_IOW(GRADNET_IOC_MAGIC, 2, struct gradnet_tensor)
+#define GRADNET_IOC_UNREGISTER	_IOW(GRADNET_IOC_MAGIC, 3, struct gradnet_tensor)
+#define GRADNET_IOC_START	_IOW(GRADNET_IOC_MAGIC, 4, struct gradnet_start)
+#define GRADNET_IOC_WAIT	_IOWR(GRADNET_IOC_MAGIC, 5, struct gradnet_wait)
+#define GRADNET_IOC_STATS	_IOW(GRADNET_IOC_MAGIC, 6, struct gradnet_stats)
+#define GRADNET_IOC_ERRMSG	_IOW(GRADNET_IOC_MAGIC, 7, struct gradnet_errmsg)
+
+#endif /* _UAPI_LINUX_GRADNET_H */
