@@ -29,6 +29,8 @@
 #include <gradnet/gradnet.h>
 #include "kernel.h"
 #include "core/scenario.h"
+#include "account.h"
+#include "../bpf/gradnet_stat.h"
 #include "golden/core_hashes.h"
 #include "selftest.h"
 
@@ -97,6 +99,7 @@ static unsigned int sc_check_case(const struct gn_scn_result *res, int k)
 struct sc_state {
 	struct gn_env_kernel env;
 	struct gn_scn_result res;
+	struct gn_kmod_flow flow[GN_SCN_WORLD];
 };
 
 /**
@@ -120,6 +123,15 @@ int gn_selftest_core_run(void)
 	if (!st)
 		return -ENOMEM;
 	gn_env_kernel_init(&st->env);
+	/* The scenario's packets fire the gradnet tracepoints, as a job's do. */
+	hooks.account = gn_kmod_account;
+	for (k = 0; k < GN_SCN_WORLD; k++) {
+		st->flow[k] = (struct gn_kmod_flow){
+			.job = GN_SCN_JOB, .rank = k,
+			.transport = GN_STAT_TRANSPORT_KMOD,
+		};
+		hooks.account_arg[k] = &st->flow[k];
+	}
 	if (strcmp(GN_SCN_DESC, GN_CORE_GOLDEN_DESC)) {
 		pr_info("selftest FAIL core: the golden hashes are of another scenario (%s)\n",
 			GN_CORE_GOLDEN_DESC);

@@ -241,6 +241,8 @@ static int scn_open(struct scn *c)
 			return scn_fail(c, -1, r, err, "gn_mem_open failed", NULL);
 		c->opened[r] = true;
 		conf.rank = r;
+		conf.account = c->hooks->account;
+		conf.account_arg = c->hooks->account_arg[r];
 		err = gn_core_open(&conf, c->env, &c->tp[r], &c->ctx[r]);
 		if (err)
 			return scn_fail(c, -1, r, err, "gn_core_open failed", NULL);

@@ -14,6 +14,8 @@
 #include "env.h"
 #include "mem.h"
 
+struct gn_event;
+
 #define GN_SCN_WORLD	3
 #define GN_SCN_CASES	4
 #define GN_SCN_STEPS	3
@@ -52,6 +54,9 @@ struct gn_scn_hooks {
 	/* Optional: step @step of case @kase ended on every rank. */
 	void (*step_end)(void *arg, int kase, int step);
 	void *arg;
+	/* Optional: rank r's core's accounting hook, with account_arg[r]. */
+	void (*account)(void *arg, const struct gn_event *ev);
+	void *account_arg[GN_SCN_WORLD];
 };
 
 struct gn_scn_result {

@@ -96,7 +96,7 @@ check_tools() {
 # parallel do not share objects; the command is the one the README gives.
 build_module() {
 	mkdir -p "$tmp/src/tests"
-	cp -R "$root/Kbuild" "$root/kmod" "$root/lib" "$root/include" \
+	cp -R "$root/Kbuild" "$root/kmod" "$root/lib" "$root/include" "$root/bpf" \
 		"$tmp/src/"
 	cp -R "$root/tests/golden" "$root/tests/core" "$tmp/src/tests/"
 	# Leftovers of an in-tree build would be taken as up to date.
