@@ -33,6 +33,7 @@ struct open_args {
 	struct gn_addr *addrs;
 	char (*names)[GN_NAME_LEN];
 	enum gn_tp_kind transport;
+	u32 workers;			/* codec workers, 1.. */
 };
 
 static int open_fail(int err, const char *fmt, ...)
@@ -561,6 +562,24 @@ static int read_transport(struct open_args *a, const struct gn_ctx_opts *o)
 	return 0;
 }
 
+/* How many threads share the codec work: the option, GN_CODEC_WORKERS, 1. */
+static int read_workers(struct open_args *a, const struct gn_ctx_opts *o)
+{
+	static const char *const vars[] = { "GN_CODEC_WORKERS", NULL };
+	long n = 1;
+	int r;
+
+	a->workers = OPT(o, codec_workers);
+	if (a->workers > GN_WORKERS_MAX)
+		return open_fail(-EINVAL, "gn_ctx_opts.codec_workers %u is not in 1..%d",
+				 a->workers, GN_WORKERS_MAX);
+	if (a->workers)
+		return 0;
+	r = env_int(vars, 1, GN_WORKERS_MAX, &n);
+	a->workers = (u32)n;
+	return r < 0 ? r : 0;
+}
+
 static int read_args(struct open_args *a, const struct gn_ctx_opts *o)
 {
 	const char *peers;
@@ -569,6 +588,8 @@ static int read_args(struct open_args *a, const struct gn_ctx_opts *o)
 	r = read_basics(&a->conf, o, &peers);
 	if (!r)
 		r = read_transport(a, o);
+	if (!r)
+		r = read_workers(a, o);
 	if (r)
 		return r;
 	a->addrs = calloc((size_t)a->conf.world, sizeof(*a->addrs));
@@ -785,7 +806,12 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 		return r;
 	}
 	gn_env_libc_init(&d->env);
-	r = ctx_start(&a, d, &ctx);
+	r = gn_env_libc_workers(&d->env, a.workers);
+	if (r)
+		r = open_fail(r, "cannot start %u codec workers: %s", a.workers,
+			      strerror(-r));
+	else
+		r = ctx_start(&a, d, &ctx);
 	args_free(&a);
 	if (r) {
 		ctx_destroy(ctx, d);

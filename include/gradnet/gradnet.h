@@ -97,7 +97,8 @@ enum gn_codec {
  *	default 0), GN_DPDK_PEERS (every rank's MAC address, rank order,
  *	comma-separated; "-" for this rank: the port's), GN_DPDK_MBUFS (tx
  *	mbufs), GN_DPDK_POLL_US (longest idle sleep of the poll loop, default
- *	1000; 0 polls without sleeping).
+ *	1000; 0 polls without sleeping). GN_CODEC_WORKERS (1..64) sets
+ *	@codec_workers.
  * @sz: sizeof(struct gn_ctx_opts)
  * @rank: this process, 0..world_size-1. Zero (or negative) without
  *	GN_CTX_RANK in @flags takes GN_RANK (or the MPI, PMI, Slurm or torch
@@ -126,6 +127,13 @@ enum gn_codec {
  *	polled by the progress thread; the same packets on the wire, so
  *	ranks on either path share a job); NULL takes GN_TRANSPORT. A
  *	library built without DPDK refuses "dpdk" with -EOPNOTSUPP.
+ * @codec_workers: threads that share the codec work of a step, 1..64
+ *	(0 takes GN_CODEC_WORKERS, default 1): encoding at start, the
+ *	owner's adds and re-encoding, and decoding what arrives are split by
+ *	chunk (or packet) over this thread, the progress thread and
+ *	@codec_workers - 1 threads started when the context opens. The
+ *	results are the same bytes whatever the count. Worth it when the
+ *	link is faster than one core's codec (10 Gbit/s and up, README).
  */
 struct gn_ctx_opts {
 	size_t sz;
@@ -143,6 +151,7 @@ struct gn_ctx_opts {
 	unsigned int chunk;
 	unsigned int step_timeout_ms;
 	const char *transport;
+	unsigned int codec_workers;
 };
 
 /*

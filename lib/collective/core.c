@@ -63,8 +63,9 @@ int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,
 	ctx->account = conf->account;
 	ctx->account_arg = conf->account_arg;
 	ctx->pending_descs = gn_alloc_array(env, (size_t)conf->world, sizeof(u32));
-	r = ctx->pending_descs ? gn_dl_init(&ctx->dl, &dc, env, tp,
-					    &collective_up, ctx) : -ENOMEM;
+	r = ctx->pending_descs ? gn_spread_init(ctx) : -ENOMEM;
+	if (!r)
+		r = gn_dl_init(&ctx->dl, &dc, env, tp, &collective_up, ctx);
 	if (r) {
 		gn_core_free(ctx);
 		return r;
@@ -103,6 +104,7 @@ void gn_core_free(struct gn_ctx *ctx)
 		gn_dl_msg_free(&ctx->dl, m);
 	}
 	gn_dl_destroy(&ctx->dl);
+	gn_spread_free(ctx);
 	gn_free(ctx->env, ctx->pending_descs);
 	gn_free(ctx->env, ctx);
 }
@@ -117,8 +119,9 @@ u64 gn_core_poll(struct gn_ctx *ctx)
 	u64 next;
 
 	gn_dl_poll_rx(&ctx->dl);
+	gn_spread_flush(ctx);
 	if (ctx->work_n)
-		gn_run_work(ctx, 4);
+		gn_run_work(ctx, gn_spread_work_max(ctx));
 	if (ctx->dl.ready)
 		gn_step_deadlines(ctx);
 	next = gn_dl_poll_tx(&ctx->dl);

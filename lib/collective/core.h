@@ -31,6 +31,10 @@
  * chunks (its passes overlap).
  */
 #define ENCODE_BATCH 4
+/* With workers: ENCODE_BATCH chunks each, this many at most (spread.c). */
+#define ENCODE_BATCH_MAX 32
+/* Chunks of owner work per batch, at most (4 per worker). */
+#define GN_WORK_MAX 16
 
 /* A message being received, with what the collective keeps of it. */
 struct gn_rx {
@@ -131,9 +135,8 @@ struct gn_tensor {
 	float *e_rs[2];			/* whole tensor, reduce direction */
 	float *e_ag[2];			/* own shard, gather direction */
 	int e_cur;
-	u8 *q;				/* scratch: a round's groups (caller) */
-	float *m;			/* scratch: a round's scales (caller) */
-	u8 *gq;				/* scratch: a chunk's groups (progress) */
+	u8 *q;				/* scratch: a span's groups (caller) */
+	float *m;			/* scratch: a span's scales (caller) */
 	u8 *ready;			/* [peer]: it registered this tensor */
 	struct gn_peer_desc *desc;	/* [peer] what each registered */
 	struct gn_stats stats;
@@ -164,6 +167,7 @@ struct gn_ctx {
 	struct gn_txmsg *orphans;	/* messages replaced while still busy */
 	u64 orphans_made;		/* how many, ever: each one allocation */
 	u32 work_n;			/* chunks waiting in some step's todo */
+	struct gn_spread *spread;	/* codec work cut for the env's workers */
 };
 
 #define GN_PENDING_DESCS 4096
@@ -217,7 +221,28 @@ void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
 void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st);
 void gn_want_work(struct gn_ctx *ctx, struct gn_step *st, u32 c);
 
+/* spread.c: codec work in parts for the env's workers (gn_env_run()) */
+int gn_spread_init(struct gn_ctx *ctx);
+void gn_spread_free(struct gn_ctx *ctx);
+u32 gn_spread_work_max(const struct gn_ctx *ctx);
+u32 gn_encode_batch(const struct gn_ctx *ctx);
+int gn_spread_encode(struct gn_ctx *ctx, struct gn_step *st, int j, u32 c0,
+		     u32 n, struct gn_txmsg **msgs);
+void gn_spread_reduce(struct gn_ctx *ctx, struct gn_step *st, const u32 *cs,
+		      u32 n);
+void gn_spread_take(struct gn_ctx *ctx, struct gn_step *st,
+		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		    struct gn_buf *b, bool last);
+void gn_spread_flush(struct gn_ctx *ctx);
+
 /* reduce.c */
+int gn_turn_rank(const struct gn_ctx *ctx, unsigned int turn);
+void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
+		 size_t off, size_t len);
+int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
+		      struct gn_txmsg *m, u8 *gq, u32 *scale);
+void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st, u32 c,
+		      struct gn_txmsg *m, u32 scale, int r);
 void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
 		  struct gn_buf *b);
@@ -231,7 +256,7 @@ bool gn_rx_whole(const struct gn_rx *rx);
 /* gather.c */
 void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
-		  const u8 *body);
+		  struct gn_buf *b);
 void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		struct gn_buf *b);
 

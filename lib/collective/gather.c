@@ -8,8 +8,9 @@
 
 void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
-		  const u8 *body)
+		  struct gn_buf *b)
 {
+	const u8 *body = b->data + GN_WIRE_DATA_HDR;
 	struct gn_tensor *t = st->t;
 	long c = gn_chunk_of(ctx, t, p->rank, d);
 	struct gn_rx *rx;
@@ -27,9 +28,7 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 	if (!gn_take_packet(ctx, p, t, rx, h, d, body))
 		return;
 	/* Not before: a step that is not started has no data (NULL). */
-	gn_fp_result_slice(ctx, t, st->data + d->chunk_off, d, body, h->body_len);
-	if (rx->m.got == rx->m.npkts)
-		gn_step_gathered(ctx, st);
+	gn_spread_take(ctx, st, h, d, b, rx->m.got == rx->m.npkts);
 }
 
 /* The upcall for every authenticated data packet from a live peer. */
@@ -69,5 +68,5 @@ void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 	if (h->phase == GN_PHASE_REDUCE)
 		gn_reduce_in(ctx, p, st, h, &d, b);
 	else
-		gn_gather_in(ctx, p, st, h, &d, b->data + GN_WIRE_DATA_HDR);
+		gn_gather_in(ctx, p, st, h, &d, b);
 }

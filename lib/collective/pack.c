@@ -133,65 +133,14 @@ struct span {
 };
 
 /*
- * Build the reduce messages of a span (no lock held: the slots of this
- * step's parity are this thread's until it publishes them).
+ * Quantize and pack a span of the caller's gradient, chunk by chunk on
+ * the env's workers (spread.c; no lock held: the slots of this step's
+ * parity are this thread's until it publishes them).
  */
-static int pack_span(struct gn_ctx *ctx, struct gn_step *st,
-		     const struct span *sp, struct gn_txmsg **msgs)
-{
-	struct gn_tensor *t = st->t;
-	u32 k, stride = (u32)gn_tlc_groups(ctx->chunk);
-	int r;
-
-	for (k = 0; k < sp->n; k++) {
-		size_t len, off = gn_chunk_at(ctx, t, sp->j, sp->c0 + k, &len);
-		struct msg_shape ms = { GN_PHASE_REDUCE, (u16)sp->j, off,
-					(u32)len, 0 };
-		struct gn_txmsg *m = msgs[k];
-
-		if (t->codec == GN_WIRE_CODEC_3LC) {
-			memcpy(&ms.scale, &t->m[k], sizeof(u32));
-			r = gn_pack_3lc(ctx, m, t, st->no, &ms,
-					t->q + (size_t)k * stride,
-					(u32)gn_tlc_groups(len));
-		} else {
-			r = gn_pack_dense(ctx, m, t, st->no, &ms, st->data + off);
-		}
-		if (r)
-			return r;
-		gn_msg_identity(m, st, &ms);
-	}
-	return 0;
-}
-
-/* Quantize and pack a span of the caller's gradient (no lock held). */
 static int encode_span(struct gn_ctx *ctx, struct gn_step *st,
 		       const struct span *sp, struct gn_txmsg **msgs)
 {
-	struct gn_tensor *t = st->t;
-	size_t len, off = gn_chunk_at(ctx, t, sp->j, sp->c0, &len);
-	size_t end = sp->c0 + sp->n == t->chunks[sp->j] ? t->lo[sp->j + 1] :
-			     off + (size_t)sp->n * ctx->chunk;
-	int r;
-
-	/*
-	 * The own share never leaves this host: the owner adds it as it is,
-	 * and a NaN or infinity in it shows when the sum is quantized
-	 * (gn_fp_gather_chunk()), which saves a pass over it here. Dense
-	 * values go out as they are, so they are checked now.
-	 */
-	if (t->codec == GN_WIRE_CODEC_NONE) {
-		if (!gn_all_finite(st->data + off, end - off))
-			return -EDOM;
-	} else if (sp->j != ctx->rank) {
-		r = gn_fp_quantize(t, st->data, off, end - off, ctx->chunk, t->q,
-				   t->m);
-		if (r)
-			return r;
-	}
-	if (sp->j == ctx->rank)
-		return 0;
-	return pack_span(ctx, st, sp, msgs);
+	return gn_spread_encode(ctx, st, sp->j, sp->c0, sp->n, msgs);
 }
 
 /* Hand a compressed span to delivery (lock held). */
@@ -244,13 +193,13 @@ static int span_msgs(struct gn_ctx *ctx, struct gn_step *st,
 void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st)
 {
 	struct gn_tensor *t = st->t;
-	struct gn_txmsg *msgs[ENCODE_BATCH];
-	u32 c0, most = 0;
+	struct gn_txmsg *msgs[ENCODE_BATCH_MAX];
+	u32 c0, most = 0, batch = gn_encode_batch(ctx);
 	int i;
 
 	for (i = 0; i < ctx->world; i++)
 		most = t->chunks[i] > most ? t->chunks[i] : most;
-	for (c0 = 0; c0 < most; c0 += ENCODE_BATCH) {
+	for (c0 = 0; c0 < most; c0 += batch) {
 		for (i = 1; i <= ctx->world; i++) {
 			struct span sp = { (ctx->rank + i) % ctx->world, c0, 0 };
 			bool failed;
@@ -258,8 +207,8 @@ void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st)
 
 			if (c0 >= t->chunks[sp.j])
 				continue;
-			sp.n = t->chunks[sp.j] - c0 < ENCODE_BATCH ?
-				       t->chunks[sp.j] - c0 : ENCODE_BATCH;
+			sp.n = t->chunks[sp.j] - c0 < batch ?
+				       t->chunks[sp.j] - c0 : batch;
 			gn_env_lock(ctx->env);
 			failed = st->err != 0;
 			r = failed ? 0 : span_msgs(ctx, st, &sp, msgs);

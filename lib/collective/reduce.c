@@ -97,7 +97,7 @@ bool gn_rx_whole(const struct gn_rx *rx)
  * shard: its own share first (it is already in place in the caller's
  * tensor, which holds the running sum), then the others by rank.
  */
-static int turn_rank(const struct gn_ctx *ctx, unsigned int turn)
+int gn_turn_rank(const struct gn_ctx *ctx, unsigned int turn)
 {
 	if (!turn)
 		return ctx->rank;
@@ -112,7 +112,6 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 	long c = gn_chunk_of(ctx, t, ctx->rank, d);
 	const u8 *body = b->data + GN_WIRE_DATA_HDR;
 	struct gn_rx *rx;
-	size_t len;
 
 	if (c < 0 || h->dst != ctx->rank) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_TENSOR);
@@ -121,12 +120,10 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 	rx = &st->red[(size_t)p->rank * t->chunks[ctx->rank] + (size_t)c];
 	if (!gn_take_packet(ctx, p, t, rx, h, d, body))
 		return;
-	/* Its turn: straight from the packet into the sum. */
+	/* Its turn: straight from the packet into the sum (spread.c). */
 	if (st->started && st->turn[c] < ctx->world &&
-	    turn_rank(ctx, st->turn[c]) == p->rank) {
-		gn_chunk_at(ctx, t, ctx->rank, (u32)c, &len);
-		gn_fp_add_slice(t, st->data + d->chunk_off, len, d->first,
-				d->count, d->scale, body, h->body_len);
+	    gn_turn_rank(ctx, st->turn[c]) == p->rank) {
+		gn_spread_take(ctx, st, h, d, b, false);
 	} else {
 		/* Kept as it is, zero copy: at most one per packet of the
 		 * message, which gn_take_packet() bounded. */
@@ -137,9 +134,12 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		gn_want_work(ctx, st, (u32)c);
 }
 
-/* Add the held slices of @rx, in the order they came. */
-static void add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
-		     size_t off, size_t len)
+/*
+ * Add the held slices of @rx, in the order they came. Any thread: it
+ * touches only @rx and its chunk of the sum (spread.c's parts).
+ */
+void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
+		 size_t off, size_t len)
 {
 	u32 k;
 
@@ -161,46 +161,58 @@ static void add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
 
 /*
  * Chunk @c of the own shard has every contribution: quantize the sum with
- * the owner's error feedback, send it to every rank, decode it here.
+ * the owner's error feedback into @gq, pack it into @m and decode it here
+ * (a 3LC sum is replaced by the result it decodes to). Any thread: it
+ * touches only chunk @c and @m.
+ * Return: 0, -EDOM (the sum is not finite) or a packing error.
  */
-static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
+int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
+		      struct gn_txmsg *m, u8 *gq, u32 *scale)
 {
 	struct gn_tensor *t = st->t;
 	size_t len, off = gn_chunk_at(ctx, t, ctx->rank, c, &len);
-	size_t rel = off - t->lo[ctx->rank];
 	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len, 0 };
 	float *sum = st->data + off;
-	char why[GN_ERRMSG_LEN];
-	struct gn_txmsg *m;
 	int r;
 
-	m = gn_step_msg(ctx, st, t->gat_off[ctx->rank] + c);
-	if (!m) {
-		gn_step_abort(ctx, st, -ENOMEM, "out of memory for a message");
-		return;
-	}
-	/* A 3LC sum is replaced by the result it decodes to. */
-	r = gn_fp_gather_chunk(ctx, t, sum, rel, len, t->gq, &ms.scale);
+	r = gn_fp_gather_chunk(ctx, t, sum, off - t->lo[ctx->rank], len, gq,
+			       &ms.scale);
+	if (r)
+		return r;
+	*scale = ms.scale;
+	if (t->codec == GN_WIRE_CODEC_3LC)
+		return gn_pack_3lc(ctx, m, t, st->no, &ms, gq,
+				   (u32)gn_tlc_groups(len));
+	r = gn_pack_dense(ctx, m, t, st->no, &ms, sum);
+	/* A dense sum went out as it is; the result here is it, or averaged. */
+	if (!r)
+		gn_fp_dense_result(ctx, t, sum, (u32)len);
+	return r;
+}
+
+/* Send chunk @c's result @m, or fail the step by @r (lock held). */
+void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st, u32 c,
+		      struct gn_txmsg *m, u32 scale, int r)
+{
+	struct gn_tensor *t = st->t;
+	size_t len, off = gn_chunk_at(ctx, t, ctx->rank, c, &len);
+	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len,
+				scale };
+	char why[GN_ERRMSG_LEN];
+
 	if (r == -EDOM) {
+		gn_dl_msg_clear(&ctx->dl, m);
 		snprintf(why, sizeof(why),
 			 "the sum of tensor %u at %s is NaN or infinity (a NaN or infinity in its gradient, or float32 overflow); step skipped on every rank",
 			 t->id, ctx->dl.peers[ctx->rank].name);
 		gn_step_abort(ctx, st, -EDOM, why);
 		return;
 	}
-	if (t->codec == GN_WIRE_CODEC_3LC)
-		r = gn_pack_3lc(ctx, m, t, st->no, &ms, t->gq,
-				(u32)gn_tlc_groups(len));
-	else
-		r = gn_pack_dense(ctx, m, t, st->no, &ms, sum);
 	if (r) {
 		gn_dl_msg_clear(&ctx->dl, m);
 		gn_step_abort(ctx, st, r, "out of packet buffers");
 		return;
 	}
-	/* A dense sum went out as it is; the result here is it, or averaged. */
-	if (t->codec == GN_WIRE_CODEC_NONE)
-		gn_fp_dense_result(ctx, t, sum, (u32)len);
 	gn_msg_identity(m, st, &ms);
 	if (ctx->world > 1)
 		gn_dl_msg_queue(&ctx->dl, m);
@@ -209,59 +221,34 @@ static void gather_chunk(struct gn_ctx *ctx, struct gn_step *st, u32 c)
 	gn_step_gathered(ctx, st);
 }
 
-/* Add contributions to chunk @c in their order, as far as they are here. */
-static void try_reduce(struct gn_ctx *ctx, struct gn_step *st, u32 c)
-{
-	struct gn_tensor *t = st->t;
-	u32 nc = t->chunks[ctx->rank];
-	size_t len, off = gn_chunk_at(ctx, t, ctx->rank, c, &len);
-
-	while (!st->err && st->turn[c] < ctx->world) {
-		int k = turn_rank(ctx, st->turn[c]);
-		struct gn_rx *rx = &st->red[(size_t)k * nc + c];
-
-		if (k == ctx->rank) {
-			/* Checked, and already where the sum is. */
-			if (c >= st->own_done)
-				return;
-			st->turn[c]++;
-			continue;
-		}
-		add_held(ctx, st, rx, off, len);
-		if (!gn_rx_whole(rx))
-			return;
-		st->turn[c]++;
-	}
-	if (!st->err && st->turn[c] == ctx->world) {
-		st->turn[c]++;	/* past the last rank: reduced */
-		gather_chunk(ctx, st, c);
-	}
-}
-
 /*
- * Reductions and re-compressions, a few chunks at a time, so that the
- * progress side gets back to the network (acknowledgements!) often.
+ * Reductions and re-compressions, a few chunks at a time (a batch for
+ * the workers, spread.c), so that the progress side gets back to the
+ * network (acknowledgements!) often.
  */
 void gn_run_work(struct gn_ctx *ctx, unsigned int budget)
 {
+	u32 cs[GN_WORK_MAX], max = gn_spread_work_max(ctx), n;
 	struct gn_tensor *t;
 
 	for (t = ctx->tensors; t && budget && ctx->work_n; t = t->next) {
 		struct gn_step *st = t->cur;
-		u32 c;
+		u32 c = 0;
 
-		if (!st || !st->started || st->err || !st->todo_n)
-			continue;
-		for (c = 0; c < t->chunks[ctx->rank] && budget; c++) {
-			if (!st->todo[c])
-				continue;
-			st->todo[c] = 0;
-			st->todo_n--;
-			ctx->work_n--;
-			budget--;
-			try_reduce(ctx, st, c);
-			if (st != t->cur || st->err)
-				break;	/* completed or failed: st may be gone */
+		while (st && st->started && !st->err && st->todo_n && budget &&
+		       c < t->chunks[ctx->rank]) {
+			for (n = 0; c < t->chunks[ctx->rank] && n < max && budget; c++) {
+				if (!st->todo[c])
+					continue;
+				st->todo[c] = 0;
+				st->todo_n--;
+				ctx->work_n--;
+				budget--;
+				cs[n++] = c;
+			}
+			gn_spread_reduce(ctx, st, cs, n);
+			if (st != t->cur)
+				break;	/* completed: st may be gone */
 		}
 	}
 }

@@ -215,10 +215,10 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 				return -ENOMEM;
 		}
 		/* Scratch for one round of compression (gn_encode_all()). */
-		t->q = gn_alloc(ctx->env, ENCODE_BATCH * gn_tlc_groups(ctx->chunk));
-		t->m = gn_alloc_array(ctx->env, ENCODE_BATCH, sizeof(float));
-		t->gq = gn_alloc(ctx->env, gn_tlc_groups(ctx->chunk) + 1);
-		if (!t->q || !t->m || !t->gq)
+		t->q = gn_alloc_array(ctx->env, gn_encode_batch(ctx),
+				      gn_tlc_groups(ctx->chunk));
+		t->m = gn_alloc_array(ctx->env, gn_encode_batch(ctx), sizeof(float));
+		if (!t->q || !t->m)
 			return -ENOMEM;
 	}
 	for (k = 0; k < 2; k++) {
@@ -260,7 +260,6 @@ static void tensor_free(struct gn_ctx *ctx, struct gn_tensor *t)
 	}
 	gn_free(ctx->env, t->q);
 	gn_free(ctx->env, t->m);
-	gn_free(ctx->env, t->gq);
 	gn_free(ctx->env, t->lo);
 	gn_free(ctx->env, t->chunks);
 	gn_free(ctx->env, t->gat_off);

@@ -6,7 +6,8 @@
  * byte order, memcpy, FPU sections); this table is the run-time half.
  *
  * Implementations: libc.c (libgradnet: calloc, CLOCK_MONOTONIC, a pthread
- * mutex and condition variable, getrandom), kernel.c (the module: kvzalloc,
+ * mutex and condition variable, getrandom, and a pool of codec workers,
+ * workers.c), kernel.c (the module: kvzalloc,
  * ktime, a mutex and a wait queue, get_random_bytes) and dpdk/env.c (the DPDK
  * path: rte_zmalloc, the TSC, a spinlock, getrandom; nothing sleeps there).
  *
@@ -32,11 +33,29 @@ struct gn_env_ops {
 	void (*wake)(void *env);
 	/* @len random bytes: 0, or -errno (nothing fresh to be had). */
 	int (*random)(void *env, void *buf, size_t len);
+	/*
+	 * Optional: call @fn(@arg, part) once for every part in [0, @parts),
+	 * on any threads and in any order (the calling thread among them),
+	 * and return when every call has returned. The core hands it work
+	 * whose parts touch disjoint memory, so the results are the same
+	 * bytes however the parts are spread; parts never take the lock. It
+	 * must not allocate or fail: a busy pool runs the parts on the
+	 * caller. NULL (the kernel, DPDK): the core runs them in turn.
+	 */
+	void (*run)(void *env, void (*fn)(void *arg, u32 part), void *arg,
+		    u32 parts);
 };
 
 struct gn_env {
 	const struct gn_env_ops *ops;
 	void *priv;
+	/*
+	 * Threads that may run parts of one run() at once, the caller
+	 * included; 0 or 1 without run(). The core sizes its batches (and
+	 * their scratch, at tensor registration) by it, so it is fixed
+	 * before the context opens.
+	 */
+	u32 workers;
 };
 
 static inline void *gn_alloc(const struct gn_env *env, size_t bytes)
@@ -85,6 +104,30 @@ static inline int gn_env_random(const struct gn_env *env, void *buf,
 				size_t len)
 {
 	return env->ops->random(env->priv, buf, len);
+}
+
+/*
+ * gn_env_run() - @fn(@arg, part) for every part in [0, @parts), spread
+ * over the env's workers if it has them; returns when all are done.
+ */
+static inline void gn_env_run(const struct gn_env *env,
+			      void (*fn)(void *arg, u32 part), void *arg,
+			      u32 parts)
+{
+	u32 i;
+
+	if (env->ops->run && env->workers > 1 && parts > 1) {
+		env->ops->run(env->priv, fn, arg, parts);
+		return;
+	}
+	for (i = 0; i < parts; i++)
+		fn(arg, i);
+}
+
+/* How many parts the core should cut a batch into: at least 1. */
+static inline u32 gn_env_workers(const struct gn_env *env)
+{
+	return env->ops->run && env->workers > 1 ? env->workers : 1;
 }
 
 #endif /* GN_ENV_H */

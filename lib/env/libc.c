@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libc.c - the core's environment in a process: calloc, the monotonic
- * clock, a pthread mutex and condition variable, getrandom().
+ * clock, a pthread mutex and condition variable, getrandom(), and the
+ * codec workers' pool (workers.c) for run().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -56,6 +57,20 @@ static int libc_random(void *env, void *buf, size_t len)
 	return gn_getrandom(buf, len);
 }
 
+static void libc_run(void *env, void (*fn)(void *arg, u32 part), void *arg,
+		     u32 parts)
+{
+	struct gn_env_libc *e = env;
+	u32 i;
+
+	if (e->pool) {
+		gn_workers_run(e->pool, fn, arg, parts);
+		return;
+	}
+	for (i = 0; i < parts; i++)
+		fn(arg, i);
+}
+
 static const struct gn_env_ops libc_ops = {
 	.alloc = libc_alloc,
 	.free = libc_free,
@@ -64,6 +79,7 @@ static const struct gn_env_ops libc_ops = {
 	.unlock = libc_unlock,
 	.wake = libc_wake,
 	.random = libc_random,
+	.run = libc_run,
 };
 
 void gn_env_libc_init(struct gn_env_libc *e)
@@ -80,8 +96,33 @@ void gn_env_libc_init(struct gn_env_libc *e)
 	pthread_condattr_destroy(&ca);
 }
 
+/**
+ * gn_env_libc_workers() - give the environment @n codec workers
+ * @e: an environment no context uses yet
+ * @n: 1..GN_WORKERS_MAX; 1 runs every part on the thread that asks
+ *
+ * Return: 0, -EINVAL for @n out of range, -ENOMEM, or pthread_create()'s
+ * -errno.
+ */
+int gn_env_libc_workers(struct gn_env_libc *e, u32 n)
+{
+	int r;
+
+	if (n < 1 || n > GN_WORKERS_MAX)
+		return -EINVAL;
+	if (n == 1)
+		return 0;
+	r = gn_workers_new(n, &e->pool);
+	if (!r)
+		e->env.workers = n;
+	return r;
+}
+
 void gn_env_libc_destroy(struct gn_env_libc *e)
 {
+	gn_workers_free(e->pool);
+	e->pool = NULL;
+	e->env.workers = 0;
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
 }

@@ -12,11 +12,13 @@
 #include <sys/random.h>
 
 #include "env.h"
+#include "workers.h"
 
 struct gn_env_libc {
 	struct gn_env env;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	struct gn_workers *pool;	/* codec workers; NULL: none */
 };
 
 /*
@@ -41,6 +43,7 @@ static inline int gn_getrandom(void *buf, size_t len)
 
 void gn_env_libc_init(struct gn_env_libc *e);
 void gn_env_libc_destroy(struct gn_env_libc *e);
+int gn_env_libc_workers(struct gn_env_libc *e, u32 n);
 /* With the lock held: sleep until a wake(), or until @deadline_ns (0: none). */
 void gn_env_libc_wait(struct gn_env_libc *e, u64 deadline_ns);
 u64 gn_env_libc_now(void);

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spread.c - the codec work of a step cut into parts for the env's
+ * workers (gn_env_run()): encoding at start, the owner's adds and
+ * re-encoding, and the decoding of packets as they arrive.
+ *
+ * A part is one chunk (encode, owner) or one packet (receive), and parts
+ * of one batch write disjoint memory: chunks do not overlap, and the
+ * packets of a batch are slices of results (disjoint by their groups) or
+ * in-turn slices of one contribution per chunk (the same). Everything
+ * that orders the adds of a chunk (its turn), allocates, sends or fails a
+ * step stays serial, before and after the parts, with the lock held; so
+ * the bytes are the same whatever the number of workers, and with one
+ * worker (the kernel, DPDK) the order of work is the one of before.
+ *
+ * Where the time goes, 25 M floats on 2 ranks: encoding at start, and
+ * on receive the adds and result decodes, each a pass over the tensor's
+ * memory; the owner's re-encode touches only its shard. The parts hold
+ * the codec calls and packing (zero-run encoding and the MAC of each
+ * packet), which is all of it but bookkeeping.
+ */
+#include "core.h"
+
+/* Packets queued for decoding, at most. */
+#define GN_RXQ_MAX 64
+
+struct work_slot {
+	u32 c;
+	u16 from, to;			/* turns to add: [from, to) */
+	bool partial;			/* and the held slices of turn @to */
+	bool complete;			/* then quantize and pack the sum */
+	struct gn_txmsg *m;
+	u32 scale;
+	int r;
+};
+
+/* A packet taken, to be decoded into its step's tensor. */
+struct rxq_ent {
+	struct gn_step *st;
+	u32 no;
+	struct gn_buf *b;
+	struct gn_wire_data d;
+	u16 body_len;
+	u8 phase;
+	bool last;			/* it completed a result message */
+};
+
+struct gn_spread {
+	struct gn_ctx *ctx;
+	u32 workers;
+	u32 work_max, rxq_cap;
+	/* the batch of owner work being run */
+	struct gn_step *st;
+	struct work_slot work[GN_WORK_MAX];
+	u8 *gq;				/* [work_max][gq_stride] */
+	size_t gq_stride;
+	/* packets waiting to be decoded */
+	struct rxq_ent rxq[GN_RXQ_MAX];
+	u32 rxq_n;
+};
+
+int gn_spread_init(struct gn_ctx *ctx)
+{
+	u32 w = gn_env_workers(ctx->env);
+	struct gn_spread *sp = gn_alloc(ctx->env, sizeof(*sp));
+
+	if (!sp)
+		return -ENOMEM;
+	sp->ctx = ctx;
+	sp->workers = w;
+	sp->work_max = 4 * w < GN_WORK_MAX ? 4 * w : GN_WORK_MAX;
+	/* One worker decodes each packet as it comes, as it always did. */
+	sp->rxq_cap = w > 1 ? GN_RXQ_MAX : 0;
+	sp->gq_stride = gn_tlc_groups(ctx->chunk) + 1;
+	sp->gq = gn_alloc_array(ctx->env, sp->work_max, sp->gq_stride);
+	if (!sp->gq) {
+		gn_free(ctx->env, sp);
+		return -ENOMEM;
+	}
+	ctx->spread = sp;
+	return 0;
+}
+
+void gn_spread_free(struct gn_ctx *ctx)
+{
+	if (!ctx->spread)
+		return;
+	gn_free(ctx->env, ctx->spread->gq);
+	gn_free(ctx->env, ctx->spread);
+	ctx->spread = NULL;
+}
+
+u32 gn_spread_work_max(const struct gn_ctx *ctx)
+{
+	return ctx->spread->work_max;
+}
+
+/* Chunks the caller's side encodes per span: ENCODE_BATCH per worker. */
+u32 gn_encode_batch(const struct gn_ctx *ctx)
+{
+	u32 n = ENCODE_BATCH * gn_env_workers(ctx->env);
+
+	return n < ENCODE_BATCH_MAX ? n : ENCODE_BATCH_MAX;
+}
+
+/* ---- encoding at start ------------------------------------------------------- */
+
+struct encode_job {
+	struct gn_ctx *ctx;
+	struct gn_step *st;
+	int j;
+	u32 c0;
+	struct gn_txmsg **msgs;
+	int edom, err;
+};
+
+/*
+ * Chunk c0 + @k of shard j: check dense values, quantize 3LC ones, and
+ * pack them into the chunk's message (no lock held; the message slots of
+ * this step's parity are the caller's until it publishes them).
+ */
+static void encode_part(void *arg, u32 k)
+{
+	struct encode_job *e = arg;
+	struct gn_ctx *ctx = e->ctx;
+	struct gn_step *st = e->st;
+	struct gn_tensor *t = st->t;
+	size_t len, off = gn_chunk_at(ctx, t, e->j, e->c0 + k, &len);
+	size_t stride = gn_tlc_groups(ctx->chunk);
+	struct msg_shape ms = { GN_PHASE_REDUCE, (u16)e->j, off, (u32)len, 0 };
+	int r = 0;
+
+	/* The own share stays here as it is (see pack.c's encode_span()). */
+	if (t->codec == GN_WIRE_CODEC_NONE) {
+		if (!gn_all_finite(st->data + off, len))
+			r = -EDOM;
+		else if (e->j != ctx->rank)
+			r = gn_pack_dense(ctx, e->msgs[k], t, st->no, &ms,
+					  st->data + off);
+	} else if (e->j != ctx->rank) {
+		r = gn_fp_quantize(t, st->data, off, len, ctx->chunk,
+				   t->q + k * stride, &t->m[k]);
+		if (!r) {
+			memcpy(&ms.scale, &t->m[k], sizeof(u32));
+			r = gn_pack_3lc(ctx, e->msgs[k], t, st->no, &ms,
+					t->q + k * stride, (u32)gn_tlc_groups(len));
+		}
+	}
+	if (!r && e->j != ctx->rank)
+		gn_msg_identity(e->msgs[k], st, &ms);
+	if (r == -EDOM)
+		WRITE_ONCE(e->edom, 1);
+	else if (r)
+		WRITE_ONCE(e->err, r);
+}
+
+/*
+ * gn_spread_encode() - encode chunks [c0, c0 + n) of shard @j into @msgs
+ * Return: 0, -EDOM if a value is not finite, or a packing error.
+ */
+int gn_spread_encode(struct gn_ctx *ctx, struct gn_step *st, int j, u32 c0,
+		     u32 n, struct gn_txmsg **msgs)
+{
+	struct encode_job e = { ctx, st, j, c0, msgs, 0, 0 };
+
+	gn_env_run(ctx->env, encode_part, &e, n);
+	return e.edom ? -EDOM : e.err;
+}
+
+/* ---- the owner's adds and re-encoding ---------------------------------------- */
+
+/* Plan chunk @c's work: which turns can be added now (no side effects). */
+static void plan_chunk(struct gn_ctx *ctx, struct gn_step *st,
+		       struct work_slot *w)
+{
+	u32 nc = st->t->chunks[ctx->rank], turn = st->turn[w->c];
+
+	w->from = (u16)turn;
+	w->partial = false;
+	for (; turn < (u32)ctx->world; turn++) {
+		int k = gn_turn_rank(ctx, turn);
+
+		if (k == ctx->rank && w->c >= st->own_done)
+			break;
+		if (k != ctx->rank && !gn_rx_whole(&st->red[(size_t)k * nc + w->c])) {
+			w->partial = true;
+			break;
+		}
+	}
+	w->to = (u16)turn;
+	w->complete = turn == (u32)ctx->world;
+}
+
+static void work_part(void *arg, u32 i)
+{
+	struct gn_spread *sp = arg;
+	struct gn_ctx *ctx = sp->ctx;
+	struct gn_step *st = sp->st;
+	struct work_slot *w = &sp->work[i];
+	u32 nc = st->t->chunks[ctx->rank], turn;
+	size_t len, off = gn_chunk_at(ctx, st->t, ctx->rank, w->c, &len);
+
+	for (turn = w->from; turn < w->to + (u32)w->partial; turn++) {
+		int k = gn_turn_rank(ctx, turn);
+
+		if (k != ctx->rank)
+			gn_add_held(ctx, st, &st->red[(size_t)k * nc + w->c],
+				    off, len);
+	}
+	if (w->complete)
+		w->r = gn_gather_compute(ctx, st, w->c, w->m,
+					 sp->gq + i * sp->gq_stride, &w->scale);
+}
+
+/*
+ * gn_spread_reduce() - add what has come for chunks @cs[0..n) of @st's
+ * own shard, in each chunk's order, and send the chunks that are complete
+ * (lock held; n <= gn_spread_work_max()).
+ */
+void gn_spread_reduce(struct gn_ctx *ctx, struct gn_step *st, const u32 *cs,
+		      u32 n)
+{
+	struct gn_spread *sp = ctx->spread;
+	u32 i;
+
+	sp->st = st;
+	for (i = 0; i < n; i++) {
+		struct work_slot *w = &sp->work[i];
+
+		w->c = cs[i];
+		w->m = NULL;
+		w->r = 0;
+		plan_chunk(ctx, st, w);
+		if (!w->complete)
+			continue;
+		w->m = gn_step_msg(ctx, st, st->t->gat_off[ctx->rank] + w->c);
+		if (!w->m) {
+			gn_step_abort(ctx, st, -ENOMEM, "out of memory for a message");
+			return;
+		}
+	}
+	gn_env_run(ctx->env, work_part, sp, n);
+	for (i = 0; i < n; i++) {
+		struct work_slot *w = &sp->work[i];
+
+		st->turn[w->c] = (u16)(w->to + w->complete);
+		if (!w->complete)
+			continue;
+		if (st->err) {
+			gn_dl_msg_clear(&ctx->dl, w->m);
+			continue;
+		}
+		gn_gather_finish(ctx, st, w->c, w->m, w->scale, w->r);
+	}
+}
+
+/* ---- decoding packets as they come ------------------------------------------- */
+
+static bool rxq_live(const struct rxq_ent *q)
+{
+	return q->st->live && q->st->no == q->no && !q->st->err &&
+	       !q->st->done;
+}
+
+static void rxq_decode(struct gn_ctx *ctx, const struct rxq_ent *q)
+{
+	struct gn_step *st = q->st;
+	struct gn_tensor *t = st->t;
+	const u8 *body = q->b->data + GN_WIRE_DATA_HDR;
+	size_t len;
+
+	if (q->phase == GN_PHASE_REDUCE) {
+		gn_chunk_at(ctx, t, ctx->rank,
+			    (u32)gn_chunk_of(ctx, t, ctx->rank, &q->d), &len);
+		gn_fp_add_slice(t, st->data + q->d.chunk_off, len, q->d.first,
+				q->d.count, q->d.scale, body, q->body_len);
+	} else {
+		gn_fp_result_slice(ctx, t, st->data + q->d.chunk_off, &q->d,
+				   body, q->body_len);
+	}
+}
+
+static void rxq_part(void *arg, u32 i)
+{
+	struct gn_spread *sp = arg;
+
+	if (sp->rxq[i].st)
+		rxq_decode(sp->ctx, &sp->rxq[i]);
+}
+
+/*
+ * gn_spread_flush() - decode the packets queued by gn_spread_take(), then
+ * count the result messages they completed (lock held)
+ */
+void gn_spread_flush(struct gn_ctx *ctx)
+{
+	struct gn_spread *sp = ctx->spread;
+	u32 i, n = sp->rxq_n;
+
+	if (!n)
+		return;
+	/* A step failed since: its packets are only let go. */
+	for (i = 0; i < n; i++)
+		if (!rxq_live(&sp->rxq[i]))
+			sp->rxq[i].st = NULL;
+	gn_env_run(ctx->env, rxq_part, sp, n);
+	sp->rxq_n = 0;
+	for (i = 0; i < n; i++) {
+		struct rxq_ent *q = &sp->rxq[i];
+
+		gn_dl_buf_put(&ctx->dl, q->b);
+		if (q->st && q->last && rxq_live(q))
+			gn_step_gathered(ctx, q->st);
+	}
+}
+
+/*
+ * gn_spread_take() - a slice taken for @st: decode it now, or queue it
+ * (held) for the next flush when there are workers to share the batch
+ * @last: it completed a result message (gather): the step counts it once
+ *	it is decoded
+ */
+void gn_spread_take(struct gn_ctx *ctx, struct gn_step *st,
+		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		    struct gn_buf *b, bool last)
+{
+	struct gn_spread *sp = ctx->spread;
+	struct rxq_ent q = { st, st->no, b, *d, h->body_len, h->phase, last };
+
+	if (!sp->rxq_cap) {
+		rxq_decode(ctx, &q);
+		if (last)
+			gn_step_gathered(ctx, st);
+		return;
+	}
+	gn_dl_buf_hold(&ctx->dl, b);
+	sp->rxq[sp->rxq_n++] = q;
+	if (sp->rxq_n == sp->rxq_cap)
+		gn_spread_flush(ctx);
+}
