@@ -25,6 +25,8 @@ size_t bench_manifest(const char *rel, struct bench_tensor *t, size_t max);
 void bench_pin_cpu(void);
 
 int bench_codec(int argc, char **argv);
+int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
+			double secs, int json);
 int bench_mac(int argc, char **argv);
 int bench_udp(int argc, char **argv);
 

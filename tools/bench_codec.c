@@ -24,6 +24,7 @@ struct codec_opts {
 	size_t dram_mib;
 	size_t chunk;
 	double min_seconds;
+	const char *threads;		/* --threads: the scaling run instead */
 };
 
 struct speed {
@@ -530,6 +531,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: gradnet-bench codec [--json] [--isa scalar|avx2|avx512]\n"
 		"                           [--dram-mib N] [--chunk N] [--seconds S]\n"
+		"                           [--threads 1,2,...]  (encode and decode split\n"
+		"                           by chunk over threads; --dram-mib default 100)\n"
 		"       env GN_DATA_DIR overrides the gradient sample directory\n");
 	exit(2);
 }
@@ -542,6 +545,7 @@ int bench_codec(int argc, char **argv)
 		{ "dram-mib", required_argument, NULL, 'd' },
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "seconds", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct codec_opts o = {
@@ -553,7 +557,7 @@ int bench_codec(int argc, char **argv)
 	struct results r = { 0 };
 	size_t cache_n = 256 * 1024 / sizeof(float), dram_n;
 	double zs[2], lz[2], zr, lr, tr;
-	int c;
+	int c, dram_set = 0;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -567,6 +571,7 @@ int bench_codec(int argc, char **argv)
 			break;
 		case 'd':
 			o.dram_mib = strtoul(optarg, NULL, 0);
+			dram_set = 1;
 			break;
 		case 'c':
 			o.chunk = strtoul(optarg, NULL, 0);
@@ -574,12 +579,20 @@ int bench_codec(int argc, char **argv)
 		case 's':
 			o.min_seconds = strtod(optarg, NULL);
 			break;
+		case 't':
+			o.threads = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
 	if (!o.chunk || !o.dram_mib)
 		usage();
+	/* Not pinned: the threads spread over the CPUs. */
+	if (o.threads)
+		return bench_codec_threads(o.isa, o.threads,
+					   (dram_set ? o.dram_mib : 100) * 1048576 / sizeof(float),
+					   o.chunk, o.min_seconds, o.json);
 	dram_n = o.dram_mib * 1024 * 1024 / sizeof(float);
 	bench_pin_cpu();
 

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_threads.c - `gradnet-bench codec --threads 1,2,...`: the codec
+ * split by chunk over threads, as libgradnet's codec workers split a
+ * step (GN_CODEC_WORKERS): 3LC encode (error feedback double-buffered,
+ * quantize, zero runs) and decode-accumulate of a tensor, at each thread
+ * count, against thread count 1 in the same run. The machine may be
+ * shared, so each row also gives every thread's CPU time over the wall
+ * time of its runs, and how busy the whole machine was (/proc/stat)
+ * beyond this process.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gradnet/codec.h>
+#include "bench.h"
+
+#define MAX_THREADS 64
+
+struct tjob {
+	int isa;
+	size_t n, chunk, nchunks, stride, bound;
+	const float *x;
+	float *ef[2];
+	float *acc;
+	uint8_t *q, *buf;
+	float *m;
+	size_t *len;
+	/* one run: */
+	pthread_barrier_t start, end;
+	int phase;			/* 0 encode, 1 decode, -1 quit */
+	size_t next;			/* next chunk to claim */
+	double cpu[MAX_THREADS];	/* seconds per thread, this phase */
+};
+
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void encode_chunk(struct tjob *j, size_t k)
+{
+	size_t at = k * j->chunk, len = j->n - at < j->chunk ? j->n - at : j->chunk;
+	size_t g = gn_tlc_groups(len), used;
+	uint8_t *out = j->buf + k * j->bound;
+	long z;
+
+	if (gn_tlc_quantize_chunks_isa(j->isa, j->x + at, j->ef[0] + at,
+				       j->ef[1] + at, len, j->chunk, 1.0f,
+				       j->q + k * j->stride, &j->m[k]))
+		bench_die("quantize failed");
+	memcpy(out, &j->m[k], sizeof(float));
+	z = gn_zre_encode_isa(j->isa, j->q + k * j->stride, g,
+			      out + GN_TLC_SCALE_BYTES, g, &used);
+	j->len[k] = GN_TLC_SCALE_BYTES + (size_t)z;
+}
+
+static void decode_chunk(struct tjob *j, size_t k)
+{
+	size_t at = k * j->chunk, len = j->n - at < j->chunk ? j->n - at : j->chunk;
+
+	if (gn_tlc_decode_isa(j->isa, j->buf + k * j->bound, j->len[k],
+			      j->acc + at, len))
+		bench_die("decode failed");
+}
+
+/* Claim chunks until none is left; returns this thread's CPU seconds. */
+static double work(struct tjob *j)
+{
+	double c0 = thread_cpu();
+	size_t k;
+
+	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->nchunks) {
+		if (j->phase == 0)
+			encode_chunk(j, k);
+		else
+			decode_chunk(j, k);
+	}
+	return thread_cpu() - c0;
+}
+
+struct targ {
+	struct tjob *j;
+	int id;
+};
+
+static void *thread_main(void *p)
+{
+	struct targ *a = p;
+	struct tjob *j = a->j;
+
+	for (;;) {
+		pthread_barrier_wait(&j->start);
+		if (j->phase < 0)
+			return NULL;
+		j->cpu[a->id] += work(j);
+		pthread_barrier_wait(&j->end);
+	}
+}
+
+/* One run of @phase on @t threads (the caller is thread 0): wall seconds. */
+static double run_once(struct tjob *j, int phase)
+{
+	double t0;
+
+	j->phase = phase;
+	j->next = 0;
+	t0 = bench_now();
+	pthread_barrier_wait(&j->start);
+	j->cpu[0] += work(j);
+	pthread_barrier_wait(&j->end);
+	return bench_now() - t0;
+}
+
+/* CPU jiffies of the whole machine: busy and total. */
+static void machine_jiffies(unsigned long long *busy, unsigned long long *total)
+{
+	unsigned long long v[10] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+	int i;
+
+	*busy = *total = 0;
+	if (!f)
+		return;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+		   &v[8], &v[9]) >= 8) {
+		for (i = 0; i < 8; i++)
+			*total += v[i];
+		*busy = *total - v[3] - v[4];	/* less idle and iowait */
+	}
+	fclose(f);
+}
+
+struct row {
+	int threads;
+	double enc, dec;		/* GB/s of float input, best run */
+	double enc_core, dec_core;	/* GB per CPU-second: per core while running */
+	double enc_cpu[MAX_THREADS], dec_cpu[MAX_THREADS];	/* cpu / wall */
+	double busy_cores, own_cores;
+};
+
+/* Best of runs for at least @secs (three at least); CPU share per thread. */
+static double measure_phase(struct tjob *j, int t, int phase, double secs,
+			    double *cpu_share, double *per_core)
+{
+	double cpu = 0;
+	double best = 1e30, wall = 0, start = bench_now();
+	int runs = 0, i;
+
+	memset(j->cpu, 0, sizeof(j->cpu));
+	while (runs < 3 || bench_now() - start < secs) {
+		double dt = run_once(j, phase);
+		float *e;
+
+		best = dt < best ? dt : best;
+		wall += dt;
+		runs++;
+		if (phase == 0) {	/* the next step reads what this one wrote */
+			e = j->ef[0];
+			j->ef[0] = j->ef[1];
+			j->ef[1] = e;
+		}
+	}
+	for (i = 0; i < t; i++) {
+		cpu_share[i] = j->cpu[i] / wall;
+		cpu += j->cpu[i];
+	}
+	*per_core = (double)(j->n * sizeof(float)) * runs / cpu / 1e9;
+	return (double)(j->n * sizeof(float)) / best / 1e9;
+}
+
+static void measure_threads(struct tjob *j, int t, double secs, struct row *r)
+{
+	pthread_t th[MAX_THREADS];
+	struct targ a[MAX_THREADS];
+	unsigned long long b0, t0, b1, t1;
+	double w0, own = 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int i;
+
+	pthread_barrier_init(&j->start, NULL, (unsigned int)t);
+	pthread_barrier_init(&j->end, NULL, (unsigned int)t);
+	for (i = 1; i < t; i++) {
+		a[i] = (struct targ){ j, i };
+		if (pthread_create(&th[i], NULL, thread_main, &a[i]))
+			bench_die("pthread_create failed");
+	}
+	r->threads = t;
+	machine_jiffies(&b0, &t0);
+	w0 = bench_now();
+	r->enc = measure_phase(j, t, 0, secs, r->enc_cpu, &r->enc_core);
+	for (i = 0; i < t; i++)
+		own += j->cpu[i];
+	memset(j->acc, 0, j->n * sizeof(float));
+	r->dec = measure_phase(j, t, 1, secs, r->dec_cpu, &r->dec_core);
+	for (i = 0; i < t; i++)
+		own += j->cpu[i];
+	machine_jiffies(&b1, &t1);
+	r->own_cores = own / (bench_now() - w0);
+	r->busy_cores = t1 > t0 ? (double)(b1 - b0) / (double)(t1 - t0) *
+					  (double)cpus : 0;
+	j->phase = -1;
+	pthread_barrier_wait(&j->start);
+	for (i = 1; i < t; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&j->start);
+	pthread_barrier_destroy(&j->end);
+}
+
+static float *tiled(size_t n)
+{
+	static const char *const files[] = {
+		"mlp-digits/mlp-s00001-fc2.weight.f32",
+		"mlp-digits/mlp-s00100-fc2.weight.f32",
+		"mlp-digits/mlp-s01000-fc2.weight.f32",
+	};
+	float *x = bench_alloc(n * sizeof(float));
+	size_t at = 0, k;
+
+	for (k = 0; at < n; k = (k + 1) % 3) {
+		size_t len, take;
+		float *src = bench_load_f32(files[k], &len);
+
+		if (!src)
+			bench_die("cannot read %s/%s", bench_data_dir(), files[k]);
+		take = n - at < len ? n - at : len;
+		memcpy(x + at, src, take * sizeof(float));
+		at += take;
+		free(src);
+	}
+	return x;
+}
+
+static int parse_list(const char *s, int *t, int max)
+{
+	int n = 0;
+
+	while (*s && n < max) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 1 || v > MAX_THREADS)
+			bench_die("--threads: \"%s\" is not a list of counts 1..%d",
+				  s, MAX_THREADS);
+		t[n++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			bench_die("--threads: unexpected \"%s\"", end);
+	}
+	if (!n)
+		bench_die("--threads: an empty list");
+	return n;
+}
+
+/**
+ * bench_codec_threads() - the --threads mode of `gradnet-bench codec`
+ * @isa: the codec's kernels
+ * @list: thread counts, "1,2,4"
+ * @n: floats in the tensor
+ * @chunk: values per chunk
+ * @secs: at least this long per measurement
+ * @json: one JSON object instead of the table
+ *
+ * Return: 0; dies with a message on bad input.
+ */
+int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
+			double secs, int json)
+{
+	struct tjob j = { .isa = isa, .n = n, .chunk = chunk };
+	struct row rows[16];
+	int counts[16], nt, i, k;
+	size_t bytes = n * sizeof(float), enc_bytes = 0;
+
+	nt = parse_list(list, counts, 16);
+	j.nchunks = (n + chunk - 1) / chunk;
+	j.stride = gn_tlc_groups(chunk);
+	j.bound = gn_tlc_encode_bound(chunk);
+	j.x = tiled(n);
+	j.ef[0] = bench_alloc(bytes);
+	j.ef[1] = bench_alloc(bytes);
+	j.acc = bench_alloc(bytes);
+	j.q = bench_alloc(j.nchunks * j.stride);
+	j.buf = bench_alloc(j.nchunks * j.bound);
+	j.m = bench_alloc(j.nchunks * sizeof(float));
+	j.len = bench_alloc(j.nchunks * sizeof(size_t));
+	memset(j.ef[0], 0, bytes);
+	memset(j.ef[1], 0, bytes);
+	/* Warm up to the error-feedback steady state, on one thread. */
+	for (i = 0; i < 3; i++) {
+		float *e;
+
+		j.phase = 0;
+		for (k = 0; (size_t)k < j.nchunks; k++)
+			encode_chunk(&j, (size_t)k);
+		e = j.ef[0];
+		j.ef[0] = j.ef[1];
+		j.ef[1] = e;
+	}
+	for (k = 0; (size_t)k < j.nchunks; k++)
+		enc_bytes += j.len[k];
+	for (i = 0; i < nt; i++)
+		measure_threads(&j, counts[i], secs, &rows[i]);
+
+	if (json) {
+		printf("{\"isa\": \"%s\", \"floats\": %zu, \"chunk\": %zu, \"cpus\": %ld, \"ratio\": %.2f, \"rows\": [",
+		       gn_codec_isa_name(isa), n, chunk,
+		       sysconf(_SC_NPROCESSORS_ONLN), (double)bytes / (double)enc_bytes);
+		for (i = 0; i < nt; i++)
+			printf("%s{\"threads\": %d, \"encode_gbps\": %.4f, \"decode_gbps\": %.4f, \"encode_x\": %.3f, \"decode_x\": %.3f, \"encode_gb_per_cpu_s\": %.4f, \"decode_gb_per_cpu_s\": %.4f, \"machine_busy_cores\": %.2f, \"own_cores\": %.2f}",
+			       i ? ", " : "", rows[i].threads, rows[i].enc, rows[i].dec,
+			       rows[i].enc / rows[0].enc, rows[i].dec / rows[0].dec,
+			       rows[i].enc_core, rows[i].dec_core,
+			       rows[i].busy_cores, rows[i].own_cores);
+		printf("]}\n");
+		return 0;
+	}
+	printf("gradnet-bench codec --threads %s: %zu floats (%.0f MiB), chunks of %zu, %s kernels, %ld CPUs online, ratio %.1fx\n",
+	       list, n, (double)bytes / 1048576.0, chunk, gn_codec_isa_name(isa),
+	       sysconf(_SC_NPROCESSORS_ONLN), (double)bytes / (double)enc_bytes);
+	printf("speeds in GB/s of float input, best run; x: against the first row;\n"
+	       "per CPU-s: GB per CPU-second of all threads, the speed of a core while it runs;\n"
+	       "cpu: each thread's CPU time over the wall time of its runs (1.00: it had a core throughout);\n"
+	       "busy: cores the whole machine kept busy meanwhile, of which this process\n\n");
+	printf("| threads | encode GB/s | x | per CPU-s | decode-acc GB/s | x | per CPU-s | cpu per thread, encode | cpu per thread, decode | busy (this process) |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|\n");
+	for (i = 0; i < nt; i++) {
+		char ec[256] = "", dc[256] = "";
+
+		for (k = 0; k < rows[i].threads && k < 8; k++) {
+			snprintf(ec + strlen(ec), sizeof(ec) - strlen(ec), "%s%.2f",
+				 k ? " " : "", rows[i].enc_cpu[k]);
+			snprintf(dc + strlen(dc), sizeof(dc) - strlen(dc), "%s%.2f",
+				 k ? " " : "", rows[i].dec_cpu[k]);
+		}
+		printf("| %d | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f | %s | %s | %.2f (%.2f) |\n",
+		       rows[i].threads, rows[i].enc, rows[i].enc / rows[0].enc,
+		       rows[i].enc_core, rows[i].dec, rows[i].dec / rows[0].dec,
+		       rows[i].dec_core, ec, dc,
+		       rows[i].busy_cores, rows[i].own_cores);
+	}
+	return 0;
+}
