@@ -11,9 +11,12 @@
 # usage: bench-allreduce.sh [--ranks 2,4] [--link none,1gbit,10gbit]
 #                           [--elems 1048576,26214400] [--loss 0,0.01]
 #                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
+#                           [--workers 1,2]
 #                           [--json] [--build DIR] [--rank-bin P]
 #                           [--mpi-bin P] [--loss-bin P] [--where]
 # Each value list is swept; every configuration gets a fresh topology.
+# --workers sets each gradnet rank's GN_CODEC_WORKERS (gradnet 3LC and
+# dense alike; default 1).
 # gradnet-bench allreduce runs this with the paths of gradnet-rank,
 # mpi-allreduce and gn-loss, in the build tree or where they are installed
 # (--build DIR takes them from a build directory); --where prints the
@@ -45,6 +48,7 @@ ranks_list=2,4
 link_list=none,1gbit,10gbit
 elems_list=1048576,26214400
 loss_list=0
+workers_list=1
 steps=
 mtu=1500
 json=
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
 	--link)		link_list=$2; shift 2 ;;
 	--elems)	elems_list=$2; shift 2 ;;
 	--loss)		loss_list=$2; shift 2 ;;
+	--workers)	workers_list=$2; shift 2 ;;
 	--steps)	steps=$2; shift 2 ;;
 	--mtu)		mtu=$2; shift 2 ;;
 	--build)	build=$2; shift 2 ;;
@@ -119,7 +124,7 @@ run_gradnet() {
 	for ((k = 0; k < ranks; k++)); do
 		gn_host_exec "$k" env "${auth[@]}" GN_RANK=$k \
 			GN_WORLD_SIZE=$ranks GN_PEERS=$peers GN_JOB=$job \
-			GN_MTU=$mtu GN_TIMEOUT_MS=30000 \
+			GN_MTU=$mtu GN_TIMEOUT_MS=30000 GN_CODEC_WORKERS=$workers \
 			"$rank_bin" --elems "$elems" \
 			--codec "$codec" --steps "$st" --warmup "$wu" \
 			>"$out/$k.json" &
@@ -167,10 +172,12 @@ IFS=, read -r -a R <<<"$ranks_list"
 IFS=, read -r -a L <<<"$link_list"
 IFS=, read -r -a E <<<"$elems_list"
 IFS=, read -r -a P <<<"$loss_list"
+IFS=, read -r -a W <<<"$workers_list"
 for ranks in "${R[@]}"; do
 for link in "${L[@]}"; do
 for elems in "${E[@]}"; do
 for loss in "${P[@]}"; do
+for workers in "${W[@]}"; do
 	ppm=$(awk -v l="$loss" 'BEGIN { printf "%d", l * 1000000 + 0.5 }')
 	if [ "$elems" -ge 8388608 ]; then
 		st=${steps:-6} wu=2 it=${steps:-6}
@@ -198,16 +205,17 @@ for loss in "${P[@]}"; do
 		ds=$(echo "$d" | slowest)
 		dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
 	fi
-	if [ -n "$mpi" ] && [ "$ppm" -eq 0 ]; then
+	if [ -n "$mpi" ] && [ "$ppm" -eq 0 ] && [ "$workers" = "${W[0]}" ]; then
 		ms=$(run_mpi "$ranks" "$elems" "$it" "$wu")
 		[ -n "$ms" ] || ms=null
 	fi
 	cleanup
 	trap - EXIT
-	rows+=("{\"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx}")
+	rows+=("{\"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"workers\": $workers, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx}")
 	if [ -z "$json" ]; then
 		echo "${rows[-1]}"
 	fi
+done
 done
 done
 done

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""allreduce-model.py - time per allreduce of gradnet 3LC against a dense
+ring allreduce, by link speed and codec cores, from measured numbers.
+
+Inputs (measured; --measure runs the two benchmarks and takes them):
+  --encode-gbps, --decode-gbps  one core's 3LC encode and decode-accumulate
+      speed in GB/s of float input, over a DRAM-sized tensor split by chunk
+      (`gradnet-bench codec --threads 1,2 --json`: "encode_gb_per_cpu_s"
+      and "decode_gb_per_cpu_s", GB per CPU-second, which a shared machine
+      does not distort; the script takes the best of the rows)
+  --wire-3lc, --wire-dense  UDP payload bytes one rank sends per allreduce
+      (`gradnet-bench allreduce --json`: "wire_bytes" plus "ctl_bytes",
+      and "dense_bytes", for the same ranks and floats)
+  --floats, --ranks  the job the wire bytes were measured for
+
+The model, per rank and allreduce of N floats on W ranks:
+  dense   = dense wire bytes / link (a ring allreduce at line rate, its
+            additions free: a lower bound for dense)
+  gradnet = codec bytes / (cores x one core's speed) + 3LC wire bytes / link
+            where the codec work is: encode every other rank's shard and
+            re-encode the own shard's sum (4N bytes in all), decode-add the
+            W-1 contributions to the own shard and decode every owner's
+            result (4N (2W-1)/W bytes). No overlap of codec and wire is
+            assumed (gradnet overlaps them in part, so this is an upper
+            bound), and cores scale perfectly (the per-CPU-second speed;
+            --efficiency scales it down, and memory bandwidth caps it on
+            a real machine).
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+
+LINKS_GBIT = (1, 10, 25, 100)
+CORES = (1, 2, 4, 8)
+
+
+def measure(bench, floats, ranks):
+    """Run the benchmarks; return (encode, decode, wire_3lc, wire_dense)."""
+    mib = max(1, floats * 4 // (1 << 20))
+    out = subprocess.run([bench, "codec", "--threads", "1,2", "--json",
+                          "--dram-mib", str(mib), "--seconds", "1"],
+                         check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out.splitlines()[-1])["rows"]
+    enc = max(r["encode_gb_per_cpu_s"] for r in rows)
+    dec = max(r["decode_gb_per_cpu_s"] for r in rows)
+    out = subprocess.run([bench, "allreduce", "--ranks", str(ranks),
+                          "--link", "none", "--elems", str(floats),
+                          "--no-mpi", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    row = json.loads(out[out.index("["):])[0]
+    return enc, dec, row["wire_bytes"] + row["ctl_bytes"], row["dense_bytes"]
+
+
+def gradnet_s(a, cores, link_gbit):
+    n4 = a.floats * 4.0
+    w = a.ranks
+    codec = (n4 / (a.encode_gbps * 1e9) +
+             n4 * (2 * w - 1) / w / (a.decode_gbps * 1e9))
+    return codec / (cores * a.efficiency) + a.wire_3lc * 8 / (link_gbit * 1e9)
+
+
+def dense_s(a, link_gbit):
+    return a.wire_dense * 8 / (link_gbit * 1e9)
+
+
+def cores_to_win(a, link_gbit):
+    """The fewest cores with which gradnet is faster, or None."""
+    d = dense_s(a, link_gbit)
+    wire = a.wire_3lc * 8 / (link_gbit * 1e9)
+    if wire >= d:
+        return None
+    codec1 = gradnet_s(a, 1, link_gbit) - wire
+    need = codec1 / (d - wire)
+    k = int(need)
+    return k + 1 if k < need or k == 0 else k
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--encode-gbps", type=float)
+    p.add_argument("--decode-gbps", type=float)
+    p.add_argument("--wire-3lc", type=float)
+    p.add_argument("--wire-dense", type=float)
+    p.add_argument("--floats", type=int, default=26214400)
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--efficiency", type=float, default=1.0,
+                   help="speed of k cores over k times one core's (default 1)")
+    p.add_argument("--measure", metavar="GRADNET_BENCH",
+                   help="run this gradnet-bench for the four measured inputs")
+    a = p.parse_args()
+    if a.measure:
+        (a.encode_gbps, a.decode_gbps, a.wire_3lc,
+         a.wire_dense) = measure(a.measure, a.floats, a.ranks)
+    missing = [k for k in ("encode_gbps", "decode_gbps", "wire_3lc",
+                           "wire_dense") if getattr(a, k) is None]
+    if missing:
+        p.error("give --measure or every one of: " +
+                ", ".join("--" + k.replace("_", "-") for k in missing))
+    if min(a.encode_gbps, a.decode_gbps, a.wire_3lc, a.wire_dense) <= 0 or \
+            a.ranks < 2 or a.floats < 1 or not 0 < a.efficiency <= 1:
+        p.error("speeds and bytes must be positive, ranks >= 2, "
+                "0 < efficiency <= 1")
+
+    print(f"# {a.floats} floats on {a.ranks} ranks; one core encodes "
+          f"{a.encode_gbps:.2f} GB/s, decode-adds {a.decode_gbps:.2f} GB/s; "
+          f"per rank and allreduce 3LC sends {a.wire_3lc:,.0f} bytes, "
+          f"dense {a.wire_dense:,.0f}; efficiency {a.efficiency:g}")
+    head = " | ".join(f"gradnet, {c} core{'s' if c > 1 else ''}"
+                      for c in CORES)
+    print(f"| link | dense ring | {head} | gradnet wins with |")
+    print("|---" * (len(CORES) + 3) + "|")
+    for g in LINKS_GBIT:
+        d = dense_s(a, g)
+        cells = []
+        for c in CORES:
+            t = gradnet_s(a, c, g)
+            mark = "**" if t < d else ""
+            cells.append(f"{mark}{t * 1e3:.1f} ms{mark}")
+        k = cores_to_win(a, g)
+        win = "never" if k is None else f"{k} core{'s' if k > 1 else ''}"
+        print(f"| {g} Gbit/s | {d * 1e3:.1f} ms | " + " | ".join(cells) +
+              f" | {win} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
