@@ -88,6 +88,12 @@ static const struct gn_env_ops denv_ops = {
 	.unlock = denv_unlock,
 	.wake = denv_wake,
 	.random = denv_random,
+	/*
+	 * No run(): codec parts run in turn on the lcore that polls (its
+	 * cores are the operator's to hand out; a context over this env has
+	 * one worker). libgradnet's DPDK ranks take the libc env, whose pool
+	 * GN_CODEC_WORKERS sizes.
+	 */
 };
 
 /**

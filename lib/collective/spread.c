@@ -81,10 +81,15 @@ int gn_spread_init(struct gn_ctx *ctx)
 	return 0;
 }
 
+/* Before delivery goes: packets still queued are let go. */
 void gn_spread_free(struct gn_ctx *ctx)
 {
+	u32 i;
+
 	if (!ctx->spread)
 		return;
+	for (i = 0; i < ctx->spread->rxq_n; i++)
+		gn_dl_buf_put(&ctx->dl, ctx->spread->rxq[i].b);
 	gn_free(ctx->env, ctx->spread->gq);
 	gn_free(ctx->env, ctx->spread);
 	ctx->spread = NULL;
@@ -246,7 +251,8 @@ void gn_spread_reduce(struct gn_ctx *ctx, struct gn_step *st, const u32 *cs,
 		st->turn[w->c] = (u16)(w->to + w->complete);
 		if (!w->complete)
 			continue;
-		if (st->err) {
+		/* Failed by an earlier slot (a completed step has no more). */
+		if (st->err || st->done) {
 			gn_dl_msg_clear(&ctx->dl, w->m);
 			continue;
 		}

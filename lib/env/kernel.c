@@ -71,6 +71,7 @@ static const struct gn_env_ops kenv_ops = {
 	.unlock = kenv_unlock,
 	.wake = kenv_wake,
 	.random = kenv_random,
+	/* No run(): the module runs codec parts in turn, in its worker. */
 };
 
 /**
