@@ -4,10 +4,11 @@
  * split by chunk over threads, as libgradnet's codec workers split a
  * step (GN_CODEC_WORKERS): 3LC encode (error feedback double-buffered,
  * quantize, zero runs) and decode-accumulate of a tensor, at each thread
- * count, against thread count 1 in the same run. The machine may be
- * shared, so each row also gives every thread's CPU time over the wall
- * time of its runs, and how busy the whole machine was (/proc/stat)
- * beyond this process.
+ * count, against the first count of the list in the same run. The
+ * machine may be shared, so the counts take turns in rounds (each keeps
+ * its fastest run), and each row also gives every thread's CPU time over
+ * the wall time of its runs, and how busy the whole machine was
+ * (/proc/stat) beyond this process.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -140,51 +141,57 @@ static void machine_jiffies(unsigned long long *busy, unsigned long long *total)
 	fclose(f);
 }
 
+/* One thread count's measurements, summed over the rounds. */
 struct row {
 	int threads;
-	double enc, dec;		/* GB/s of float input, best run */
-	double enc_core, dec_core;	/* GB per CPU-second: per core while running */
-	double enc_cpu[MAX_THREADS], dec_cpu[MAX_THREADS];	/* cpu / wall */
-	double busy_cores, own_cores;
+	double enc_best, dec_best;	/* fastest run, seconds */
+	double enc_cpu[MAX_THREADS], dec_cpu[MAX_THREADS];	/* CPU seconds */
+	double enc_wall, dec_wall;	/* wall seconds of all runs */
+	long enc_runs, dec_runs;
+	unsigned long long busy_j, total_j;	/* /proc/stat jiffies */
+	double own_cpu, wall;
 };
 
-/* Best of runs for at least @secs (three at least); CPU share per thread. */
-static double measure_phase(struct tjob *j, int t, int phase, double secs,
-			    double *cpu_share, double *per_core)
+/* Runs of @phase for at least @secs (three at least), summed into @r. */
+static void measure_phase(struct tjob *j, int t, int phase, double secs,
+			  struct row *r)
 {
-	double cpu = 0;
-	double best = 1e30, wall = 0, start = bench_now();
-	int runs = 0, i;
+	double start = bench_now(), *best, *wall, *cpu;
+	long *runs;
+	int i, n = 0;
 
+	best = phase ? &r->dec_best : &r->enc_best;
+	wall = phase ? &r->dec_wall : &r->enc_wall;
+	cpu = phase ? r->dec_cpu : r->enc_cpu;
+	runs = phase ? &r->dec_runs : &r->enc_runs;
 	memset(j->cpu, 0, sizeof(j->cpu));
-	while (runs < 3 || bench_now() - start < secs) {
+	while (n < 3 || bench_now() - start < secs) {
 		double dt = run_once(j, phase);
 		float *e;
 
-		best = dt < best ? dt : best;
-		wall += dt;
-		runs++;
+		*best = dt < *best ? dt : *best;
+		*wall += dt;
+		n++;
 		if (phase == 0) {	/* the next step reads what this one wrote */
 			e = j->ef[0];
 			j->ef[0] = j->ef[1];
 			j->ef[1] = e;
 		}
 	}
+	*runs += n;
 	for (i = 0; i < t; i++) {
-		cpu_share[i] = j->cpu[i] / wall;
-		cpu += j->cpu[i];
+		cpu[i] += j->cpu[i];
+		r->own_cpu += j->cpu[i];
 	}
-	*per_core = (double)(j->n * sizeof(float)) * runs / cpu / 1e9;
-	return (double)(j->n * sizeof(float)) / best / 1e9;
 }
 
+/* One round at @t threads: start them, measure both phases, stop them. */
 static void measure_threads(struct tjob *j, int t, double secs, struct row *r)
 {
 	pthread_t th[MAX_THREADS];
 	struct targ a[MAX_THREADS];
 	unsigned long long b0, t0, b1, t1;
-	double w0, own = 0;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	double w0;
 	int i;
 
 	pthread_barrier_init(&j->start, NULL, (unsigned int)t);
@@ -197,17 +204,13 @@ static void measure_threads(struct tjob *j, int t, double secs, struct row *r)
 	r->threads = t;
 	machine_jiffies(&b0, &t0);
 	w0 = bench_now();
-	r->enc = measure_phase(j, t, 0, secs, r->enc_cpu, &r->enc_core);
-	for (i = 0; i < t; i++)
-		own += j->cpu[i];
+	measure_phase(j, t, 0, secs, r);
 	memset(j->acc, 0, j->n * sizeof(float));
-	r->dec = measure_phase(j, t, 1, secs, r->dec_cpu, &r->dec_core);
-	for (i = 0; i < t; i++)
-		own += j->cpu[i];
+	measure_phase(j, t, 1, secs, r);
 	machine_jiffies(&b1, &t1);
-	r->own_cores = own / (bench_now() - w0);
-	r->busy_cores = t1 > t0 ? (double)(b1 - b0) / (double)(t1 - t0) *
-					  (double)cpus : 0;
+	r->wall += bench_now() - w0;
+	r->busy_j += b1 - b0;
+	r->total_j += t1 - t0;
 	j->phase = -1;
 	pthread_barrier_wait(&j->start);
 	for (i = 1; i < t; i++)
@@ -261,13 +264,92 @@ static int parse_list(const char *s, int *t, int max)
 	return n;
 }
 
+#define ROUNDS 8
+
+static double gbps(const struct tjob *j, double seconds)
+{
+	return (double)(j->n * sizeof(float)) / seconds / 1e9;
+}
+
+/* GB per CPU-second of all threads: a core's speed while it runs. */
+static double per_cpu(const struct tjob *j, const double *cpu, int t, long runs)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < t; i++)
+		sum += cpu[i];
+	return (double)(j->n * sizeof(float)) * (double)runs / sum / 1e9;
+}
+
+static double busy_cores(const struct row *r)
+{
+	return r->total_j ? (double)r->busy_j / (double)r->total_j *
+				    (double)sysconf(_SC_NPROCESSORS_ONLN) : 0;
+}
+
+static void print_rows(const struct tjob *j, const char *list,
+		       const struct row *rows, int nt, size_t enc_bytes, int json)
+{
+	size_t bytes = j->n * sizeof(float);
+	const struct row *r0 = &rows[0];
+	int i, k;
+
+	if (json) {
+		printf("{\"isa\": \"%s\", \"floats\": %zu, \"chunk\": %zu, \"cpus\": %ld, \"ratio\": %.2f, \"rounds\": %d, \"rows\": [",
+		       gn_codec_isa_name(j->isa), j->n, j->chunk,
+		       sysconf(_SC_NPROCESSORS_ONLN),
+		       (double)bytes / (double)enc_bytes, ROUNDS);
+		for (i = 0; i < nt; i++) {
+			const struct row *r = &rows[i];
+
+			printf("%s{\"threads\": %d, \"encode_gbps\": %.4f, \"decode_gbps\": %.4f, \"encode_x\": %.3f, \"decode_x\": %.3f, \"encode_gb_per_cpu_s\": %.4f, \"decode_gb_per_cpu_s\": %.4f, \"machine_busy_cores\": %.2f, \"own_cores\": %.2f}",
+			       i ? ", " : "", r->threads, gbps(j, r->enc_best),
+			       gbps(j, r->dec_best), r0->enc_best / r->enc_best,
+			       r0->dec_best / r->dec_best,
+			       per_cpu(j, r->enc_cpu, r->threads, r->enc_runs),
+			       per_cpu(j, r->dec_cpu, r->threads, r->dec_runs),
+			       busy_cores(r), r->own_cpu / r->wall);
+		}
+		printf("]}\n");
+		return;
+	}
+	printf("gradnet-bench codec --threads %s: %zu floats (%.0f MiB), chunks of %zu, %s kernels, %ld CPUs online, ratio %.1fx\n",
+	       list, j->n, (double)bytes / 1048576.0, j->chunk,
+	       gn_codec_isa_name(j->isa), sysconf(_SC_NPROCESSORS_ONLN),
+	       (double)bytes / (double)enc_bytes);
+	printf("%d rounds alternate the counts; speeds in GB/s of float input, fastest run; x: against the first row;\n"
+	       "per CPU-s: GB per CPU-second of all threads, the speed of a core while it runs;\n"
+	       "cpu: each thread's CPU time over the wall time of its runs (1.00: it had a core throughout);\n"
+	       "busy: cores the whole machine kept busy meanwhile, of which this process\n\n", ROUNDS);
+	printf("| threads | encode GB/s | x | per CPU-s | decode-acc GB/s | x | per CPU-s | cpu per thread, encode | cpu per thread, decode | busy (this process) |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|\n");
+	for (i = 0; i < nt; i++) {
+		const struct row *r = &rows[i];
+		char ec[256] = "", dc[256] = "";
+
+		for (k = 0; k < r->threads && k < 8; k++) {
+			snprintf(ec + strlen(ec), sizeof(ec) - strlen(ec), "%s%.2f",
+				 k ? " " : "", r->enc_cpu[k] / r->enc_wall);
+			snprintf(dc + strlen(dc), sizeof(dc) - strlen(dc), "%s%.2f",
+				 k ? " " : "", r->dec_cpu[k] / r->dec_wall);
+		}
+		printf("| %d | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f | %s | %s | %.2f (%.2f) |\n",
+		       r->threads, gbps(j, r->enc_best), r0->enc_best / r->enc_best,
+		       per_cpu(j, r->enc_cpu, r->threads, r->enc_runs),
+		       gbps(j, r->dec_best), r0->dec_best / r->dec_best,
+		       per_cpu(j, r->dec_cpu, r->threads, r->dec_runs), ec, dc,
+		       busy_cores(r), r->own_cpu / r->wall);
+	}
+}
+
 /**
  * bench_codec_threads() - the --threads mode of `gradnet-bench codec`
  * @isa: the codec's kernels
  * @list: thread counts, "1,2,4"
  * @n: floats in the tensor
  * @chunk: values per chunk
- * @secs: at least this long per measurement
+ * @secs: at least this long per thread count and phase, over all rounds
  * @json: one JSON object instead of the table
  *
  * Return: 0; dies with a message on bad input.
@@ -277,7 +359,7 @@ int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 {
 	struct tjob j = { .isa = isa, .n = n, .chunk = chunk };
 	struct row rows[16];
-	int counts[16], nt, i, k;
+	int counts[16], nt, i, k, round;
 	size_t bytes = n * sizeof(float), enc_bytes = 0;
 
 	nt = parse_list(list, counts, 16);
@@ -307,45 +389,16 @@ int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 	}
 	for (k = 0; (size_t)k < j.nchunks; k++)
 		enc_bytes += j.len[k];
+	/*
+	 * Rounds that alternate the counts, so that each count sees the same
+	 * spells of a shared machine; each keeps its fastest run.
+	 */
+	memset(rows, 0, sizeof(rows));
 	for (i = 0; i < nt; i++)
-		measure_threads(&j, counts[i], secs, &rows[i]);
-
-	if (json) {
-		printf("{\"isa\": \"%s\", \"floats\": %zu, \"chunk\": %zu, \"cpus\": %ld, \"ratio\": %.2f, \"rows\": [",
-		       gn_codec_isa_name(isa), n, chunk,
-		       sysconf(_SC_NPROCESSORS_ONLN), (double)bytes / (double)enc_bytes);
+		rows[i].enc_best = rows[i].dec_best = 1e30;
+	for (round = 0; round < ROUNDS; round++)
 		for (i = 0; i < nt; i++)
-			printf("%s{\"threads\": %d, \"encode_gbps\": %.4f, \"decode_gbps\": %.4f, \"encode_x\": %.3f, \"decode_x\": %.3f, \"encode_gb_per_cpu_s\": %.4f, \"decode_gb_per_cpu_s\": %.4f, \"machine_busy_cores\": %.2f, \"own_cores\": %.2f}",
-			       i ? ", " : "", rows[i].threads, rows[i].enc, rows[i].dec,
-			       rows[i].enc / rows[0].enc, rows[i].dec / rows[0].dec,
-			       rows[i].enc_core, rows[i].dec_core,
-			       rows[i].busy_cores, rows[i].own_cores);
-		printf("]}\n");
-		return 0;
-	}
-	printf("gradnet-bench codec --threads %s: %zu floats (%.0f MiB), chunks of %zu, %s kernels, %ld CPUs online, ratio %.1fx\n",
-	       list, n, (double)bytes / 1048576.0, chunk, gn_codec_isa_name(isa),
-	       sysconf(_SC_NPROCESSORS_ONLN), (double)bytes / (double)enc_bytes);
-	printf("speeds in GB/s of float input, best run; x: against the first row;\n"
-	       "per CPU-s: GB per CPU-second of all threads, the speed of a core while it runs;\n"
-	       "cpu: each thread's CPU time over the wall time of its runs (1.00: it had a core throughout);\n"
-	       "busy: cores the whole machine kept busy meanwhile, of which this process\n\n");
-	printf("| threads | encode GB/s | x | per CPU-s | decode-acc GB/s | x | per CPU-s | cpu per thread, encode | cpu per thread, decode | busy (this process) |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|\n");
-	for (i = 0; i < nt; i++) {
-		char ec[256] = "", dc[256] = "";
-
-		for (k = 0; k < rows[i].threads && k < 8; k++) {
-			snprintf(ec + strlen(ec), sizeof(ec) - strlen(ec), "%s%.2f",
-				 k ? " " : "", rows[i].enc_cpu[k]);
-			snprintf(dc + strlen(dc), sizeof(dc) - strlen(dc), "%s%.2f",
-				 k ? " " : "", rows[i].dec_cpu[k]);
-		}
-		printf("| %d | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f | %s | %s | %.2f (%.2f) |\n",
-		       rows[i].threads, rows[i].enc, rows[i].enc / rows[0].enc,
-		       rows[i].enc_core, rows[i].dec, rows[i].dec / rows[0].dec,
-		       rows[i].dec_core, ec, dc,
-		       rows[i].busy_cores, rows[i].own_cores);
-	}
+			measure_threads(&j, counts[i], secs / ROUNDS, &rows[i]);
+	print_rows(&j, list, rows, nt, enc_bytes, json);
 	return 0;
 }
