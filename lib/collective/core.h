@@ -226,6 +226,7 @@ int gn_spread_init(struct gn_ctx *ctx);
 void gn_spread_free(struct gn_ctx *ctx);
 u32 gn_spread_work_max(const struct gn_ctx *ctx);
 u32 gn_encode_batch(const struct gn_ctx *ctx);
+u32 gn_encode_scratch(const struct gn_ctx *ctx, const struct gn_tensor *t);
 int gn_spread_encode(struct gn_ctx *ctx, struct gn_step *st, int j, u32 c0,
 		     u32 n, struct gn_txmsg **msgs);
 void gn_spread_reduce(struct gn_ctx *ctx, struct gn_step *st, const u32 *cs,

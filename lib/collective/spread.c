@@ -108,6 +108,17 @@ u32 gn_encode_batch(const struct gn_ctx *ctx)
 	return n < ENCODE_BATCH_MAX ? n : ENCODE_BATCH_MAX;
 }
 
+/* Chunks of @t's encode scratch: a span's, and no more than a shard has. */
+u32 gn_encode_scratch(const struct gn_ctx *ctx, const struct gn_tensor *t)
+{
+	u32 n = gn_encode_batch(ctx), most = 1;
+	int j;
+
+	for (j = 0; j < ctx->world; j++)
+		most = t->chunks[j] > most ? t->chunks[j] : most;
+	return n < most ? n : most;
+}
+
 /* ---- encoding at start ------------------------------------------------------- */
 
 struct encode_job {

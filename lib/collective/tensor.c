@@ -215,9 +215,10 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 				return -ENOMEM;
 		}
 		/* Scratch for one round of compression (gn_encode_all()). */
-		t->q = gn_alloc_array(ctx->env, gn_encode_batch(ctx),
+		t->q = gn_alloc_array(ctx->env, gn_encode_scratch(ctx, t),
 				      gn_tlc_groups(ctx->chunk));
-		t->m = gn_alloc_array(ctx->env, gn_encode_batch(ctx), sizeof(float));
+		t->m = gn_alloc_array(ctx->env, gn_encode_scratch(ctx, t),
+				      sizeof(float));
 		if (!t->q || !t->m)
 			return -ENOMEM;
 	}
