@@ -2,8 +2,10 @@
 /*
  * workers_test.c - codec workers (gn_ctx_opts.codec_workers,
  * GN_CODEC_WORKERS): the pool runs parts on several threads at once and
- * each part exactly once, and a job gives the same bytes with 1, 2 and 3
- * workers, with and without loss, equal to the single-process reference.
+ * each part exactly once; the core's batches give the golden bytes when
+ * their parts run in reverse order; and a job gives the same bytes with
+ * 1, 2 and 3 workers, with and without loss, equal to the single-process
+ * reference.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -12,8 +14,13 @@
 #include <string.h>
 
 #include "job.h"
+#include "libc.h"
 #include "workers.h"
+#include "core/scenario.h"
+#include "golden/core_hashes.h"
 #include "kselftest_harness.h"
+
+#define GOLDEN_CASES ((int)(sizeof(gn_core_golden) / sizeof(gn_core_golden[0])))
 
 struct meet {
 	u32 inside;			/* parts running now */
@@ -98,6 +105,134 @@ TEST(pool_busy_runs_on_the_caller)
 	for (i = 0; i < 64; i++)
 		ASSERT_EQ(1, n.inner[i]) TH_LOG("part %d", i);
 	gn_workers_free(n.w);
+}
+
+/*
+ * An env that claims three workers and runs every batch's parts on the
+ * calling thread, last part first: if any part depended on another's
+ * order, the core scenario's results would leave the golden hashes.
+ */
+struct reverse_env {
+	struct gn_env_libc libc;
+	struct gn_env env;
+	u64 batches, parts, allocs;
+	u64 at_step[GN_SCN_CASES][GN_SCN_STEPS];
+};
+
+static struct gn_env_libc *inner(void *arg)
+{
+	return &((struct reverse_env *)arg)->libc;
+}
+
+static void *rev_alloc(void *arg, size_t bytes)
+{
+	((struct reverse_env *)arg)->allocs++;
+	return inner(arg)->env.ops->alloc(inner(arg), bytes);
+}
+
+static void rev_free(void *arg, void *p)
+{
+	inner(arg)->env.ops->free(inner(arg), p);
+}
+
+static u64 rev_now(void *arg)
+{
+	(void)arg;
+	return gn_env_libc_now();
+}
+
+static void rev_lock(void *arg)
+{
+	inner(arg)->env.ops->lock(inner(arg));
+}
+
+static void rev_unlock(void *arg)
+{
+	inner(arg)->env.ops->unlock(inner(arg));
+}
+
+static void rev_wake(void *arg)
+{
+	inner(arg)->env.ops->wake(inner(arg));
+}
+
+static int rev_random(void *arg, void *buf, size_t len)
+{
+	return inner(arg)->env.ops->random(inner(arg), buf, len);
+}
+
+static void rev_run(void *arg, void (*fn)(void *, u32), void *fn_arg, u32 parts)
+{
+	struct reverse_env *e = arg;
+
+	e->batches++;
+	e->parts += parts;
+	while (parts--)
+		fn(fn_arg, parts);
+}
+
+static const struct gn_env_ops reverse_ops = {
+	.alloc = rev_alloc, .free = rev_free, .now_ns = rev_now,
+	.lock = rev_lock, .unlock = rev_unlock, .wake = rev_wake,
+	.random = rev_random, .run = rev_run,
+};
+
+static void rev_idle(void *arg, uint64_t until_ns)
+{
+	uint64_t now = gn_env_libc_now();
+	struct timespec ts = { 0, 0 };
+
+	(void)arg;
+	if (!until_ns || until_ns <= now)
+		return;
+	ts.tv_nsec = (long)(until_ns - now < 10000000 ? until_ns - now : 10000000);
+	nanosleep(&ts, NULL);
+}
+
+static void rev_step_end(void *arg, int kase, int step)
+{
+	struct reverse_env *e = arg;
+
+	e->at_step[kase][step] = e->allocs;
+}
+
+TEST(parts_in_reverse_give_the_golden_bytes)
+{
+	struct gn_scn_result *res = calloc(1, sizeof(*res));
+	struct reverse_env *e = calloc(1, sizeof(*e));
+	struct gn_scn_hooks hooks = { .idle = rev_idle, .step_end = rev_step_end };
+	char why[320];
+	int err, k = 0, step = 0;
+
+	ASSERT_NE(NULL, res);
+	ASSERT_NE(NULL, e);
+	gn_env_libc_init(&e->libc);
+	e->env.ops = &reverse_ops;
+	e->env.priv = e;
+	e->env.workers = 3;
+	hooks.arg = e;
+	err = gn_scn_run(&e->env, &hooks, res);
+	gn_env_libc_destroy(&e->libc);
+	snprintf(why, sizeof(why), "%s (case %d step %d rank %d): %s",
+		 res->what ? res->what : "?", res->kase, res->step, res->rank,
+		 res->msg);
+	ASSERT_EQ(0, err) TH_LOG("%s", why);
+	ASSERT_EQ(GN_SCN_CASES, GOLDEN_CASES);
+	for (k = 0; k < GN_SCN_CASES; k++)
+		for (step = 0; step < GN_SCN_STEPS; step++)
+			EXPECT_EQ(gn_core_golden[k].hash[step], res->hash[k][step])
+				TH_LOG("case %d step %d", k, step);
+	/* The core did hand out batches of several parts... */
+	EXPECT_LT(e->batches, e->parts) TH_LOG("%llu batches, %llu parts",
+					       (unsigned long long)e->batches,
+					       (unsigned long long)e->parts);
+	/* ...and still allocates nothing per step but orphans. */
+	for (k = 0; k < GN_SCN_CASES; k++)
+		EXPECT_EQ(res->orphans[k][GN_SCN_STEPS - 1] - res->orphans[k][0],
+			  e->at_step[k][GN_SCN_STEPS - 1] - e->at_step[k][0])
+			TH_LOG("case %d", k);
+	free(e);
+	free(res);
 }
 
 /* Tensors that cut into many chunks per shard, odd tails, and a tiny one. */
