@@ -24,11 +24,11 @@
 #include "delivery.h"
 
 /*
- * The caller's side compresses in rounds of ENCODE_BATCH chunks: in each
- * round the next chunks of every other shard, then takes the own shard's
- * (which it adds as it is). So owners start adding while later chunks are
- * still being compressed, and one quantizer call still covers several
- * chunks (its passes overlap).
+ * The caller's side compresses in rounds of ENCODE_BATCH chunks per
+ * worker: in each round the next chunks of every other shard, then takes
+ * the own shard's (which it adds as it is). So owners start adding while
+ * later chunks are still being compressed, and one quantizer call still
+ * covers several chunks (its passes overlap).
  */
 #define ENCODE_BATCH 4
 /* With workers: ENCODE_BATCH chunks each, this many at most (spread.c). */
