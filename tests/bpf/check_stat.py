@@ -3,7 +3,7 @@
 """check_stat.py - compare gradnet-stat's maps with the ranks' own counters.
 
 usage: check_stat.py usdt DUMP JOB STATS...   (GN_TEST_STATS_FILE of each rank)
-       check_stat.py wire DUMP JOB DROPPED STATS...
+       check_stat.py wire DUMP JOB DROPPED|clean STATS...
        check_stat.py raw DUMP JOB RANK_JSON...  (gradnet-rank's stats line)
        check_stat.py bpftool BPFTOOL_JSON
        check_stat.py openmetrics OPENMETRICS DUMP JOB  (dump --openmetrics)
@@ -89,6 +89,11 @@ def wire(dump, job, dropped, stats):
                 (seen, want)])
     out = sum(x["packets"] for x in eg)
     inn = sum(x["packets"] for x in ing)
+    if dropped is None:
+        result(out == inn > 0,
+               "tc: on a link without loss every datagram sent was received "
+               "(%d = %d)" % (out, inn), ["egress %d, ingress %d" % (out, inn)])
+        return
     result(out - inn == dropped and dropped > 0,
            "tc: datagrams sent minus received equal the loss injector's "
            "drops (%d - %d = %d)" % (out, inn, dropped),
@@ -376,7 +381,8 @@ cmd = sys.argv[1]
 if cmd == "usdt":
     usdt(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
 elif cmd == "wire":
-    wire(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
+    wire(sys.argv[2], int(sys.argv[3]),
+         None if sys.argv[4] == "clean" else int(sys.argv[4]), sys.argv[5:])
 elif cmd == "raw":
     raw(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
 elif cmd == "bpftool":
