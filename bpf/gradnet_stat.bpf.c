@@ -271,6 +271,11 @@ static __always_inline void tp_fetch(struct bpf_raw_tracepoint_args *ctx,
 		e->a[i] = i < n ? ctx->args[i] : 0;
 }
 
+/*
+ * Two programs per event, @nargs arguments: gn_usdt_<ev> for the uprobe
+ * on the probe gradnet:<ev>, gn_kmod_<ev> for the module's tracepoint
+ * gradnet:gn_<ev>; gradnet-stat loads one set or the other.
+ */
 #define GN_EV_HANDLERS(ev, nargs)					\
 SEC("uprobe")								\
 int gn_usdt_##ev(struct pt_regs *ctx)					\

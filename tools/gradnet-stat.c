@@ -710,7 +710,8 @@ static int attach_tc(const struct opts *o)
 		struct bpf_program *p = d ? skel->progs.gn_tc_egress :
 					    skel->progs.gn_tc_ingress;
 
-		err = bpf_tc_hook_create(&hook);
+		/* One clsact qdisc holds both hooks: create it once. */
+		err = d ? -EEXIST : bpf_tc_hook_create(&hook);
 		if (err && err != -EEXIST) {
 			fprintf(stderr, "gradnet-stat: cannot create the clsact qdisc of %s: %s%s\n",
 				o->dev, strerror(-err), err == -EOPNOTSUPP ||
