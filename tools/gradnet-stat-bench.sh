@@ -16,6 +16,11 @@
 # per-round ratios (attached / not attached), and how busy the machine
 # was meanwhile (load average, share of CPU time not idle, steal); then
 # the command line, so the figure can be measured again elsewhere.
+# With kernel.bpf_stats_enabled on for the run (restored after), it also
+# gives what the programs themselves took, a figure the machine's noise
+# moves much less: nanoseconds per run, runs per allreduce and rank, and
+# their share of the allreduce's time. The uprobe's trap into the kernel
+# is not in it, so the whole cost is more.
 
 set -eu
 
@@ -49,6 +54,11 @@ for b in "$rank_bin" "$stat_bin"; do
 	[ -x "$b" ] || { echo "gradnet-stat-bench.sh: no $b: build first" >&2; exit 1; }
 done
 gn_require_net
+command -v bpftool >/dev/null || PATH=$PATH:/usr/sbin
+command -v bpftool >/dev/null || { echo "gradnet-stat-bench.sh: bpftool missing" >&2; exit 1; }
+stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+gn_on_cleanup "echo $stats_was >/proc/sys/kernel/bpf_stats_enabled"
 # Pins of its own: an operator's /sys/fs/bpf/gradnet stays untouched.
 export GN_STAT_PIN_DIR=/sys/fs/bpf/gradnet-bench-$$
 gn_on_cleanup "'$stat_bin' detach >/dev/null 2>&1 || true"
@@ -100,6 +110,26 @@ attach() {
 	done
 }
 
+# "run_time_ns run_cnt" of the programs the pinned links and the tc
+# filters of gradnet-stat hold.
+bpf_runtime() {
+	local k ids
+
+	ids=$(for f in "$GN_STAT_PIN_DIR"/links/*; do
+		bpftool link show pinned "$f" -j
+	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2)
+	for ((k = 0; k < ranks; k++)); do
+		ids="$ids $(for d in ingress egress; do
+			tc -n "$(gn_host_ns "$k")" filter show dev eth0 "$d"
+		done | grep -o ' id [0-9]*' | grep -o '[0-9]*')"
+	done
+	for id in $(echo "$ids" | tr ' ' '\n' | sort -u); do
+		bpftool prog show id "$id" -j
+	done | awk '{ match($0, /"run_time_ns":[0-9]+/); t += substr($0, RSTART + 14, RLENGTH - 14)
+		      match($0, /"run_cnt":[0-9]+/); c += substr($0, RSTART + 10, RLENGTH - 10) }
+		    END { print t + 0, c + 0 }'
+}
+
 # Detach, first checking that the attached job $1 was really counted.
 detach() {
 	local job=$1 k pkts
@@ -113,11 +143,15 @@ detach() {
 	"$stat_bin" detach >/dev/null
 }
 
-# timed on|off ELEMS STEPS WARMUP JOB: one job, gradnet-stat attached or not.
+# timed on|off ELEMS STEPS WARMUP JOB: one job, gradnet-stat attached or
+# not: "seconds" or, attached, "seconds run_time_ns run_cnt".
 timed() {
+	local t
+
 	if [ "$1" = on ]; then
 		attach
-		run_job "$2" "$3" "$4" "$5"
+		t=$(run_job "$2" "$3" "$4" "$5")
+		echo "$t $(bpf_runtime)"
 		detach "$5"
 	else
 		run_job "$2" "$3" "$4" "$5"
@@ -139,28 +173,38 @@ for elems in "${E[@]}"; do
 	fi
 	read -r b0 i0 s0 <<<"$(cpu_times)"
 	l0=$(cut -d' ' -f1 /proc/loadavg)
-	offs=() ons=() ratios=()
+	offs=() ons=() ratios=() shares=() nsper=() runs=()
 	for ((r = 0; r < rounds; r++)); do
 		job=$((job + 2))
 		if ((r % 2 == 0)); then
 			off=$(timed off "$elems" "$st" "$wu" "$job")
-			on=$(timed on "$elems" "$st" "$wu" $((job + 1)))
+			read -r on bns bcnt <<<"$(timed on "$elems" "$st" "$wu" $((job + 1)))"
 		else
-			on=$(timed on "$elems" "$st" "$wu" $((job + 1)))
+			read -r on bns bcnt <<<"$(timed on "$elems" "$st" "$wu" $((job + 1)))"
 			off=$(timed off "$elems" "$st" "$wu" "$job")
 		fi
+		# Per rank and allreduce (warm-up steps included, as in the count).
+		read -r nsr runr sharer <<<"$(awk -v t="$bns" -v c="$bcnt" \
+			-v n=$((ranks * (st + wu))) -v s="$on" \
+			'BEGIN { printf "%.0f %.0f %.5f", c ? t / c : 0, c / n, t / n / 1e9 / s }')"
+		nsper+=("$nsr")
+		runs+=("$runr")
+		shares+=("$sharer")
 		offs+=("$off")
 		ons+=("$on")
 		ratios+=("$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.4f", a / b }')")
-		echo "# $elems floats, round $((r + 1)): not attached $off s, attached $on s, ratio ${ratios[-1]}"
+		echo "# $elems floats, round $((r + 1)): not attached $off s, attached $on s, ratio ${ratios[-1]}; BPF $nsr ns per run, $runr runs per allreduce and rank, ${sharer} of the allreduce"
 	done
 	read -r b1 i1 s1 <<<"$(cpu_times)"
 	l1=$(cut -d' ' -f1 /proc/loadavg)
 	moff=$(printf '%s\n' "${offs[@]}" | median)
 	mon=$(printf '%s\n' "${ons[@]}" | median)
 	mratio=$(printf '%s\n' "${ratios[@]}" | median)
+	mns=$(printf '%s\n' "${nsper[@]}" | median)
+	mruns=$(printf '%s\n' "${runs[@]}" | median)
+	mshare=$(printf '%s\n' "${shares[@]}" | median)
 	busy=$(awk -v b=$((b1 - b0)) -v i=$((i1 - i0)) -v s=$((s1 - s0)) \
 		'BEGIN { printf "%.2f %.2f", b / (b + i + s), s / (b + i + s) }')
-	echo "{\"ranks\": $ranks, \"elems\": $elems, \"steps\": $st, \"rounds\": $rounds, \"off_median_s\": $moff, \"on_median_s\": $mon, \"ratio_median\": $mratio, \"ratios\": [$(IFS=,; echo "${ratios[*]}")], \"load1_start\": $l0, \"load1_end\": $l1, \"cpu_busy_share\": ${busy% *}, \"cpu_steal_share\": ${busy#* }}"
+	echo "{\"ranks\": $ranks, \"elems\": $elems, \"steps\": $st, \"rounds\": $rounds, \"off_median_s\": $moff, \"on_median_s\": $mon, \"ratio_median\": $mratio, \"ratios\": [$(IFS=,; echo "${ratios[*]}")], \"bpf_ns_per_run_median\": $mns, \"bpf_runs_per_allreduce_rank\": $mruns, \"bpf_share_median\": $mshare, \"load1_start\": $l0, \"load1_end\": $l1, \"cpu_busy_share\": ${busy% *}, \"cpu_steal_share\": ${busy#* }}"
 done
 echo "# command: $cmdline"
