@@ -20,7 +20,10 @@
 # gives what the programs themselves took, a figure the machine's noise
 # moves much less: nanoseconds per run, runs per allreduce and rank, and
 # their share of the allreduce's time. The uprobe's trap into the kernel
-# is not in it, so the whole cost is more.
+# is not in it; a probe loop measures that first: a program compiled here
+# fires a gradnet:tx probe (as lib/probes.c builds it) in a loop, with the
+# probe attached and not, and the difference per hit, times the runs per
+# allreduce, estimates the whole cost.
 
 set -eu
 
@@ -158,11 +161,56 @@ timed() {
 	fi
 }
 
+# The cost of one probe hit, trap and program: "ns_not_attached ns_attached".
+probe_cost() {
+	local dir on=() off=() k
+
+	dir=$(mktemp -d)
+	cat >"$dir/loop.c" <<'LOOP'
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/sdt.h>
+
+int main(int argc, char **argv)
+{
+	volatile unsigned long v[8] = { 1, 0, 1, 7, 0, 1, 1400, 0 };
+	long i, n = argc > 1 ? atol(argv[1]) : 1000000;
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < n; i++) {
+		unsigned long j = v[0], r = v[1], p = v[2], t = v[3];
+		unsigned long ph = v[4], tp = v[5], w = v[6], ag = v[7];
+
+		STAP_PROBE8(gradnet, tx, j, r, p, t, ph, tp, w, ag);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("%.1f\n", ((double)(b.tv_sec - a.tv_sec) * 1e9 +
+			  (double)(b.tv_nsec - a.tv_nsec)) / (double)n);
+	return 0;
+}
+LOOP
+	cc -O2 -DSTAP_SDT_ARG_CONSTRAINT=nr -o "$dir/loop" "$dir/loop.c" ||
+		{ echo "gradnet-stat-bench.sh: cannot build the probe loop (systemtap-sdt-dev?)" >&2; exit 1; }
+	for ((k = 0; k < 5; k++)); do
+		off+=("$("$dir/loop" 2000000)")
+		"$stat_bin" attach --lib "$dir/loop" >/dev/null
+		on+=("$("$dir/loop" 2000000)")
+		"$stat_bin" detach >/dev/null
+	done
+	rm -rf "$dir"
+	echo "$(printf '%s\n' "${off[@]}" | median) $(printf '%s\n' "${on[@]}" | median)"
+}
+
 median() {
 	sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, ISA flags:$(grep -m1 '^flags' /proc/cpuinfo | grep -o ' avx2\| avx512f' | tr -d '\n'), kernel $(uname -r)"
+read -r hit_off hit_on <<<"$(probe_cost)"
+hit_ns=$(awk -v a="$hit_on" -v b="$hit_off" 'BEGIN { printf "%.0f", a - b }')
+echo "# probe loop: $hit_off ns per iteration not attached, $hit_on ns attached: $hit_ns ns per probe hit"
 gn_net_setup "$ranks" --mtu "$mtu"
 IFS=, read -r -a E <<<"$elems_list"
 for elems in "${E[@]}"; do
@@ -205,6 +253,6 @@ for elems in "${E[@]}"; do
 	mshare=$(printf '%s\n' "${shares[@]}" | median)
 	busy=$(awk -v b=$((b1 - b0)) -v i=$((i1 - i0)) -v s=$((s1 - s0)) \
 		'BEGIN { printf "%.2f %.2f", b / (b + i + s), s / (b + i + s) }')
-	echo "{\"ranks\": $ranks, \"elems\": $elems, \"steps\": $st, \"rounds\": $rounds, \"off_median_s\": $moff, \"on_median_s\": $mon, \"ratio_median\": $mratio, \"ratios\": [$(IFS=,; echo "${ratios[*]}")], \"bpf_ns_per_run_median\": $mns, \"bpf_runs_per_allreduce_rank\": $mruns, \"bpf_share_median\": $mshare, \"load1_start\": $l0, \"load1_end\": $l1, \"cpu_busy_share\": ${busy% *}, \"cpu_steal_share\": ${busy#* }}"
+	echo "{\"ranks\": $ranks, \"elems\": $elems, \"steps\": $st, \"rounds\": $rounds, \"off_median_s\": $moff, \"on_median_s\": $mon, \"ratio_median\": $mratio, \"ratios\": [$(IFS=,; echo "${ratios[*]}")], \"bpf_ns_per_run_median\": $mns, \"bpf_runs_per_allreduce_rank\": $mruns, \"bpf_share_median\": $mshare, \"probe_hit_ns\": $hit_ns, \"est_share\": $(awk -v h="$hit_ns" -v r="$mruns" -v t="$moff" 'BEGIN { printf "%.4f", h * r / 1e9 / t }'), \"load1_start\": $l0, \"load1_end\": $l1, \"cpu_busy_share\": ${busy% *}, \"cpu_steal_share\": ${busy#* }}"
 done
 echo "# command: $cmdline"
