@@ -82,7 +82,7 @@ cpu_times() {
 
 # One job: the slowest rank's median seconds per allreduce.
 run_job() {
-	local elems=$1 st=$2 wu=$3 job=$4 peers= k out pids=()
+	local elems=$1 st=$2 wu=$3 job=$4 peers='' k out pids=()
 
 	out=$(mktemp -d)
 	for ((k = 0; k < ranks; k++)); do
@@ -90,7 +90,7 @@ run_job() {
 	done
 	for ((k = 0; k < ranks; k++)); do
 		gn_host_exec "$k" env GN_KEY="$key" GN_RANK=$k \
-			GN_WORLD_SIZE="$ranks" GN_PEERS="$peers" GN_JOB=$job \
+			GN_WORLD_SIZE="$ranks" GN_PEERS="$peers" GN_JOB="$job" \
 			GN_MTU="$mtu" GN_TIMEOUT_MS=30000 \
 			"$rank_bin" --elems "$elems" --codec 3lc --steps "$st" \
 			--warmup "$wu" >"$out/$k.json" &
@@ -163,7 +163,7 @@ timed() {
 
 # The cost of one probe hit, trap and program: "ns_not_attached ns_attached".
 probe_cost() {
-	local dir on=() off=() k
+	local dir hon=() hoff=() k
 
 	dir=$(mktemp -d)
 	cat >"$dir/loop.c" <<'LOOP'
@@ -194,13 +194,13 @@ LOOP
 	cc -O2 -DSTAP_SDT_ARG_CONSTRAINT=nr -o "$dir/loop" "$dir/loop.c" ||
 		{ echo "gradnet-stat-bench.sh: cannot build the probe loop (systemtap-sdt-dev?)" >&2; exit 1; }
 	for ((k = 0; k < 5; k++)); do
-		off+=("$("$dir/loop" 2000000)")
+		hoff+=("$("$dir/loop" 2000000)")
 		"$stat_bin" attach --lib "$dir/loop" >/dev/null
-		on+=("$("$dir/loop" 2000000)")
+		hon+=("$("$dir/loop" 2000000)")
 		"$stat_bin" detach >/dev/null
 	done
 	rm -rf "$dir"
-	echo "$(printf '%s\n' "${off[@]}" | median) $(printf '%s\n' "${on[@]}" | median)"
+	echo "$(printf '%s\n' "${hoff[@]}" | median) $(printf '%s\n' "${hon[@]}" | median)"
 }
 
 median() {
