@@ -2,11 +2,13 @@
 /*
  * gradnet_stat.bpf.c - per-flow statistics of gradnet jobs.
  *
- * Uprobes on libgradnet's USDT probes (lib/probes.c) fold what the
- * library counted into gn_flows, and step ends into gn_step_hist; a tc
- * program on clsact ingress and egress parses Ethernet, IPv4, UDP and the
- * gradnet common header and counts what really crossed an interface into
- * gn_wire. The three maps are pinned by name under /sys/fs/bpf/gradnet,
+ * Uprobes on libgradnet's USDT probes (lib/probes.c) and raw tracepoint
+ * programs on the kernel module's tracepoints (kmod/trace.h), which carry
+ * the same arguments, fold what the library or the module counted into
+ * gn_flows, and step ends into gn_step_hist, through the same count_*()
+ * functions; a tc program on clsact ingress and egress parses Ethernet,
+ * IPv4 or IPv6, UDP and the gradnet common header and counts what really
+ * crossed an interface into gn_wire. The three maps are pinned by name under /sys/fs/bpf/gradnet,
  * so every load by gradnet-stat (one per attach) shares them.
  *
  * The probes' arguments are registers (the library is built with
@@ -19,6 +21,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <linux/ptrace.h>
 #include <linux/udp.h>
@@ -82,17 +85,6 @@ static const struct gn_stat_flow zero_flow;
 static const struct gn_stat_wire zero_wire;
 static const struct gn_stat_hist zero_hist;
 
-/* Argument @i of the probe that fired: the pt_regs slot the cookie names. */
-static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 cookie, int i)
-{
-	__u64 slot = (cookie >> (5 * i)) & 31, v = 0;
-
-	if (slot >= sizeof(struct pt_regs) / 8)
-		return 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + slot * 8);
-	return v;
-}
-
 static __always_inline void *lookup_or_init(void *map, const void *key,
 					    const void *zero)
 {
@@ -105,18 +97,38 @@ static __always_inline void *lookup_or_init(void *map, const void *key,
 	return bpf_map_lookup_elem(map, key);
 }
 
+/* ---- packet events: USDT probes and the module's tracepoints -------------- */
+
 /*
- * The flow of an event from this rank (args job, rank, peer...): sent
+ * An event's arguments, in the order both sources give them (the probes
+ * of lib/probes.c and the tracepoints of kmod/trace.h):
+ *   msg:    job rank peer tensor phase transport raw_bytes stream_bytes
+ *   tx:     job rank peer tensor phase transport wire_bytes again
+ *   tx_ctl: job rank peer transport wire_bytes
+ *   rx:     job rank peer tensor phase transport wire_bytes
+ *   drop:   job rank peer transport reason
+ *   step:   job rank tensor transport step ns
+ * The handlers below fetch them (from registers or from the tracepoint's
+ * arguments) and the count_*() functions fold them into the maps.
+ */
+#define GN_EV_ARGS		8
+
+struct gn_ev {
+	__u64 a[GN_EV_ARGS];
+};
+
+/*
+ * The flow of an event from this rank (args job, rank, peer, ...): sent
  * (@rx false) from rank to peer, or received from peer by rank.
  */
 static __always_inline struct gn_stat_flow *
-flow_of(__u64 job, __u64 rank, __u64 peer, __u64 tensor, __u64 phase,
-	__u64 transport, bool rx)
+flow_of(const struct gn_ev *e, __u64 tensor, __u64 phase, __u64 transport,
+	bool rx)
 {
 	struct gn_stat_key k = {
-		.job = job,
-		.src = rx ? peer : rank,
-		.dst = rx ? rank : peer,
+		.job = e->a[0],
+		.src = rx ? e->a[2] : e->a[1],
+		.dst = rx ? e->a[1] : e->a[2],
 		.tensor = tensor,
 		.phase = phase,
 		.transport = transport,
@@ -125,88 +137,59 @@ flow_of(__u64 job, __u64 rank, __u64 peer, __u64 tensor, __u64 phase,
 	return lookup_or_init(&gn_flows, &k, &zero_flow);
 }
 
-/* gradnet:msg job rank peer tensor phase transport raw_bytes stream_bytes */
-SEC("uprobe")
-int gn_usdt_msg(struct pt_regs *ctx)
+static __always_inline int count_msg(const struct gn_ev *e)
 {
-	__u64 c = bpf_get_attach_cookie(ctx);
-	struct gn_stat_flow *f;
+	struct gn_stat_flow *f = flow_of(e, e->a[3], e->a[4], e->a[5], false);
 
-	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
-		    usdt_arg(ctx, c, 2), usdt_arg(ctx, c, 3),
-		    usdt_arg(ctx, c, 4), usdt_arg(ctx, c, 5), false);
-	if (!f)
-		return 0;
-	f->messages++;
-	f->raw_bytes += usdt_arg(ctx, c, 6);
-	f->stream_bytes += usdt_arg(ctx, c, 7);
+	if (f) {
+		f->messages++;
+		f->raw_bytes += e->a[6];
+		f->stream_bytes += e->a[7];
+	}
 	return 0;
 }
 
-/* gradnet:tx job rank peer tensor phase transport wire_bytes again */
-SEC("uprobe")
-int gn_usdt_tx(struct pt_regs *ctx)
+static __always_inline int count_tx(const struct gn_ev *e)
 {
-	__u64 c = bpf_get_attach_cookie(ctx);
-	struct gn_stat_flow *f;
+	struct gn_stat_flow *f = flow_of(e, e->a[3], e->a[4], e->a[5], false);
 
-	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
-		    usdt_arg(ctx, c, 2), usdt_arg(ctx, c, 3),
-		    usdt_arg(ctx, c, 4), usdt_arg(ctx, c, 5), false);
-	if (!f)
-		return 0;
-	f->tx_packets++;
-	f->tx_wire_bytes += usdt_arg(ctx, c, 6);
-	f->retransmits += usdt_arg(ctx, c, 7) ? 1 : 0;
+	if (f) {
+		f->tx_packets++;
+		f->tx_wire_bytes += e->a[6];
+		f->retransmits += e->a[7] ? 1 : 0;
+	}
 	return 0;
 }
 
-/* gradnet:tx_ctl job rank peer transport wire_bytes */
-SEC("uprobe")
-int gn_usdt_tx_ctl(struct pt_regs *ctx)
+static __always_inline int count_tx_ctl(const struct gn_ev *e)
 {
-	__u64 c = bpf_get_attach_cookie(ctx);
-	struct gn_stat_flow *f;
+	struct gn_stat_flow *f = flow_of(e, 0, GN_STAT_PHASE_CTL, e->a[3],
+					 false);
 
-	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
-		    usdt_arg(ctx, c, 2), 0, GN_STAT_PHASE_CTL,
-		    usdt_arg(ctx, c, 3), false);
-	if (!f)
-		return 0;
-	f->ctl_packets++;
-	f->ctl_bytes += usdt_arg(ctx, c, 4);
+	if (f) {
+		f->ctl_packets++;
+		f->ctl_bytes += e->a[4];
+	}
 	return 0;
 }
 
-/* gradnet:rx job rank peer tensor phase transport wire_bytes */
-SEC("uprobe")
-int gn_usdt_rx(struct pt_regs *ctx)
+static __always_inline int count_rx(const struct gn_ev *e)
 {
-	__u64 c = bpf_get_attach_cookie(ctx);
-	struct gn_stat_flow *f;
+	struct gn_stat_flow *f = flow_of(e, e->a[3], e->a[4], e->a[5], true);
 
-	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
-		    usdt_arg(ctx, c, 2), usdt_arg(ctx, c, 3),
-		    usdt_arg(ctx, c, 4), usdt_arg(ctx, c, 5), true);
-	if (!f)
-		return 0;
-	f->rx_packets++;
-	f->rx_wire_bytes += usdt_arg(ctx, c, 6);
+	if (f) {
+		f->rx_packets++;
+		f->rx_wire_bytes += e->a[6];
+	}
 	return 0;
 }
 
-/* gradnet:drop job rank peer transport reason */
-SEC("uprobe")
-int gn_usdt_drop(struct pt_regs *ctx)
+static __always_inline int count_drop(const struct gn_ev *e)
 {
-	__u64 c = bpf_get_attach_cookie(ctx);
-	struct gn_stat_flow *f;
-	__u64 reason;
+	struct gn_stat_flow *f = flow_of(e, 0, GN_STAT_PHASE_NONE, e->a[3],
+					 true);
+	__u64 reason = e->a[4];
 
-	f = flow_of(usdt_arg(ctx, c, 0), usdt_arg(ctx, c, 1),
-		    usdt_arg(ctx, c, 2), 0, GN_STAT_PHASE_NONE,
-		    usdt_arg(ctx, c, 3), true);
-	reason = usdt_arg(ctx, c, 4);
 	if (f && reason < GN_STAT_DROPS)
 		f->drops[reason]++;
 	return 0;
@@ -227,27 +210,23 @@ static __always_inline __u32 log2_bucket(__u64 us)
 	return k;
 }
 
-/* gradnet:step job rank tensor transport step ns */
-SEC("uprobe")
-int gn_usdt_step(struct pt_regs *ctx)
+/* A step end: the rank's flow to every rank (peer slot: GN_STAT_RANK_ALL). */
+static __always_inline int count_step(const struct gn_ev *e)
 {
-	__u64 c = bpf_get_attach_cookie(ctx);
-	__u64 job = usdt_arg(ctx, c, 0), rank = usdt_arg(ctx, c, 1);
-	__u64 tensor = usdt_arg(ctx, c, 2), transport = usdt_arg(ctx, c, 3);
-	__u64 ns = usdt_arg(ctx, c, 5);
+	struct gn_ev who = { .a = { e->a[0], e->a[1], GN_STAT_RANK_ALL } };
 	struct gn_stat_hist_key hk = {
-		.job = job, .rank = rank, .tensor = tensor,
-		.transport = transport,
+		.job = e->a[0], .rank = e->a[1], .tensor = e->a[2],
+		.transport = e->a[3],
 	};
 	struct gn_stat_flow *f;
 	struct gn_stat_hist *h;
+	__u64 ns = e->a[5];
 	__u32 b;
 
-	f = flow_of(job, rank, GN_STAT_RANK_ALL, tensor, GN_STAT_PHASE_NONE,
-		    transport, false);
+	f = flow_of(&who, e->a[2], GN_STAT_PHASE_NONE, e->a[3], false);
 	if (f) {
 		f->steps++;
-		f->last_step = usdt_arg(ctx, c, 4);
+		f->last_step = e->a[4];
 		f->step_ns += ns;
 	}
 	h = lookup_or_init(&gn_step_hist, &hk, &zero_hist);
@@ -257,19 +236,104 @@ int gn_usdt_step(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Registers an argument may be in: the first of uapi x86-64 pt_regs. */
+#define GN_USDT_REGS		15
+
+/*
+ * USDT: argument i is in the pt_regs slot that bits [5i, 5i + 5) of the
+ * BPF cookie name (gradnet-stat reads them from the probe's note; 31:
+ * none). The registers are copied once with direct context reads at
+ * constant offsets, the only kind the verifier takes, and picked from the
+ * copy: far cheaper than a bpf_probe_read_kernel() call per argument.
+ */
+static __always_inline void usdt_fetch(struct pt_regs *ctx, struct gn_ev *e,
+				       int n)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), slot;
+	__u64 r[GN_USDT_REGS] = {
+		ctx->r15, ctx->r14, ctx->r13, ctx->r12, ctx->rbp,
+		ctx->rbx, ctx->r11, ctx->r10, ctx->r9, ctx->r8,
+		ctx->rax, ctx->rcx, ctx->rdx, ctx->rsi, ctx->rdi,
+	};
+	int i;
+
+#pragma unroll
+	for (i = 0; i < GN_EV_ARGS; i++) {
+		slot = (cookie >> (5 * i)) & 31;
+		e->a[i] = i < n && slot < GN_USDT_REGS ? r[slot] : 0;
+	}
+}
+
+/*
+ * The module's tracepoints, as raw tracepoints: their arguments are the
+ * events' u64 fields, in order. Only the first @n are read, since the
+ * kernel refuses a program that reads past a tracepoint's arguments.
+ */
+static __always_inline void tp_fetch(struct bpf_raw_tracepoint_args *ctx,
+				     struct gn_ev *e, int n)
+{
+	int i;
+
+#pragma unroll
+	for (i = 0; i < GN_EV_ARGS; i++)
+		e->a[i] = i < n ? ctx->args[i] : 0;
+}
+
+/*
+ * Two programs per event, @nargs arguments: gn_usdt_<ev> for the uprobe
+ * on the probe gradnet:<ev>, gn_kmod_<ev> for the module's tracepoint
+ * gradnet:gn_<ev>; gradnet-stat loads one set or the other.
+ */
+#define GN_EV_HANDLERS(ev, nargs)					\
+SEC("uprobe")								\
+int gn_usdt_##ev(struct pt_regs *ctx)					\
+{									\
+	struct gn_ev e;							\
+									\
+	usdt_fetch(ctx, &e, nargs);					\
+	return count_##ev(&e);						\
+}									\
+									\
+SEC("raw_tp/gn_" #ev)							\
+int gn_kmod_##ev(struct bpf_raw_tracepoint_args *ctx)			\
+{									\
+	struct gn_ev e;							\
+									\
+	tp_fetch(ctx, &e, nargs);					\
+	return count_##ev(&e);						\
+}
+
+GN_EV_HANDLERS(msg, 8)
+GN_EV_HANDLERS(tx, 8)
+GN_EV_HANDLERS(tx_ctl, 5)
+GN_EV_HANDLERS(rx, 7)
+GN_EV_HANDLERS(drop, 5)
+GN_EV_HANDLERS(step, 6)
+
 /* ---- tc: what crossed the wire ------------------------------------------ */
 
-/* Offset of the UDP payload, or -1 if @skb is not an unfragmented IPv4 UDP head. */
+/*
+ * Offset of the UDP payload, or -1 if @skb is not the head of an IPv4 or
+ * IPv6 UDP datagram: IPv4 fragments and IPv6 extension headers are left
+ * alone (gradnet sends neither: its datagrams fit the path MTU).
+ */
 static __always_inline int udp_payload(struct __sk_buff *skb)
 {
+	struct ipv6hdr ip6;
 	struct iphdr ip;
 	__be16 proto;
 
 	if (bpf_skb_load_bytes(skb, offsetof(struct ethhdr, h_proto),
-			       &proto, sizeof(proto)) ||
-	    proto != bpf_htons(ETH_P_IP))
+			       &proto, sizeof(proto)))
 		return -1;
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)))
+	if (proto == bpf_htons(ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)) ||
+		    ip6.nexthdr != IPPROTO_UDP)
+			return -1;
+		return ETH_HLEN + sizeof(ip6) + sizeof(struct udphdr);
+	}
+	if (proto != bpf_htons(ETH_P_IP) ||
+	    bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)))
 		return -1;
 	if (ip.protocol != IPPROTO_UDP || ip.ihl < 5 ||
 	    (ip.frag_off & bpf_htons(0x1fff | 0x2000)))

@@ -7,9 +7,42 @@
  * self-tests when it loads and refuses to load if any check fails.
  */
 #include <linux/init.h>
+#include <linux/kstrtox.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 
 #include "selftest.h"
+
+/* What the last rerun of the core self-test returned (0: passed). */
+static int core_rerun_result;
+
+/*
+ * Writing 1 runs the core self-test again on the loaded module, so that
+ * a tracer attached after load (gradnet-stat attach --kmod) sees its
+ * packets; the write fails with the self-test's error if a check fails.
+ * Sysfs writes of one module's parameters are serialised by the kernel.
+ */
+static int core_rerun_set(const char *val, const struct kernel_param *kp)
+{
+	bool run;
+	int err;
+
+	err = kstrtobool(val, &run);
+	if (err || !run)
+		return -EINVAL;
+	core_rerun_result = gn_selftest_core_run();
+	return core_rerun_result;
+}
+
+static const struct kernel_param_ops core_rerun_ops = {
+	.set = core_rerun_set,
+	.get = param_get_int,
+};
+
+module_param_cb(rerun_core_selftest, &core_rerun_ops, &core_rerun_result,
+		0600);
+MODULE_PARM_DESC(rerun_core_selftest,
+		 "write 1 (root) to run the protocol core's self-test again and fire its tracepoints; reads the last rerun's result (0: passed)");
 
 static int __init gradnet_init(void)
 {

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * gradnet-stat.c - per-flow statistics of gradnet jobs with eBPF: attaches
- * bpf/gradnet_stat.bpf.c to libgradnet's USDT probes and to interfaces
- * (tc clsact), pins the maps and links under /sys/fs/bpf/gradnet so the
- * counting goes on after this process exits, and reads the maps back.
+ * bpf/gradnet_stat.bpf.c to libgradnet's USDT probes, to the kernel
+ * module's tracepoints and to interfaces (tc clsact), pins the maps and
+ * links under /sys/fs/bpf/gradnet so the counting goes on after this
+ * process exits, and reads the maps back.
  *
  *   gradnet-stat attach --lib PATH           every process that maps PATH
  *   gradnet-stat attach --pid PID [--lib PATH]
+ *   gradnet-stat attach --kmod               the gradnet module's tracepoints
  *   gradnet-stat attach --dev IFACE [--netns NAME]
- *   gradnet-stat detach [--dev IFACE [--netns NAME]]
+ *   gradnet-stat detach [--kmod | --dev IFACE [--netns NAME]]
  *   gradnet-stat dump [--json | --openmetrics]
  *   gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]
  *
@@ -33,6 +35,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -88,11 +91,33 @@ static void set_pin_dir(void)
 struct opts {
 	const char *lib, *dev, *netns;
 	int pid;
-	bool json, openmetrics;
+	bool kmod, json, openmetrics;
 	double interval;
 	long count;
 	long long job, tensor;
 };
+
+/* Which of the object's programs a load takes: those of one attach kind. */
+enum prog_kind {
+	KIND_USDT,	/* uprobes on the USDT probes */
+	KIND_KMOD,	/* raw tracepoints of the module */
+	KIND_TC,	/* clsact ingress and egress */
+};
+
+#define KIND_BIT(k)	(1 << (k))
+#define KIND_ALL	(KIND_BIT(KIND_USDT) | KIND_BIT(KIND_KMOD) | KIND_BIT(KIND_TC))
+
+static enum prog_kind prog_kind(const struct bpf_program *p)
+{
+	switch (bpf_program__type(p)) {
+	case BPF_PROG_TYPE_SCHED_CLS:
+		return KIND_TC;
+	case BPF_PROG_TYPE_RAW_TRACEPOINT:
+		return KIND_KMOD;
+	default:
+		return KIND_USDT;
+	}
+}
 
 /* ---- environment checks --------------------------------------------------- */
 
@@ -116,6 +141,102 @@ static int check_env(void)
 	return 0;
 }
 
+/* The running kernel's version as 0xMMmmpp (4.17.0: 0x041100), 0 if unknown. */
+static unsigned int kernel_version(char *rel, size_t len)
+{
+	unsigned int maj = 0, min = 0;
+	struct utsname u;
+
+	if (uname(&u) || sscanf(u.release, "%u.%u", &maj, &min) != 2)
+		return 0;
+	snprintf(rel, len, "%s", u.release);
+	return maj << 16 | min << 8;
+}
+
+static int probe_percpu_hash(void)
+{
+	return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_PERCPU_HASH, NULL);
+}
+
+static int probe_kprobe(void)
+{
+	return libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL);
+}
+
+static int probe_attach_cookie(void)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE,
+				       BPF_FUNC_get_attach_cookie, NULL);
+}
+
+static int probe_raw_tp(void)
+{
+	return libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_RAW_TRACEPOINT, NULL);
+}
+
+static int probe_sched_cls(void)
+{
+	return libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_SCHED_CLS, NULL);
+}
+
+/*
+ * What the programs of each attach kind need from the kernel: probed
+ * where the kernel can be asked (libbpf's probes load a tiny program),
+ * else read from the version (@since, 0xMMmm00) when nothing else tells.
+ */
+static const struct kernel_need {
+	int kinds;			/* bit per enum prog_kind */
+	const char *what;
+	unsigned int since;
+	int (*probe)(void);
+} kernel_needs[] = {
+	{ KIND_ALL, "BPF_MAP_TYPE_PERCPU_HASH maps (Linux 4.6)", 0x040600,
+	  probe_percpu_hash },
+	{ KIND_BIT(KIND_USDT), "BPF_PROG_TYPE_KPROBE programs on uprobes (Linux 4.1)",
+	  0x040100, probe_kprobe },
+	{ KIND_BIT(KIND_USDT), "bpf_get_attach_cookie() in uprobe programs and BPF perf links, which pin them (Linux 5.15)",
+	  0x050f00, probe_attach_cookie },
+	{ KIND_BIT(KIND_KMOD), "BPF_PROG_TYPE_RAW_TRACEPOINT programs (Linux 4.17)",
+	  0x041100, probe_raw_tp },
+	{ KIND_BIT(KIND_KMOD), "raw tracepoints of modules as pinnable BPF links (Linux 5.7)",
+	  0x050700, NULL },
+	{ KIND_BIT(KIND_TC), "BPF_PROG_TYPE_SCHED_CLS programs in direct-action mode (Linux 4.5)",
+	  0x040500, probe_sched_cls },
+	{ KIND_BIT(KIND_TC), "the clsact qdisc (Linux 4.5, CONFIG_NET_SCH_INGRESS)",
+	  0x040500, NULL },
+};
+
+/*
+ * Whether this kernel has what the programs of @kind need; if not, name
+ * the first missing feature and the Linux version that brought it.
+ */
+static int check_kernel(enum prog_kind kind)
+{
+	unsigned int ver;
+	char rel[65] = "?";
+	size_t i;
+	int have;
+
+	ver = kernel_version(rel, sizeof(rel));
+	for (i = 0; i < sizeof(kernel_needs) / sizeof(*kernel_needs); i++) {
+		const struct kernel_need *n = &kernel_needs[i];
+
+		if (!(n->kinds & KIND_BIT(kind)))
+			continue;
+		have = n->probe ? n->probe() : !ver || ver >= n->since;
+		if (have == 1)
+			continue;
+		if (have < 0)
+			fprintf(stderr, "gradnet-stat: cannot ask the kernel (%s) whether it has %s: %s\n",
+				rel, n->what, strerror(-have));
+		else
+			fprintf(stderr, "gradnet-stat: this kernel (%s) lacks %s\n",
+				rel, n->what);
+		return have < 0 ? have : -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 static int mkdir_p(const char *dir)
 {
 	if (mkdir(dir, 0700) && errno != EEXIST) {
@@ -134,7 +255,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt,
 }
 
 /* The skeleton, its maps pinned by name under GN_STAT_PIN_DIR, loaded. */
-static struct gradnet_stat_bpf *open_load(bool usdt, bool tc, __u64 netns)
+static struct gradnet_stat_bpf *open_load(enum prog_kind kind, __u64 netns)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pin_dir);
 	struct gradnet_stat_bpf *skel;
@@ -147,11 +268,8 @@ static struct gradnet_stat_bpf *open_load(bool usdt, bool tc, __u64 netns)
 			strerror(errno));
 		return NULL;
 	}
-	bpf_object__for_each_program(p, skel->obj) {
-		bool is_tc = bpf_program__type(p) == BPF_PROG_TYPE_SCHED_CLS;
-
-		bpf_program__set_autoload(p, is_tc ? tc : usdt);
-	}
+	bpf_object__for_each_program(p, skel->obj)
+		bpf_program__set_autoload(p, prog_kind(p) == kind);
 	skel->rodata->gn_netns_cookie = netns;
 	err = gradnet_stat_bpf__load(skel);
 	if (err) {
@@ -369,7 +487,10 @@ static int attach_usdt(const struct opts *o)
 		fprintf(stderr, "gradnet-stat: %s has no gradnet USDT probes\n", path);
 		return -ENOENT;
 	}
-	skel = open_load(true, false, 0);
+	err = check_kernel(KIND_USDT);
+	if (err)
+		return err;
+	skel = open_load(KIND_USDT, 0);
 	if (!skel)
 		return -EINVAL;
 	/* Names say what a link is for: pid (or all) and the file's inode. */
@@ -409,6 +530,109 @@ static int attach_usdt(const struct opts *o)
 		       pinned, path, o->pid > 0 ? " in process " : "",
 		       o->pid > 0 ? o->pid : 0, LINK_DIR);
 	return err;
+}
+
+/* ---- the module's tracepoints ------------------------------------------ */
+
+/* The module's tracepoints (kmod/trace.h), in the order of kmod_prog(). */
+static const char *const kmod_tps[] = { "gn_msg", "gn_tx", "gn_tx_ctl",
+					"gn_rx", "gn_drop", "gn_step" };
+#define KMOD_TPS	((int)(sizeof(kmod_tps) / sizeof(*kmod_tps)))
+
+static struct bpf_program *kmod_prog(struct gradnet_stat_bpf *s, int i)
+{
+	struct bpf_program *progs[] = {
+		s->progs.gn_kmod_msg, s->progs.gn_kmod_tx,
+		s->progs.gn_kmod_tx_ctl, s->progs.gn_kmod_rx,
+		s->progs.gn_kmod_drop, s->progs.gn_kmod_step,
+	};
+
+	_Static_assert(sizeof(progs) / sizeof(*progs) ==
+		       sizeof(kmod_tps) / sizeof(*kmod_tps),
+		       "a program per tracepoint");
+	return progs[i];
+}
+
+/* The pin of tracepoint @i's link: one per tracepoint, whoever attached. */
+static void kmod_pin(char *buf, size_t len, int i)
+{
+	snprintf(buf, len, "%s/kmod-%s", LINK_DIR, kmod_tps[i]);
+}
+
+/* Unpin the tracepoint links attach_kmod() pinned, and only those. */
+static int detach_kmod(bool quiet)
+{
+	char pin[sizeof(link_dir) + 32];
+	int i, n = 0, err = 0;
+
+	for (i = 0; i < KMOD_TPS; i++) {
+		kmod_pin(pin, sizeof(pin), i);
+		if (!unlink(pin))
+			n++;
+		else if (errno != ENOENT && !err)
+			err = -errno;
+	}
+	if (quiet)
+		return err;
+	if (err)
+		fprintf(stderr, "gradnet-stat: cannot unpin the tracepoint links: %s\n",
+			strerror(-err));
+	else
+		printf("detached %d tracepoint links\n", n);
+	return err;
+}
+
+/*
+ * Attach to the module's tracepoints, as raw tracepoints: the module has
+ * no BTF, and a raw tracepoint's arguments are the events' u64 fields in
+ * order, so nothing depends on the layout of the trace record. Each link
+ * holds a reference on the module: detach --kmod before rmmod.
+ */
+static int attach_kmod(void)
+{
+	char pin[sizeof(link_dir) + 32];
+	struct gradnet_stat_bpf *skel;
+	int i, err;
+
+	if (access("/sys/module/gradnet", F_OK)) {
+		fprintf(stderr, "gradnet-stat: the gradnet kernel module is not loaded (no /sys/module/gradnet): insmod gradnet.ko first\n");
+		return -ENOENT;
+	}
+	err = check_kernel(KIND_KMOD);
+	if (err)
+		return err;
+	skel = open_load(KIND_KMOD, 0);
+	if (!skel)
+		return -EINVAL;
+	for (i = 0; i < KMOD_TPS && !err; i++) {
+		struct bpf_link *l;
+
+		l = bpf_program__attach_raw_tracepoint(kmod_prog(skel, i),
+						       kmod_tps[i]);
+		if (!l) {
+			err = -errno;
+			fprintf(stderr, "gradnet-stat: cannot attach to tracepoint gradnet:%s: %s%s\n",
+				kmod_tps[i], strerror(-err), err == -ENOENT ?
+				" (a gradnet module without tracepoints?)" : "");
+			break;
+		}
+		kmod_pin(pin, sizeof(pin), i);
+		unlink(pin);	/* a second attach replaces the first */
+		err = bpf_link__pin(l, pin);
+		bpf_link__destroy(l);	/* the pin holds it now */
+		if (err)
+			fprintf(stderr, "gradnet-stat: cannot pin %s: %s%s\n", pin,
+				strerror(-err), err == -EINVAL ?
+				" (raw tracepoint links are pinnable since Linux 5.7)" : "");
+	}
+	gradnet_stat_bpf__destroy(skel);
+	if (err) {
+		detach_kmod(true);
+		return err;
+	}
+	printf("attached to the %d tracepoints of the gradnet module, links in %s\n",
+	       KMOD_TPS, LINK_DIR);
+	return 0;
 }
 
 /* ---- tc ----------------------------------------------------------------- */
@@ -470,9 +694,12 @@ static int attach_tc(const struct opts *o)
 	ifindex = dev_index(o->dev);
 	if (!ifindex)
 		return -ENODEV;
+	err = check_kernel(KIND_TC);
+	if (err)
+		return err;
 	qk.netns = netns_cookie();
 	qk.ifindex = (__u64)ifindex;
-	skel = open_load(false, true, qk.netns);
+	skel = open_load(KIND_TC, qk.netns);
 	if (!skel)
 		return -EINVAL;
 	for (d = 0; d < 2 && !err; d++) {
@@ -483,7 +710,14 @@ static int attach_tc(const struct opts *o)
 		struct bpf_program *p = d ? skel->progs.gn_tc_egress :
 					    skel->progs.gn_tc_ingress;
 
-		err = bpf_tc_hook_create(&hook);
+		/* One clsact qdisc holds both hooks: create it once. */
+		err = d ? -EEXIST : bpf_tc_hook_create(&hook);
+		if (err && err != -EEXIST) {
+			fprintf(stderr, "gradnet-stat: cannot create the clsact qdisc of %s: %s%s\n",
+				o->dev, strerror(-err), err == -EOPNOTSUPP ||
+				err == -ENOENT ? " (the kernel lacks clsact: Linux 4.5, CONFIG_NET_SCH_INGRESS)" : "");
+			break;
+		}
 		/* Ours if it did not exist: detach then removes it again. */
 		if (!err && !d)
 			err = bpf_map__update_elem(skel->maps.gn_tc_qdisc, &qk,
@@ -1255,8 +1489,9 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: gradnet-stat attach --lib PATH | --pid PID [--lib PATH]\n"
+		"       gradnet-stat attach --kmod\n"
 		"       gradnet-stat attach --dev IFACE [--netns NAME]\n"
-		"       gradnet-stat detach [--dev IFACE [--netns NAME]]\n"
+		"       gradnet-stat detach [--kmod | --dev IFACE [--netns NAME]]\n"
 		"       gradnet-stat dump [--json | --openmetrics]\n"
 		"       gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]\n"
 		"  maps and links are pinned under " GN_STAT_PIN_DIR " (or $GN_STAT_PIN_DIR)\n");
@@ -1269,6 +1504,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "lib", required_argument, NULL, 'l' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "dev", required_argument, NULL, 'd' },
+		{ "kmod", no_argument, NULL, 'k' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "openmetrics", no_argument, NULL, 'o' },
@@ -1292,6 +1528,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'd':
 			o->dev = optarg;
+			break;
+		case 'k':
+			o->kmod = true;
 			break;
 		case 'n':
 			o->netns = optarg;
@@ -1338,13 +1577,17 @@ int main(int argc, char **argv)
 	if (err)
 		return 1;
 	if (!strcmp(cmd, "attach")) {
-		if (!!o.dev + !!(o.lib || o.pid) != 1)
+		if (!!o.dev + !!(o.lib || o.pid) + o.kmod != 1)
 			usage();
 		if (mkdir_p(pin_dir) || mkdir_p(LINK_DIR))
 			return 1;
-		err = o.dev ? attach_tc(&o) : attach_usdt(&o);
+		err = o.dev ? attach_tc(&o) : o.kmod ? attach_kmod() :
+			attach_usdt(&o);
 	} else if (!strcmp(cmd, "detach")) {
-		err = o.dev ? detach_tc(&o) : detach_all();
+		if (o.dev && o.kmod)
+			usage();
+		err = o.dev ? detach_tc(&o) : o.kmod ? detach_kmod(false) :
+			detach_all();
 	} else if (!strcmp(cmd, "dump")) {
 		if (o.json && o.openmetrics)
 			usage();

@@ -3,11 +3,12 @@
 """check_stat.py - compare gradnet-stat's maps with the ranks' own counters.
 
 usage: check_stat.py usdt DUMP JOB STATS...   (GN_TEST_STATS_FILE of each rank)
-       check_stat.py wire DUMP JOB DROPPED STATS...
+       check_stat.py wire DUMP JOB DROPPED|clean STATS...
        check_stat.py raw DUMP JOB RANK_JSON...  (gradnet-rank's stats line)
        check_stat.py bpftool BPFTOOL_JSON
        check_stat.py openmetrics OPENMETRICS DUMP JOB  (dump --openmetrics)
        check_stat.py top TOP DUMP JOB                  (top --count 1)
+       check_stat.py kmod DUMP DMESG SCENARIO_H  (tests/kmod/stat.sh)
 Prints TAP lines from NUMBER (env TAP_FIRST) on; exit 1 if any fails.
 """
 import json
@@ -88,6 +89,11 @@ def wire(dump, job, dropped, stats):
                 (seen, want)])
     out = sum(x["packets"] for x in eg)
     inn = sum(x["packets"] for x in ing)
+    if dropped is None:
+        result(out == inn > 0,
+               "tc: on a link without loss every datagram sent was received "
+               "(%d = %d)" % (out, inn), ["egress %d, ingress %d" % (out, inn)])
+        return
     result(out - inn == dropped and dropped > 0,
            "tc: datagrams sent minus received equal the loss injector's "
            "drops (%d - %d = %d)" % (out, inn, dropped),
@@ -289,11 +295,94 @@ def top(path, dump, job):
            "(%d step flows of job %d)" % (rows, job), bad)
 
 
+def scenario_defs(path):
+    """The GN_SCN_* numbers of tests/core/scenario.h."""
+    defs = {}
+    for m in re.finditer(r"^#define GN_SCN_(\w+)\s+(0x[0-9a-fA-F]+|\d+)u?\b",
+                         open(path).read(), re.M):
+        defs[m.group(1)] = int(m.group(2), 0)
+    return defs
+
+
+CASE_LINE = re.compile(r"^gradnet: selftest core (\S+): sent (\d+) delivered "
+                       r"(\d+) lost \d+ duplicated \d+ reordered \d+, (\d+) "
+                       r"retransmits, (\d+) duplicates dropped")
+
+
+def kmod(dump, log, scenario):
+    """The module's rerun of its core self-test, as the tracepoints saw it."""
+    scn = scenario_defs(scenario)
+    job, world = scn["JOB"], scn["WORLD"]
+    ncase, nstep, tensor = scn["CASES"], scn["STEPS"], scn["TENSOR"]
+    try:
+        d = json.load(open(dump))
+    except ValueError as e:
+        result(False, "kmod: the dump is JSON", [str(e)])
+        return
+    cases = [CASE_LINE.match(l) for l in open(log).read().splitlines()]
+    cases = [m for m in cases if m]
+    fl = flows(dump, job)
+    result(len(cases) == ncase,
+           "kmod: the rerun logged its %d cases once each" % ncase,
+           ["case lines: %s" % [m.group(1) for m in cases]])
+    sent = sum(int(m.group(2)) for m in cases)
+    delivered = sum(int(m.group(3)) for m in cases)
+    rtx = sum(int(m.group(4)) for m in cases)
+    dups = sum(int(m.group(5)) for m in cases)
+    others = sorted({f["transport"] for f in fl} - {"kmod"})
+    result(fl and not others and len(fl) == len(d["flows"]),
+           "kmod: %d flows, all of job %#x with transport kmod" %
+           (len(fl), job), ["other transports: %s, flows of other jobs: %d" %
+                            (others, len(d["flows"]) - len(fl))])
+    seen = sum(f["tx_packets"] + f["ctl_packets"] for f in fl)
+    result(seen == sent > 0,
+           "kmod: data and control packets sent equal the fabric's sent "
+           "count (%d)" % sent, ["map %d, self-test %d" % (seen, sent)])
+    seen = sum(f["retransmits"] for f in fl)
+    result(seen == rtx,
+           "kmod: retransmits equal the self-test's (%d)" % rtx,
+           ["map %d, self-test %d" % (seen, rtx)])
+    seen = sum(f["drops"]["duplicate"] for f in fl)
+    result(seen == dups > 0,
+           "kmod: duplicates dropped equal the self-test's (%d)" % dups,
+           ["map %d, self-test %d" % (seen, dups)])
+    taken = sum(f["rx_packets"] + sum(f["drops"].values()) for f in fl)
+    result(0 < taken <= delivered,
+           "kmod: data packets taken plus drops (%d) are at most the "
+           "packets delivered (%d)" % (taken, delivered), [])
+    bad = []
+    for src in range(world):
+        for dst in range(world):
+            for phase in ("reduce", "gather") if src != dst else ():
+                f = [x for x in fl if (x["src"], x["dst"], x["tensor"],
+                                       x["phase"]) == (src, dst, tensor, phase)]
+                if len(f) != 1 or not 0 < f[0]["rx_packets"] <= \
+                        f[0]["tx_packets"] or not f[0]["messages"]:
+                    bad.append("%d->%d %s: %s" % (src, dst, phase, f))
+    result(not bad,
+           "kmod: every rank pair has a reduce and a gather flow of tensor "
+           "%d, messages sent, 0 < packets taken <= sent" % tensor, bad[:6])
+    bad = []
+    for r in range(world):
+        st = [x for x in fl if x["src"] == r and x["dst"] == "all"]
+        if len(st) != 1 or st[0]["steps"] != ncase * nstep or \
+                st[0]["last_step"] != nstep or st[0]["tensor"] != tensor:
+            bad.append("rank %d: %s" % (r, st))
+    hist = sum(sum(h["log2_us"]) for h in d["step_hist"] if h["job"] == job)
+    result(not bad and hist == world * ncase * nstep,
+           "kmod: each rank finished %d steps (the last numbered %d: the "
+           "core counts from 1), the latency histogram holds all %d" %
+           (ncase * nstep, nstep,
+                                       world * ncase * nstep),
+           bad + ["histogram count %d" % hist])
+
+
 cmd = sys.argv[1]
 if cmd == "usdt":
     usdt(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
 elif cmd == "wire":
-    wire(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
+    wire(sys.argv[2], int(sys.argv[3]),
+         None if sys.argv[4] == "clean" else int(sys.argv[4]), sys.argv[5:])
 elif cmd == "raw":
     raw(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
 elif cmd == "bpftool":
@@ -302,4 +391,6 @@ elif cmd == "openmetrics":
     openmetrics(sys.argv[2], sys.argv[3], int(sys.argv[4]))
 elif cmd == "top":
     top(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+elif cmd == "kmod":
+    kmod(sys.argv[2], sys.argv[3], sys.argv[4])
 sys.exit(1 if failed else 0)
