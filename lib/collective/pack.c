@@ -164,15 +164,39 @@ static int pack_span(struct gn_ctx *ctx, struct gn_step *st,
 	return 0;
 }
 
+/*
+ * A bucket's chunks differ in length (cut at member bounds): one
+ * quantizer call each, into the same strided scratch.
+ */
+static int quantize_chunks(struct gn_ctx *ctx, struct gn_step *st,
+			   const struct span *sp)
+{
+	struct gn_tensor *t = st->t;
+	size_t stride = gn_tlc_groups(ctx->chunk), len, off;
+	u32 k;
+	int r;
+
+	for (k = 0; k < sp->n; k++) {
+		off = gn_chunk_at(ctx, t, sp->j, sp->c0 + k, &len);
+		r = gn_fp_quantize(t, st->data, off, len, len, t->q + k * stride,
+				   t->m + k);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 /* Quantize and pack a span of the caller's gradient (no lock held). */
 static int encode_span(struct gn_ctx *ctx, struct gn_step *st,
 		       const struct span *sp, struct gn_txmsg **msgs)
 {
 	struct gn_tensor *t = st->t;
-	size_t len, off = gn_chunk_at(ctx, t, sp->j, sp->c0, &len);
-	size_t end = sp->c0 + sp->n == t->chunks[sp->j] ? t->lo[sp->j + 1] :
-			     off + (size_t)sp->n * ctx->chunk;
+	size_t len, off = gn_chunk_at(ctx, t, sp->j, sp->c0 + sp->n - 1, &len);
+	size_t end = off + len;
 	int r;
+
+	/* A shard's chunks are contiguous: the span is [its first, end). */
+	off = gn_chunk_at(ctx, t, sp->j, sp->c0, &len);
 
 	/*
 	 * The own share never leaves this host: the owner adds it as it is,
@@ -183,6 +207,10 @@ static int encode_span(struct gn_ctx *ctx, struct gn_step *st,
 	if (t->codec == GN_WIRE_CODEC_NONE) {
 		if (!gn_all_finite(st->data + off, end - off))
 			return -EDOM;
+	} else if (sp->j != ctx->rank && t->ck_off) {
+		r = quantize_chunks(ctx, st, sp);
+		if (r)
+			return r;
 	} else if (sp->j != ctx->rank) {
 		r = gn_fp_quantize(t, st->data, off, end - off, ctx->chunk, t->q,
 				   t->m);
