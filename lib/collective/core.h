@@ -270,6 +270,7 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		  const u8 *body);
 void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		struct gn_buf *b);
+bool gn_ack_implied(void *up, const struct gn_ackq *q);
 
 /* control.c */
 bool gn_ctrl_fits(void *up, const struct gn_peer *p,

@@ -32,6 +32,54 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		gn_step_gathered(ctx, st);
 }
 
+/*
+ * What a data packet from @p says about this rank's own messages to @p.
+ * An owner sends the result of a chunk only once it has every
+ * contribution to it, so its result implies this rank's contribution; a
+ * rank starts a tensor's step only after the last one ended (all its
+ * results in, or the step failed and nothing more is needed), so its
+ * contribution to a chunk implies this rank's last result for it.
+ */
+static void implied_acks(struct gn_ctx *ctx, struct gn_peer *p,
+			 const struct gn_wire_hdr *h,
+			 const struct gn_wire_data *d)
+{
+	if (h->phase == GN_PHASE_GATHER)
+		gn_dl_ack_implied(&ctx->dl, p, h->tensor, h->step,
+				  GN_PHASE_REDUCE, d->chunk_off);
+	else
+		gn_dl_ack_implied(&ctx->dl, p, h->tensor, h->step - 1,
+				  GN_PHASE_GATHER, d->chunk_off);
+}
+
+/*
+ * The receiving side of the same rules: may this rank leave out its
+ * acknowledgement of @q, because it has sent @q's sender the packet that
+ * implies it? Either that message is still on its way (a packet of it
+ * went out), or this rank has started a step after the one that sent it
+ * (so it went out, or that step failed on every rank and nothing is owed;
+ * the sender's retries of a step that is over are acknowledged at once).
+ */
+bool gn_ack_implied(void *up, const struct gn_ackq *q)
+{
+	struct gn_ctx *ctx = up;
+	struct gn_tensor *t = gn_tensor_find(ctx, q->tensor);
+	u32 by = q->phase == GN_PHASE_REDUCE ? q->step : q->step + 1;
+	struct gn_txmsg *m;
+
+	if (!t || q->step <= t->base)
+		return false;
+	if (t->stepno > by)
+		return true;
+	if (q->phase == GN_PHASE_REDUCE)
+		m = gn_dl_msg_find(&ctx->dl, q->peer, q->tensor, by,
+				   GN_PHASE_GATHER, q->chunk_off);
+	else
+		m = gn_dl_msg_find(&ctx->dl, q->peer, q->tensor, by,
+				   GN_PHASE_REDUCE, q->chunk_off);
+	return m && gn_dl_msg_sent_to(m, q->peer);
+}
+
 /* The upcall for every authenticated data packet from a live peer. */
 void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		struct gn_buf *b)
@@ -47,6 +95,7 @@ void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		return;
 	}
 	t = gn_tensor_find(ctx, h->tensor);
+	implied_acks(ctx, p, h, &d);
 	if (gn_older_registration(ctx, t, h->tensor, h->step)) {
 		/* Over on this rank; the sender may wait for our ack. */
 		gn_dl_ack_all(&ctx->dl, p->rank, h, &d);
