@@ -271,6 +271,8 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		struct gn_buf *b);
 bool gn_ack_implied(void *up, const struct gn_ackq *q);
+void gn_implied_acks(struct gn_ctx *ctx, struct gn_peer *p,
+		     const struct gn_wire_hdr *h, const struct gn_wire_data *d);
 
 /* control.c */
 bool gn_ctrl_fits(void *up, const struct gn_peer *p,

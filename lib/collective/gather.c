@@ -26,6 +26,7 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 	rx = &st->gat[t->gat_off[p->rank] + (u32)c];
 	if (!gn_take_packet(ctx, p, t, rx, h, d, body))
 		return;
+	gn_implied_acks(ctx, p, h, d);
 	/* Not before: a step that is not started has no data (NULL). */
 	gn_fp_result_slice(ctx, t, st->data + d->chunk_off, d, body, h->body_len);
 	if (rx->m.got == rx->m.npkts)
@@ -38,11 +39,11 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
  * contribution to it, so its result implies this rank's contribution; a
  * rank starts a tensor's step only after the last one ended (all its
  * results in, or the step failed and nothing more is needed), so its
- * contribution to a chunk implies this rank's last result for it.
+ * contribution to a chunk implies this rank's last result for it. Only
+ * packets that were taken count: nothing malformed, stale or duplicated.
  */
-static void implied_acks(struct gn_ctx *ctx, struct gn_peer *p,
-			 const struct gn_wire_hdr *h,
-			 const struct gn_wire_data *d)
+void gn_implied_acks(struct gn_ctx *ctx, struct gn_peer *p,
+		     const struct gn_wire_hdr *h, const struct gn_wire_data *d)
 {
 	if (h->phase == GN_PHASE_GATHER)
 		gn_dl_ack_implied(&ctx->dl, p, h->tensor, h->step,
@@ -95,7 +96,6 @@ void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		return;
 	}
 	t = gn_tensor_find(ctx, h->tensor);
-	implied_acks(ctx, p, h, &d);
 	if (gn_older_registration(ctx, t, h->tensor, h->step)) {
 		/* Over on this rank; the sender may wait for our ack. */
 		gn_dl_ack_all(&ctx->dl, p->rank, h, &d);
