@@ -39,6 +39,7 @@ struct bt_spec {
 	unsigned int members;
 	size_t elems[BT_MEMBERS];
 	bool with_plain;
+	const char *faults;		/* GN_TEST_FAULTS of every rank */
 	/* rank 1 registers this instead, if members1 != 0 (0 elems: a plain tensor) */
 	unsigned int members1;
 	size_t elems1[BT_MEMBERS];
@@ -96,6 +97,8 @@ static void bt_rank(const struct bt_spec *s, struct bt_out *out, int r,
 	struct gn_ctx *ctx;
 	int step, e;
 
+	if (s->faults)
+		setenv("GN_TEST_FAULTS", s->faults, 1);
 	if (gn_ctx_open(&o, &ctx))
 		_exit(2);
 	if (r == 1 && s->members1) {
@@ -281,6 +284,7 @@ FIXTURE_VARIANT(fused) {
 	int world;
 	int codec;
 	unsigned int flags;
+	const char *faults;
 };
 
 /* Weights, biases and a member longer than a chunk; scales 10^3 apart. */
@@ -290,17 +294,28 @@ FIXTURE_SETUP(fused)
 
 	self->s = (struct bt_spec){ .world = variant->world, .steps = BT_STEPS,
 				    .codec = variant->codec,
-				    .flags = variant->flags, .members = 8 };
+				    .flags = variant->flags, .members = 8,
+				    .faults = variant->faults };
 	memcpy(self->s.elems, sizes, sizeof(sizes));
 }
 
 FIXTURE_TEARDOWN(fused) {}
 
-FIXTURE_VARIANT_ADD(fused, w3_3lc_avg) { 3, GN_CODEC_3LC, GN_TENSOR_AVERAGE };
-FIXTURE_VARIANT_ADD(fused, w4_3lc_sum) { 4, GN_CODEC_3LC, 0 };
-FIXTURE_VARIANT_ADD(fused, w2_dense_avg) { 2, GN_CODEC_NONE, GN_TENSOR_AVERAGE };
+FIXTURE_VARIANT_ADD(fused, w3_3lc_avg) {
+	.world = 3, .codec = GN_CODEC_3LC, .flags = GN_TENSOR_AVERAGE };
+FIXTURE_VARIANT_ADD(fused, w4_3lc_sum) { .world = 4, .codec = GN_CODEC_3LC };
+FIXTURE_VARIANT_ADD(fused, w2_dense_avg) {
+	.world = 2, .codec = GN_CODEC_NONE, .flags = GN_TENSOR_AVERAGE };
 FIXTURE_VARIANT_ADD(fused, w3_3lc_shared) {
-	3, GN_CODEC_3LC, GN_TENSOR_AVERAGE | GN_BUCKET_SHARED_SCALE };
+	.world = 3, .codec = GN_CODEC_3LC,
+	.flags = GN_TENSOR_AVERAGE | GN_BUCKET_SHARED_SCALE };
+/* Loss, duplicates and reordering in every sender: the same bits, repaired. */
+FIXTURE_VARIANT_ADD(fused, w3_3lc_faults) {
+	.world = 3, .codec = GN_CODEC_3LC, .flags = GN_TENSOR_AVERAGE,
+	.faults = "loss=0.05,dup=0.05,reorder=0.1,seed=11" };
+FIXTURE_VARIANT_ADD(fused, w4_dense_faults) {
+	.world = 4, .codec = GN_CODEC_NONE,
+	.faults = "loss=0.02,dup=0.05,reorder=0.05,seed=5" };
 
 /*
  * Every rank ends every step with the reference's values bit for bit;
@@ -313,6 +328,7 @@ TEST_F(fused, matches_reference)
 	size_t n = bt_total(self->s.elems, self->s.members);
 	bool shared = self->s.flags & GN_BUCKET_SHARED_SCALE;
 	float *ref = malloc(n * sizeof(float));
+	uint64_t again = 0;
 	struct bt_out *out;
 	int r;
 
@@ -334,7 +350,11 @@ TEST_F(fused, matches_reference)
 			ASSERT_NE(0, memcmp(got, got + n, n * sizeof(float)))
 				TH_LOG("rank %d: member scales made no difference", r);
 		}
+		again += out->stats[r].retransmits;
 	}
+	/* Losses were there, and repaired by retransmission. */
+	if (self->s.faults)
+		ASSERT_LT(0, again);
 	free(ref);
 }
 
