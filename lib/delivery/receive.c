@@ -19,12 +19,14 @@
  * whole message's entry may wait up to ACK_HOLD_NS for that packet,
  * unless an entry of the same peer queued after it must go now (an ACK
  * of later packets without it would make the sender's RACK take its
- * packets for lost) or the held entries cover a burst's worth of packets
- * (the sender's window must move). ACK_HOLD_NS stays well under the
- * senders' retransmission floor.
+ * packets for lost) or the held entries cover a burst's worth of packets.
+ * Only small messages wait: a large one's entry costs little next to its
+ * data, and its sender's window must move. ACK_HOLD_NS stays well under
+ * the senders' retransmission floor.
  */
 #define ACK_DELAY_NS 2000000ull
 #define ACK_HOLD_NS 4000000ull
+#define ACK_HOLD_PKTS 4
 #define ACK_BURST 32
 #define RX_ROUNDS 16
 
@@ -180,9 +182,11 @@ static bool ack_implied(struct gn_dl *dl, const struct gn_ackq *q)
 /*
  * Mark the live entries of @peer (from @i on, the first of them) that
  * wait: with @hold, those queued after the last one that must go now
- * (partial, or older than ACK_HOLD_NS), unless they cover ACK_BURST
- * packets. The queue is in order of arrival, so what goes acknowledges
- * nothing sent after what waits.
+ * (partial, of more than ACK_HOLD_PKTS packets, or older than
+ * ACK_HOLD_NS) and, if one does, after those that waited ACK_DELAY_NS
+ * already; unless they cover ACK_BURST packets. The
+ * queue is in order of arrival, so what goes acknowledges nothing sent
+ * after what waits.
  */
 static void ack_hold(struct gn_dl *dl, u32 i, u16 peer, bool hold)
 {
@@ -193,11 +197,23 @@ static void ack_hold(struct gn_dl *dl, u32 i, u16 peer, bool hold)
 
 		if (q->dead || q->peer != peer)
 			continue;
-		if (!ack_whole(q) || dl->now_ns - q->at_ns >= ACK_HOLD_NS)
+		if (!ack_whole(q) || q->npkts > ACK_HOLD_PKTS ||
+		    dl->now_ns - q->at_ns >= ACK_HOLD_NS)
 			last = j + 1;
-		else
-			pkts += q->npkts;
 	}
+	/* An ACK goes to @peer anyway: what waited ACK_DELAY_NS joins it. */
+	for (j = last; hold && last > i && j < dl->ackq_n; j++) {
+		const struct gn_ackq *q = &dl->ackq[j];
+
+		if (q->dead || q->peer != peer)
+			continue;
+		if (dl->now_ns - q->at_ns < ACK_DELAY_NS)
+			break;
+		last = j + 1;
+	}
+	for (j = last; hold && j < dl->ackq_n; j++)
+		if (!dl->ackq[j].dead && dl->ackq[j].peer == peer)
+			pkts += dl->ackq[j].npkts;
 	if (!hold || pkts >= ACK_BURST)
 		return;
 	for (j = last; j < dl->ackq_n; j++)
