@@ -286,7 +286,8 @@ struct gn_bucket_opts {
  * neighbour's values. With GN_BUCKET_SHARED_SCALE chunks may span
  * members, and the bucket behaves exactly as one tensor of the total
  * size (fewer packets, but a member whose values are much smaller than
- * its neighbours' is sent less often).
+ * its neighbours' is sent less often). A dense (GN_CODEC_NONE) bucket has
+ * no scales and is laid out as a tensor too.
  *
  * A bucket is a tensor in every other call: gn_allreduce*() on the
  * buffer, gn_tensor_unregister(), gn_stats_tensor(). Its members are

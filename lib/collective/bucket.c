@@ -7,7 +7,8 @@
  * ctx->chunk values), so each member keeps its own 3LC scale: a bias
  * next to a weight matrix is not quantized against the weights' largest
  * value. Error feedback is per element, so every member keeps its own.
- * A shared-scale bucket skips the cut and is laid out as a tensor.
+ * A shared-scale bucket, and a dense one, skip the cut and are laid out
+ * as a tensor.
  */
 #include "core.h"
 
@@ -61,7 +62,8 @@ int gn_bucket_layout(struct gn_ctx *ctx, struct gn_tensor *t,
 
 	t->layout = layout_hash(lay);
 	t->members = lay->members;
-	if (lay->shared)
+	/* Dense values have no scale: nothing to keep apart. */
+	if (lay->shared || t->codec == GN_WIRE_CODEC_NONE)
 		return 0;
 	for (j = 0; j < ctx->world; j++) {
 		t->chunks[j] = shard_chunks(ctx, t, lay, j, NULL, NULL);
