@@ -149,6 +149,13 @@ struct gn_wire_hello {
  *	28 the bitmap
  * An entry with base == npkts and no bitmap means "all of it", sent for
  * complete messages and for messages of steps that are over.
+ * Data acknowledge data too, so a receiver may leave out the entry of a
+ * whole message that a DATA packet it sent to the message's sender
+ * implies, and a sender ends such a message on that packet: the result
+ * of chunk (tensor, step, chunk_off) implies every contribution to that
+ * chunk, and a contribution to (tensor, step + 1, chunk_off) implies the
+ * result of (tensor, step, chunk_off). Retries of a step that is over are
+ * still acknowledged at once.
  */
 struct gn_wire_ack {
 	uint32_t tensor;
