@@ -79,8 +79,15 @@ enum gn_codec {
 #define GN_CTX_INSECURE (1u << 0)	/* run without a key: no authentication */
 #define GN_CTX_RANK	(1u << 1)	/* gn_ctx_opts.rank is set, even if 0 */
 
-/* gn_tensor_opts.flags */
+/* gn_tensor_opts.flags (and gn_bucket_opts.flags) */
 #define GN_TENSOR_AVERAGE (1u << 0)	/* result is the mean, not the sum */
+
+/* gn_bucket_opts.flags only */
+#define GN_BUCKET_SHARED_SCALE (1u << 8) /* chunks span members: one 3LC
+					    scale for neighbours */
+
+/* Most members a bucket may have. */
+#define GN_BUCKET_MAX_MEMBERS 65536u
 
 /*
  * struct gn_ctx_opts - how to join a job. Fields left zero or NULL are
@@ -248,6 +255,62 @@ GN_EXPORT int gn_ctx_world_size(const struct gn_ctx *ctx);
  */
 GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
 				 const struct gn_tensor_opts *opts);
+
+/*
+ * struct gn_bucket_opts - a bucket: several tensors (members) allreduced
+ * as one, as PyTorch DDP and Horovod fuse small gradients. The members
+ * lie back to back in one buffer of their total size, member i at the
+ * sum of the sizes before it; that buffer is what gn_allreduce() and
+ * gn_allreduce_start() take for the bucket's id.
+ * @sz: sizeof(struct gn_bucket_opts)
+ * @id: the bucket's id, from the same space as tensor ids
+ * @members: how many, 1..GN_BUCKET_MAX_MEMBERS
+ * @elems: the members' sizes in float32 values, each at least 1; their
+ *	sum at most 2^40. The same on every rank, in the same order.
+ * @codec: enum gn_codec, for every member
+ * @s: 3LC sparsity multiplier, 0 for the job default
+ * @flags: GN_TENSOR_AVERAGE; GN_BUCKET_SHARED_SCALE
+ */
+struct gn_bucket_opts {
+	size_t sz;
+	uint32_t id;
+	unsigned int members;
+	const size_t *elems;
+	int codec;
+	float s;
+	unsigned int flags;
+};
+
+/**
+ * gn_bucket_register() - declare a bucket of tensors allreduced as one
+ * @ctx: context
+ * @opts: the bucket
+ *
+ * The bucket is sharded over the ranks as one tensor, so its members'
+ * shards travel together: a model with many small tensors (biases,
+ * norms) sends a few packets per step instead of one per tensor and
+ * rank. Each member keeps its own error feedback, and, unless
+ * GN_BUCKET_SHARED_SCALE is set, its own 3LC scale: chunks are cut at
+ * member bounds, so a small member is not quantized against a larger
+ * neighbour's values. With GN_BUCKET_SHARED_SCALE chunks may span
+ * members, and the bucket behaves exactly as one tensor of the total
+ * size (fewer packets, but a member whose values are much smaller than
+ * its neighbours' is sent less often). A dense (GN_CODEC_NONE) bucket has
+ * no scales and is laid out as a tensor too.
+ *
+ * A bucket is a tensor in every other call: gn_allreduce*() on the
+ * buffer, gn_tensor_unregister(), gn_stats_tensor(). Its members are
+ * compared with every peer's at the first allreduce; a difference
+ * (other sizes, another order, a plain tensor with the id there) fails
+ * it with -EPROTO on every rank, naming the peer.
+ *
+ * Return: 0; -EINVAL for a NULL pointer, no members or more than
+ * GN_BUCKET_MAX_MEMBERS, a member of 0 values, a total above 2^40, or
+ * bad codec, s or flags; -E2BIG if @opts sets fields this library does
+ * not know; -EEXIST if the id is taken; -ENOMEM.
+ */
+GN_EXPORT int gn_bucket_register(struct gn_ctx *ctx,
+				 const struct gn_bucket_opts *opts);
 
 /**
  * gn_tensor_unregister() - forget a tensor and free its buffers

@@ -149,6 +149,13 @@ struct gn_wire_hello {
  *	28 the bitmap
  * An entry with base == npkts and no bitmap means "all of it", sent for
  * complete messages and for messages of steps that are over.
+ * Data acknowledge data too, so a receiver may leave out the entry of a
+ * whole message that a DATA packet it sent to the message's sender
+ * implies, and a sender ends such a message on that packet: the result
+ * of chunk (tensor, step, chunk_off) implies every contribution to that
+ * chunk, and a contribution to (tensor, step + 1, chunk_off) implies the
+ * result of (tensor, step, chunk_off). Retries of a step that is over are
+ * still acknowledged at once.
  */
 struct gn_wire_ack {
 	uint32_t tensor;
@@ -168,7 +175,10 @@ struct gn_wire_ack {
  *	0 u32 seq (per sender and receiver, from 1)	4 u8 kind
  *	5 u8 flags	6 u16 reserved (0)	8 u64 value	16 u32 extra
  * GN_CTRL_TENSOR: the sender registered tensor (header) with value =
- *	elements, codec (header), extra = s bits, flags = GN_TENSOR_* flags;
+ *	elements (bits 0-39) and, for a bucket (gn_bucket_register()), a
+ *	24-bit hash of its member sizes in bits 40-63 (0 for a tensor, so
+ *	a tensor's descriptor is what it always was), codec (header),
+ *	extra = s bits, flags = GN_TENSOR_* flags;
  *	step (header) is the registration's base: 0 for the first, and for a
  *	registration after gn_tensor_unregister() one more than the last step
  *	of the previous one (its steps are numbered from base + 1).

@@ -76,6 +76,14 @@ const char *gn_core_api_errmsg(const struct gn_ctx *ctx);
 int gn_core_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o);
 
 /*
+ * As gn_bucket_register(): @o describes the whole bucket (its elems the
+ * members' sum, checked by the caller with the members), @elems[0..@members)
+ * the members' sizes; @shared lets chunks span members.
+ */
+int gn_core_bucket_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
+			    const size_t *elems, u32 members, bool shared);
+
+/*
  * gn_core_allreduce_start() - compress @data and send it (lock NOT held)
  * Return: 0 or -ENOENT, -EBUSY, -ENOMEM; the step's own outcome comes from
  * gn_core_allreduce_done().

@@ -18,7 +18,9 @@ void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
 	for (i = 0; i < ctx->world; i++)
 		if (i != ctx->rank && !ctx->dl.peers[i].dead)
 			gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, (u8)t->flags,
-					t->id, t->base, t->codec, t->n, t->s_bits);
+					t->id, t->base, t->codec,
+					(u64)t->n | (u64)t->layout << GN_DESC_ELEMS_BITS,
+					t->s_bits);
 	gn_dl_kick(&ctx->dl);
 }
 
@@ -36,6 +38,15 @@ void gn_desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
 		snprintf(msg, sizeof(msg),
 			 "tensor %u has %llu elements on %s, %zu here", t->id,
 			 (unsigned long long)d->elems, who, t->n);
+	else if (d->layout != t->layout && (!d->layout || !t->layout))
+		snprintf(msg, sizeof(msg),
+			 "tensor %u is %s on %s, %s here", t->id,
+			 d->layout ? "a bucket" : "a plain tensor", who,
+			 t->layout ? "a bucket" : "a plain tensor");
+	else if (d->layout != t->layout)
+		snprintf(msg, sizeof(msg),
+			 "bucket %u: %s cut it into other members than this rank (same total size; layout hash %06x there, %06x here)",
+			 t->id, who, d->layout, t->layout);
 	else if (d->codec != t->codec || d->s_bits != t->s_bits)
 		snprintf(msg, sizeof(msg),
 			 "tensor %u uses codec %s s=%s on %s, codec %s s=%s here",
@@ -104,7 +115,9 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 			   const struct gn_wire_hdr *h,
 			   const struct gn_wire_ctrl *c)
 {
-	struct gn_peer_desc d = { true, c->value, h->codec, c->flags, c->extra };
+	struct gn_peer_desc d = { true, c->value & GN_DESC_ELEMS_MASK, h->codec,
+				  c->flags, c->extra,
+				  (u32)(c->value >> GN_DESC_ELEMS_BITS) };
 	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
 	struct gn_pending_desc *pd;
 

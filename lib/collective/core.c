@@ -27,6 +27,7 @@ static const struct gn_dl_up collective_up = {
 	.ctrl_in = gn_ctrl_in,
 	.peer_dead = peer_dead,
 	.account = account,
+	.ack_implied = gn_ack_implied,
 };
 
 int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,

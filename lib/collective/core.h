@@ -76,6 +76,25 @@ struct gn_peer_desc {
 	u8 codec;
 	u8 flags;
 	u32 s_bits;
+	u32 layout;			/* a bucket's layout hash; 0: a tensor */
+};
+
+/*
+ * A tensor descriptor's value is the element count (below 2^40) and, in
+ * its top 24 bits, a bucket's layout hash (0 for a plain tensor), so
+ * ranks that cut a bucket into different members refuse each other.
+ */
+#define GN_DESC_ELEMS_BITS 40
+#define GN_DESC_ELEMS_MASK ((1ull << GN_DESC_ELEMS_BITS) - 1)
+
+/*
+ * A bucket's members as registered: @elems[i] values each, back to back
+ * in one buffer. @shared: chunks may span members (one scale for all).
+ */
+struct gn_layout {
+	const size_t *elems;
+	u32 members;
+	bool shared;
 };
 
 /*
@@ -114,6 +133,16 @@ struct gn_tensor {
 	u32 *chunks;			/* chunks of shard j */
 	u32 *gat_off;			/* first message of shard j */
 	u32 chunks_total;
+	/*
+	 * A bucket's chunks, cut at member bounds so that each member keeps
+	 * its own scale: chunk c of shard j is [ck_off[i], + ck_len[i]) for
+	 * i = gat_off[j] + c. NULL for a tensor (and a shared-scale bucket),
+	 * whose chunks are every ctx->chunk values of a shard.
+	 */
+	size_t *ck_off;
+	u32 *ck_len;
+	u32 layout;			/* layout hash (control.c); 0: a tensor */
+	u32 members;			/* a bucket's members; 0: a tensor */
 	u32 pkts_cap;			/* most packets of a chunk's message */
 	u32 base;			/* steps before this registration */
 	u32 stepno;			/* last started */
@@ -185,6 +214,13 @@ u32 gn_groups_of(u8 codec, size_t len);
 u32 gn_pkts_max(const struct gn_ctx *ctx, u8 codec, size_t len);
 size_t gn_step_carve(const struct gn_ctx *ctx, const struct gn_tensor *t,
 		     struct gn_step *st);
+int gn_tensor_add(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
+		  const struct gn_layout *lay);
+
+/* bucket.c */
+int gn_bucket_layout(struct gn_ctx *ctx, struct gn_tensor *t,
+		     const struct gn_layout *lay);
+long gn_bucket_chunk_of(const struct gn_tensor *t, int j, u64 off);
 
 /* step.c */
 struct gn_step *gn_step_new(struct gn_ctx *ctx, struct gn_tensor *t, u32 no);
@@ -260,6 +296,9 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		  struct gn_buf *b);
 void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		struct gn_buf *b);
+bool gn_ack_implied(void *up, const struct gn_ackq *q);
+void gn_implied_acks(struct gn_ctx *ctx, struct gn_peer *p,
+		     const struct gn_wire_hdr *h, const struct gn_wire_data *d);
 
 /* control.c */
 bool gn_ctrl_fits(void *up, const struct gn_peer *p,

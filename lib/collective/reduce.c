@@ -120,6 +120,7 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 	rx = &st->red[(size_t)p->rank * t->chunks[ctx->rank] + (size_t)c];
 	if (!gn_take_packet(ctx, p, t, rx, h, d, body))
 		return;
+	gn_implied_acks(ctx, p, h, d);
 	/* Its turn: straight from the packet into the sum (spread.c). */
 	if (st->started && st->turn[c] < ctx->world &&
 	    gn_turn_rank(ctx, st->turn[c]) == p->rank) {

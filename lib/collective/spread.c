@@ -157,6 +157,26 @@ static int pack_chunk(struct encode_job *e, u32 k)
 }
 
 /*
+ * Chunks [k0, k1) of a bucket whose chunks are cut at member bounds, so
+ * they differ in length: one quantizer call each, into the same strided
+ * scratch as whole chunks.
+ */
+static int quantize_cut(struct encode_job *e, u32 k0, u32 k1)
+{
+	struct gn_tensor *t = e->st->t;
+	size_t stride = gn_tlc_groups(e->ctx->chunk), len, off;
+	u32 k;
+	int r = 0;
+
+	for (k = k0; !r && k < k1; k++) {
+		off = gn_chunk_at(e->ctx, t, e->j, e->c0 + k, &len);
+		r = gn_fp_quantize(t, e->st->data, off, len, len,
+				   t->q + k * stride, t->m + k);
+	}
+	return r;
+}
+
+/*
  * Part @p: chunks c0 + [p * ENCODE_BATCH, ...) of shard j, ENCODE_BATCH
  * of them at most, quantized in one call (its passes overlap) and packed
  * into their messages (no lock held; the message slots of this step's
@@ -183,6 +203,8 @@ static void encode_part(void *arg, u32 p)
 	if (t->codec == GN_WIRE_CODEC_NONE) {
 		if (!gn_all_finite(st->data + off, end - off))
 			r = -EDOM;
+	} else if (e->j != ctx->rank && t->ck_off) {
+		r = quantize_cut(e, k0, k1);
 	} else if (e->j != ctx->rank) {
 		r = gn_fp_quantize(t, st->data, off, end - off, ctx->chunk,
 				   t->q + (size_t)k0 * gn_tlc_groups(ctx->chunk),

@@ -25,6 +25,10 @@ size_t gn_chunk_at(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
 {
 	size_t off = t->lo[j] + (size_t)c * ctx->chunk, end = t->lo[j + 1];
 
+	if (t->ck_off) {
+		*len = t->ck_len[t->gat_off[j] + c];
+		return t->ck_off[t->gat_off[j] + c];
+	}
 	*len = end - off < ctx->chunk ? end - off : ctx->chunk;
 	return off;
 }
@@ -38,6 +42,13 @@ long gn_chunk_of(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
 
 	if (d->chunk_off < t->lo[j] || d->chunk_off >= t->lo[j + 1])
 		return -1;
+	if (t->ck_off) {
+		long c = gn_bucket_chunk_of(t, j, d->chunk_off);
+
+		if (c < 0 || d->chunk_len != t->ck_len[t->gat_off[j] + (u32)c])
+			return -1;
+		return c;
+	}
 	rel = d->chunk_off - t->lo[j];
 	if (rel % ctx->chunk)
 		return -1;
@@ -199,7 +210,8 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 	u32 k, i, rows;
 	int j;
 
-	for (j = 0; j < ctx->world; j++) {
+	/* A bucket's chunks and their offsets are laid out already. */
+	for (j = 0; j < ctx->world && !t->ck_off; j++) {
 		size_t len = t->lo[j + 1] - t->lo[j];
 
 		t->chunks[j] = (u32)((len + ctx->chunk - 1) / ctx->chunk);
@@ -264,6 +276,8 @@ static void tensor_free(struct gn_ctx *ctx, struct gn_tensor *t)
 	gn_free(ctx->env, t->lo);
 	gn_free(ctx->env, t->chunks);
 	gn_free(ctx->env, t->gat_off);
+	gn_free(ctx->env, t->ck_off);
+	gn_free(ctx->env, t->ck_len);
 	gn_free(ctx->env, t->desc);
 	gn_free(ctx->env, t->ready);
 	gn_free(ctx->env, t);
@@ -278,7 +292,8 @@ void gn_tensor_destroy(struct gn_ctx *ctx, struct gn_tensor *t)
 }
 
 static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
-		      u32 s_bits, struct gn_tensor **out)
+		      u32 s_bits, const struct gn_layout *lay,
+		      struct gn_tensor **out)
 {
 	struct gn_tensor *t = gn_alloc(ctx->env, sizeof(*t));
 	int codec = o->codec, j;
@@ -305,6 +320,8 @@ static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
 		goto out_free;
 	for (j = 0; j <= ctx->world; j++)
 		t->lo[j] = shard_lo(t->n, ctx->world, j);
+	if (lay && gn_bucket_layout(ctx, t, lay))
+		goto out_free;
 	if (tensor_alloc(ctx, t))
 		goto out_free;
 	*out = t;
@@ -355,6 +372,13 @@ bool gn_older_registration(const struct gn_ctx *ctx, const struct gn_tensor *t,
 /* @o->s is passed as its bits: this file does no floating point. */
 int gn_core_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o)
 {
+	return gn_tensor_add(ctx, o, NULL);
+}
+
+/* Register a tensor, or with @lay a bucket of members. */
+int gn_tensor_add(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
+		  const struct gn_layout *lay)
+{
 	struct gn_pending_desc **pp;
 	struct gn_tensor *t;
 	u32 s_bits;
@@ -368,7 +392,8 @@ int gn_core_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o)
 	}
 	r = tensor_tab_reserve(ctx);
 	if (!r)
-		r = tensor_new(ctx, o, s_bits & 0x7fffffffu ? s_bits : 0, &t);
+		r = tensor_new(ctx, o, s_bits & 0x7fffffffu ? s_bits : 0, lay,
+			       &t);
 	if (r) {
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
 			 "tensor %u: out of memory for %zu values", o->id,

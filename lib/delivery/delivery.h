@@ -117,6 +117,8 @@ struct gn_ackq {
 	u8 phase;
 	bool all;
 	bool dead;
+	bool held;			/* waits past this flush */
+	u64 at_ns;			/* queued then */
 	u32 tensor, step, npkts;
 	u64 chunk_off;
 	struct gn_rxmsg *m;
@@ -208,6 +210,12 @@ struct gn_dl_up {
 	void (*peer_dead)(void *up, struct gn_peer *p, const char *msg);
 	/* Every packet event, after the counters (optional). */
 	void (*account)(void *up, const struct gn_event *ev);
+	/*
+	 * May the acknowledgement @q (of a whole message) be left out, because
+	 * a packet this rank already sent to its sender tells it as much
+	 * (optional; gn_dl_ack_implied() is the sender's side)?
+	 */
+	bool (*ack_implied)(void *up, const struct gn_ackq *q);
 };
 
 struct gn_dl_conf {
@@ -341,6 +349,14 @@ void gn_dl_pump(struct gn_dl *dl);
 u64 gn_dl_tx_deadline(struct gn_dl *dl);
 void gn_dl_ack_in(struct gn_dl *dl, struct gn_peer *p,
 		  const struct gn_wire_hdr *h, const u8 *pkt);
+/*
+ * @p has all of this rank's data message (@tensor, @step, @phase, @off),
+ * as another packet of its shows: that row ends as if acknowledged.
+ */
+void gn_dl_ack_implied(struct gn_dl *dl, struct gn_peer *p, u32 tensor,
+		       u32 step, u8 phase, u64 off);
+/* Has a packet of @m gone to @peer (or did @peer acknowledge it all)? */
+bool gn_dl_msg_sent_to(const struct gn_txmsg *m, int peer);
 void gn_dl_ctrl_ack_in(struct gn_dl *dl, struct gn_peer *p,
 		       const struct gn_wire_hdr *h, const u8 *pkt);
 void gn_dl_drop_peer(struct gn_dl *dl, int peer);

@@ -10,9 +10,23 @@
 /*
  * Acknowledgements wait up to ACK_DELAY_NS, so that one packet to a peer
  * carries those of many small messages; a burst of ACK_BURST packets is
- * acknowledged at once, which keeps a bulk sender's window moving.
+ * acknowledged at once, which keeps a bulk sender's window moving. A
+ * whole message whose receipt a packet this rank already sent back
+ * implies (the layer above says which: an owner's result implies every
+ * contribution to it, a contribution to the next step implies the last
+ * result) is not acknowledged at all: in steady state the data packets
+ * acknowledge each other, and ACKs are left for what lags behind. So a
+ * whole message's entry may wait up to ACK_HOLD_NS for that packet,
+ * unless an entry of the same peer queued after it must go now (an ACK
+ * of later packets without it would make the sender's RACK take its
+ * packets for lost) or the held entries cover a burst's worth of packets.
+ * Only small messages wait: a large one's entry costs little next to its
+ * data, and its sender's window must move. ACK_HOLD_NS stays well under
+ * the senders' retransmission floor.
  */
 #define ACK_DELAY_NS 2000000ull
+#define ACK_HOLD_NS 4000000ull
+#define ACK_HOLD_PKTS 4
 #define ACK_BURST 32
 #define RX_ROUNDS 16
 
@@ -34,12 +48,12 @@ static void ack_queue(struct gn_dl *dl, struct gn_rxmsg *m)
 	 * old ones fills it anyway, what is queued goes out now. */
 	if (dl->ackq_n == dl->ackq_cap)
 		gn_dl_ack_flush(dl);
-	if (!dl->ackq_n)
+	if (!dl->ackq_n || dl->now_ns + ACK_DELAY_NS < dl->ack_due_ns)
 		dl->ack_due_ns = dl->now_ns + ACK_DELAY_NS;
 	dl->ackq[dl->ackq_n] = (struct gn_ackq){
 		.peer = m->from, .phase = m->phase, .tensor = m->tensor,
 		.step = m->stepno, .npkts = m->npkts, .chunk_off = m->chunk_off,
-		.m = m,
+		.m = m, .at_ns = dl->now_ns,
 	};
 	m->ack_due = true;
 	m->ackq_idx = dl->ackq_n++;
@@ -153,14 +167,101 @@ static void ack_add(struct gn_dl *dl, struct gn_ack_out *o,
 	} while (seen && base < a->npkts);
 }
 
-/* One ACK packet (or a few) per peer for everything received. */
-void gn_dl_ack_flush(struct gn_dl *dl)
+static bool ack_whole(const struct gn_ackq *q)
+{
+	return q->all || (q->m && q->m->got == q->m->npkts);
+}
+
+/* Only whole messages: a partial one's bitmap asks for what is missing. */
+static bool ack_implied(struct gn_dl *dl, const struct gn_ackq *q)
+{
+	return ack_whole(q) && dl->up->ack_implied &&
+	       dl->up->ack_implied(dl->up_arg, q);
+}
+
+/*
+ * Mark the live entries of @peer (from @i on, the first of them) that
+ * wait: with @hold, those queued after the last one that must go now
+ * (partial, of more than ACK_HOLD_PKTS packets, or older than
+ * ACK_HOLD_NS) and, if one does, after those that waited ACK_DELAY_NS
+ * already; unless they cover ACK_BURST packets. The
+ * queue is in order of arrival, so what goes acknowledges nothing sent
+ * after what waits.
+ */
+static void ack_hold(struct gn_dl *dl, u32 i, u16 peer, bool hold)
+{
+	u32 j, last = i, pkts = 0;
+
+	for (j = i; hold && j < dl->ackq_n; j++) {
+		const struct gn_ackq *q = &dl->ackq[j];
+
+		if (q->dead || q->peer != peer)
+			continue;
+		if (!ack_whole(q) || q->npkts > ACK_HOLD_PKTS ||
+		    dl->now_ns - q->at_ns >= ACK_HOLD_NS)
+			last = j + 1;
+	}
+	/* An ACK goes to @peer anyway: what waited ACK_DELAY_NS joins it. */
+	for (j = last; hold && last > i && j < dl->ackq_n; j++) {
+		const struct gn_ackq *q = &dl->ackq[j];
+
+		if (q->dead || q->peer != peer)
+			continue;
+		if (dl->now_ns - q->at_ns < ACK_DELAY_NS)
+			break;
+		last = j + 1;
+	}
+	for (j = last; hold && j < dl->ackq_n; j++)
+		if (!dl->ackq[j].dead && dl->ackq[j].peer == peer)
+			pkts += dl->ackq[j].npkts;
+	if (!hold || pkts >= ACK_BURST)
+		return;
+	for (j = last; j < dl->ackq_n; j++)
+		if (!dl->ackq[j].dead && dl->ackq[j].peer == peer)
+			dl->ackq[j].held = true;
+}
+
+/* Held entries move to the front of the queue; the rest are done. */
+static void ack_compact(struct gn_dl *dl)
+{
+	u32 i, kept = 0;
+	u64 due = ~0ull;
+
+	for (i = 0; i < dl->ackq_n; i++) {
+		struct gn_ackq q = dl->ackq[i];
+
+		if (!q.held) {
+			if (q.m)
+				q.m->ack_due = false;
+			continue;
+		}
+		q.held = false;
+		if (q.m)
+			q.m->ackq_idx = kept;
+		if (q.at_ns + ACK_HOLD_NS < due)
+			due = q.at_ns + ACK_HOLD_NS;
+		dl->ackq[kept++] = q;
+	}
+	dl->ackq_n = kept;
+	dl->ack_due_ns = due;
+	dl->ack_pkts = 0;
+}
+
+/* ACK packets per peer for what is received, but what may wait. */
+static void ack_flush(struct gn_dl *dl, bool hold)
 {
 	struct gn_ack_out *o = &dl->ack_out;
 	u32 i, j;
 
 	for (i = 0; i < dl->ackq_n; i++) {
-		if (dl->ackq[i].dead)
+		if (!dl->ackq[i].dead && ack_implied(dl, &dl->ackq[i]))
+			dl->ackq[i].dead = true;
+	}
+	for (i = 0; i < dl->ackq_n; i++) {
+		if (dl->ackq[i].dead || dl->ackq[i].held)
+			continue;
+		ack_hold(dl, i, dl->ackq[i].peer, hold);
+		if (dl->ackq[i].held)
 			continue;
 		o->peer = dl->ackq[i].peer;
 		for (j = i; j < dl->ackq_n; j++) {
@@ -169,25 +270,28 @@ void gn_dl_ack_flush(struct gn_dl *dl)
 						 q->npkts, 0, q->phase, 0 };
 			bool all = q->all || (q->m && q->m->got == q->m->npkts);
 
-			if (q->dead || q->peer != o->peer)
+			if (q->dead || q->held || q->peer != o->peer)
 				continue;
 			ack_add(dl, o, &a, all ? NULL : q->m->seen);
 			q->dead = true;
 		}
 		ack_send(dl, o);
 	}
-	for (i = 0; i < dl->ackq_n; i++)
-		if (dl->ackq[i].m)
-			dl->ackq[i].m->ack_due = false;
-	dl->ackq_n = 0;
-	dl->ack_pkts = 0;
+	ack_compact(dl);
+}
+
+/* One ACK packet (or a few) per peer for everything received. */
+void gn_dl_ack_flush(struct gn_dl *dl)
+{
+	ack_flush(dl, false);
 }
 
 void gn_dl_ack_maybe(struct gn_dl *dl)
 {
-	if (dl->ackq_n && (dl->ack_pkts >= ACK_BURST ||
-			   dl->now_ns >= dl->ack_due_ns))
-		gn_dl_ack_flush(dl);
+	if (!dl->ackq_n)
+		return;
+	if (dl->ack_pkts >= ACK_BURST || dl->now_ns >= dl->ack_due_ns)
+		ack_flush(dl, true);
 }
 
 void gn_dl_ack_all(struct gn_dl *dl, int peer, const struct gn_wire_hdr *h,

@@ -602,6 +602,37 @@ static void ack_entry_in(struct gn_dl *dl, struct gn_peer *p,
 		row_done(dl, m, r);
 }
 
+/*
+ * No RTT sample and no move of RACK's clock: the evidence comes with the
+ * peer's own traffic, later than an ACK would, and out of step with its
+ * ACKs. The packets leave the flight list and the window as acknowledged.
+ */
+void gn_dl_ack_implied(struct gn_dl *dl, struct gn_peer *p, u32 tensor,
+		       u32 step, u8 phase, u64 off)
+{
+	struct gn_txmsg *m = gn_dl_msg_find(dl, p->rank, tensor, step, phase,
+					    off);
+	u32 r;
+
+	if (!m || m->ctl)
+		return;
+	r = m->to == GN_RANK_ALL ? (u32)p->rank : 0;
+	/* A peer cannot have what was never sent: evidence of that is false. */
+	if (m->row[r].next_new < m->npkts)
+		return;
+	row_done(dl, m, r);
+}
+
+bool gn_dl_msg_sent_to(const struct gn_txmsg *m, int peer)
+{
+	u32 r = m->to == GN_RANK_ALL ? (u32)peer : 0;
+
+	if (r >= m->rows)
+		return false;
+	return m->row[r].done ||
+	       (m->npkts && m->sent[(size_t)r * m->cap].sent_ns);
+}
+
 /* Every entry is checked before any is applied. */
 void gn_dl_ack_in(struct gn_dl *dl, struct gn_peer *p,
 		  const struct gn_wire_hdr *h, const u8 *pkt)

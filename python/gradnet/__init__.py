@@ -164,6 +164,22 @@ class Context:
                                                 ctypes.byref(o)),
                     "gn_tensor_register")
 
+    def register_bucket(self, bucket_id, sizes, codec="default", s=0.0,
+                        average=False, shared_scale=False):
+        """Declare a bucket: tensors of the given sizes back to back in one
+        float32 buffer of their total size, allreduced as one under
+        bucket_id (gn_bucket_register()). Each member keeps its own 3LC
+        scale unless shared_scale."""
+        sizes = [int(n) for n in sizes]
+        elems = (ctypes.c_size_t * max(len(sizes), 1))(*sizes)
+        flags = ((_lib.GN_TENSOR_AVERAGE if average else 0) |
+                 (_lib.GN_BUCKET_SHARED_SCALE if shared_scale else 0))
+        o = _lib.BucketOpts(ctypes.sizeof(_lib.BucketOpts), bucket_id,
+                            len(sizes), elems, _codec(codec), s, flags)
+        self._check(_lib.lib.gn_bucket_register(self._handle(),
+                                                ctypes.byref(o)),
+                    "gn_bucket_register")
+
     def unregister(self, tensor_id):
         """Forget tensor_id (every rank alike) so it can be registered again."""
         self._check(_lib.lib.gn_tensor_unregister(self._handle(), tensor_id),

@@ -18,6 +18,7 @@ GN_CODEC_3LC = 2
 GN_CTX_INSECURE = 1 << 0
 GN_CTX_RANK = 1 << 1
 GN_TENSOR_AVERAGE = 1 << 0
+GN_BUCKET_SHARED_SCALE = 1 << 8
 
 GN_DROP_MAX = 32
 
@@ -47,6 +48,18 @@ class TensorOpts(ctypes.Structure):
         ("sz", ctypes.c_size_t),
         ("id", ctypes.c_uint32),
         ("elems", ctypes.c_size_t),
+        ("codec", ctypes.c_int),
+        ("s", ctypes.c_float),
+        ("flags", ctypes.c_uint),
+    ]
+
+
+class BucketOpts(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("id", ctypes.c_uint32),
+        ("members", ctypes.c_uint),
+        ("elems", ctypes.POINTER(ctypes.c_size_t)),
         ("codec", ctypes.c_int),
         ("s", ctypes.c_float),
         ("flags", ctypes.c_uint),
@@ -104,6 +117,7 @@ for _name, _res, _args in [
         ("gn_ctx_world_size", _c.c_int, [_ctx_p]),
         ("gn_tensor_register", _c.c_int, [_ctx_p, _c.POINTER(TensorOpts)]),
         ("gn_tensor_unregister", _c.c_int, [_ctx_p, _c.c_uint32]),
+        ("gn_bucket_register", _c.c_int, [_ctx_p, _c.POINTER(BucketOpts)]),
         ("gn_allreduce_start", _c.c_int, [_ctx_p, _c.c_uint32, _c.c_void_p]),
         ("gn_allreduce_wait", _c.c_int, [_ctx_p, _c.c_uint32]),
         ("gn_allreduce", _c.c_int, [_ctx_p, _c.c_uint32, _c.c_void_p]),

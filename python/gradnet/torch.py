@@ -15,6 +15,9 @@ gn_allreduce_wait(), also without the GIL, and completes the Future, so the
 backward pass goes on while gradients travel. Each bucket index is one
 gradnet tensor; when DDP rebuilds its buckets (after the first iteration)
 and a bucket's size changes, every rank unregisters and registers it again.
+With member_scales=True each DDP bucket is a gradnet bucket whose members
+are its gradients (gn_bucket_register()), so every parameter tensor keeps
+its own 3LC scale, as it does without DDP's fusion.
 
 Ranks find each other through torch.distributed's store: each publishes the
 host:port its context binds. The job key comes from GN_KEY_FILE (or GN_KEY,
@@ -47,14 +50,16 @@ class GradnetState:
     """What the hook needs: the context, the registered buckets, the waiter.
     One state per DDP model: bucket indexes are its tensor ids."""
 
-    def __init__(self, ctx, codec="3lc", s=0.0, on_nonfinite="nan"):
+    def __init__(self, ctx, codec="3lc", s=0.0, on_nonfinite="nan",
+                 member_scales=False):
         if on_nonfinite not in ("nan", "raise"):
             raise ValueError("on_nonfinite is 'nan' or 'raise'")
         self.ctx = ctx
         self.codec = codec
         self.s = s
         self.on_nonfinite = on_nonfinite
-        self.sizes = {}             # bucket index -> registered values
+        self.member_scales = member_scales
+        self.sizes = {}             # bucket index -> registered member sizes
         self.rebuilds = 0           # re-registrations after a size change
         self.nonfinite_steps = 0
         self._q = queue.Queue()
@@ -63,6 +68,7 @@ class GradnetState:
         self._thread.start()
 
     def _ensure(self, tid, n):
+        """n: the bucket's member sizes (a tuple), or its size."""
         have = self.sizes.get(tid)
         if have == n:
             return
@@ -72,7 +78,12 @@ class GradnetState:
             self.ctx.unregister(tid)
             self.rebuilds += 1
             del self.sizes[tid]
-        self.ctx.register(tid, n, codec=self.codec, s=self.s, average=True)
+        if isinstance(n, tuple):
+            self.ctx.register_bucket(tid, n, codec=self.codec, s=self.s,
+                                     average=True)
+        else:
+            self.ctx.register(tid, n, codec=self.codec, s=self.s,
+                              average=True)
         self.sizes[tid] = n
 
     def _waiter(self):
@@ -115,7 +126,12 @@ def allreduce_hook(state, bucket):
     flat = buf
     if buf.dtype != torch.float32 or not buf.is_contiguous():
         flat = buf.detach().to(torch.float32).contiguous()
-    state._ensure(tid, flat.numel())
+    n = flat.numel()
+    if state.member_scales:
+        sizes = tuple(g.numel() for g in bucket.gradients())
+        # The gradients lie back to back in the buffer; else one tensor.
+        n = sizes if sizes and sum(sizes) == n else n
+    state._ensure(tid, n)
     fut = torch.futures.Future()
     try:
         state.ctx.start(tid, flat)
@@ -157,10 +173,11 @@ def _fmt(host, port):
 
 def init(process_group=None, store=None, codec="3lc", s=0.0,
          on_nonfinite="nan", timeout_ms=0, step_timeout_ms=0, mtu=0,
-         chunk=0, insecure=False, transport=None):
+         chunk=0, insecure=False, transport=None, member_scales=False):
     """Open this rank's gradnet context for the DDP job and return the
     hook's state. Call it on every rank, after init_process_group().
-    transport is "udp" or "dpdk" (None: GN_TRANSPORT, else udp)."""
+    transport is "udp" or "dpdk" (None: GN_TRANSPORT, else udp);
+    member_scales: each parameter keeps its own 3LC scale (GradnetState)."""
     global _inits
     pg = process_group if process_group is not None else dist.group.WORLD
     rank = dist.get_rank(pg)
@@ -206,4 +223,5 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
             store.delete_key(prefix + "key")
         except (RuntimeError, NotImplementedError):
             pass    # a store that cannot delete (FileStore); the job's own
-    return GradnetState(ctx, codec=codec, s=s, on_nonfinite=on_nonfinite)
+    return GradnetState(ctx, codec=codec, s=s, on_nonfinite=on_nonfinite,
+                        member_scales=member_scales)

@@ -11,6 +11,8 @@ and gradnet's hook, recording every bucket the hook saw, in and out):
            plain binding (gn_allreduce), must match bit for bit
   dense    codec none; compared with Gloo's allreduce of the same inputs
   unused   a model with a parameter no step uses (find_unused_parameters)
+  members  as 3lc, with member_scales: each DDP bucket a gradnet bucket of
+           its gradients, replayed through gn_bucket_register()
   nan      a loss scaler (GradScaler's algorithm); rank 1's loss is NaN
            at step 2
 Writes OUTDIR/rank<R>.pt with what the test checks.
@@ -82,7 +84,8 @@ class CpuScaler:
 def recording(log):
     """gradnet's hook, recording each bucket's input and result."""
     def hook(state, bucket):
-        entry = {"index": bucket.index(), "in": bucket.buffer().clone()}
+        entry = {"index": bucket.index(), "in": bucket.buffer().clone(),
+                 "sizes": tuple(g.numel() for g in bucket.gradients())}
         log.append(entry)
         fut = gt.allreduce_hook(state, bucket)
 
@@ -106,7 +109,7 @@ def main():
     model = DDP(net, bucket_cap_mb=0.01,
                 find_unused_parameters=scenario == "unused")
     codec = "none" if scenario == "dense" else "3lc"
-    state = gt.init(codec=codec)
+    state = gt.init(codec=codec, member_scales=scenario == "members")
     log = []
     model.register_comm_hook(state, recording(log))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -138,20 +141,24 @@ def main():
     out["grads"] = [p.grad.clone() if p.grad is not None else None
                     for p in model.parameters()]
     out["log"] = [(e["index"], e["in"], e["out"]) for e in log]
+    out["sizes"] = [e["sizes"] for e in log]
     out["rebuilds"] = state.rebuilds
     out["nonfinite_steps"] = state.nonfinite_steps
     out["stats"] = state.stats()
 
     # The same inputs through the plain binding, on a second context.
-    if scenario in ("3lc", "unused"):
+    if scenario in ("3lc", "unused", "members"):
         ref = gt.init(codec=codec)
         ctx, sizes, res = ref.ctx, {}, []
-        for idx, x_in, _ in out["log"]:
-            n = x_in.numel()
+        for (idx, x_in, _), members in zip(out["log"], out["sizes"]):
+            n = members if scenario == "members" else x_in.numel()
             if sizes.get(idx) != n:
                 if idx in sizes:
                     ctx.unregister(idx)
-                ctx.register(idx, n, codec=codec, average=True)
+                if scenario == "members":
+                    ctx.register_bucket(idx, n, codec=codec, average=True)
+                else:
+                    ctx.register(idx, n, codec=codec, average=True)
                 sizes[idx] = n
             x = x_in.clone()
             ctx.allreduce(idx, x)

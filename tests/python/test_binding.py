@@ -94,3 +94,22 @@ def test_closed_context_refuses(ctx):
     with pytest.raises(gradnet.GradnetError) as e:
         ctx.register(1, 4)
     assert e.value.errno == errno.EBADF
+
+
+def test_bucket(ctx):
+    ctx.register_bucket(9, [3, 70000, 2], codec="none", average=True)
+    x = torch.arange(70005, dtype=torch.float32)
+    ctx.allreduce(9, x)
+    assert torch.equal(x, torch.arange(70005, dtype=torch.float32))
+    assert ctx.stats(tensor_id=9)["allreduces"] == 1
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.register_bucket(9, [4])
+    assert e.value.errno == errno.EEXIST
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.register_bucket(10, [5, 0, 6])
+    assert e.value.errno == errno.EINVAL and "member 1" in e.value.strerror
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.register_bucket(10, [])
+    assert e.value.errno == errno.EINVAL and "0 members" in e.value.strerror
+    ctx.unregister(9)
+    ctx.register_bucket(9, [10, 10], codec="3lc", shared_scale=True)

@@ -89,6 +89,21 @@ def test_3lc_hook_equals_c_api_bit_for_bit(world, tmp_path):
     same_everywhere(outs, "grads")
 
 
+def test_member_scales_hook_equals_bucket_api(tmp_path):
+    outs = run_job("members", 2, tmp_path)
+    for o in outs:
+        # Buckets of several gradients, each its own member.
+        assert max(len(s) for s in o["sizes"]) > 1
+        for (_, x, _), sizes in zip(o["log"], o["sizes"]):
+            assert sum(sizes) == x.numel()
+        for (_, _, got), want in zip(o["log"], o["replay"]):
+            assert torch.equal(got, want)
+    for o in outs[1:]:
+        for (_, _, a), (_, _, b) in zip(outs[0]["log"], o["log"]):
+            assert torch.equal(a, b)
+    same_everywhere(outs, "params")
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_dense_equals_gloo(world, tmp_path):
     outs = run_job("dense", world, tmp_path)

@@ -117,7 +117,12 @@ static int train_loop(const struct demo_cfg *cfg, const struct digits *train,
 	for (step = 0; step < cfg->steps; step++) {
 		draw_batch(sp, train, cfg->batch, rank * slice, slice, x, y);
 		loss_sum += mlp_gradient(m, x, y, slice);
-		for (t = 0; t < m->tensors; t++) {
+		if (red->allreduce_avg_all) {
+			ret = red->allreduce_avg_all(red, m->grad, m->tensors);
+			if (ret)
+				return ret;
+		}
+		for (t = 0; !red->allreduce_avg_all && t < m->tensors; t++) {
 			ret = red->allreduce_avg(red, t, m->grad[t]);
 			if (ret)
 				return ret;

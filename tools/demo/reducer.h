@@ -18,10 +18,18 @@
  *	every rank's @grad for that tensor; every rank calls it for the same
  *	tensors in the same order and gets bit-identical values back.
  *	Return: 0 or a negative errno (then every rank fails the same step).
+ * @allreduce_avg_all: if set, called instead, once per step for all
+ *	tensors.
  */
 struct demo_reducer {
 	int (*allreduce_avg)(struct demo_reducer *red, unsigned int t,
 			     float *grad);
+	/*
+	 * Optional: the same for every tensor of the model at once, @grad[t]
+	 * for t < @tensors (a reducer that fuses them into one bucket).
+	 */
+	int (*allreduce_avg_all)(struct demo_reducer *red, float *const *grad,
+				 unsigned int tensors);
 };
 
 struct local_group;

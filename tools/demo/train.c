@@ -34,6 +34,8 @@ struct demo_opts {
 	const char *data;
 	int local;
 	int simulate_3lc;
+	int no_bucket;
+	int shared_scale;
 	float s;
 	int quiet;
 };
@@ -165,7 +167,9 @@ static void add_stats(struct gn_stats *sum, const struct gn_stats *one)
 	sum->tx_packets += one->tx_packets;
 	sum->raw_bytes += one->raw_bytes;
 	sum->wire_bytes += one->wire_bytes;
+	sum->stream_bytes += one->stream_bytes;
 	sum->ctl_bytes += one->ctl_bytes;
+	sum->ctl_packets += one->ctl_packets;
 	sum->retransmits += one->retransmits;
 	for (k = 0; k < GN_DROP_COUNT; k++)
 		sum->drops[k] += one->drops[k];
@@ -181,7 +185,9 @@ static void rank_process(const struct demo_opts *o, const struct demo_data *d,
 	struct gn_reducer g;
 
 	rep->ret = gn_reducer_open(&g, co, codec, elems, tensors,
-				   o->cfg.steps / 2);
+				   o->cfg.steps / 2,
+				   o->no_bucket ? 0 : o->shared_scale ?
+				   GN_BUCKET_SHARED_SCALE | 1 : 1);
 	if (rep->ret)
 		_exit(1);
 	rep->ret = demo_rank_train(&o->cfg, &d->train, &d->test,
@@ -282,13 +288,20 @@ static void print_phase(const struct demo_opts *o, const char *tag,
 static void print_gradnet(const struct demo_opts *o, const char *tag,
 			  const struct phase_result *pr)
 {
-	printf("[%s] on the wire, all ranks, all steps: %.3f MB of data packets (headers and MAC included) + %.3f MB of acknowledgements and control, %llu retransmissions\n",
+	const struct gn_stats *st = &pr->steady;
+
+	printf("[%s] on the wire, all ranks, all steps: %.3f MB of data packets (headers and MAC included) + %.3f MB of acknowledgements and control (%.1f%% of data, %llu packets), %llu retransmissions\n",
 	       tag, pr->total.wire_bytes / 1e6, pr->total.ctl_bytes / 1e6,
+	       100.0 * (double)pr->total.ctl_bytes / (double)pr->total.wire_bytes,
+	       (unsigned long long)pr->total.ctl_packets,
 	       (unsigned long long)pr->total.retransmits);
-	printf("[%s] steady state, steps %u..%u: %.3f MB of data packets for %.3f MB of float32: %.1fx\n",
+	printf("[%s] steady state, steps %u..%u: %.3f MB of data packets for %.3f MB of float32: %.1fx; the codec's own chunk streams %.1fx (wire / streams %.3f); acknowledgements and control %.1f%% of data\n",
 	       tag, o->cfg.steps / 2, o->cfg.steps - 1,
-	       pr->steady.wire_bytes / 1e6, pr->steady.raw_bytes / 1e6,
-	       (double)pr->steady.raw_bytes / (double)pr->steady.wire_bytes);
+	       st->wire_bytes / 1e6, st->raw_bytes / 1e6,
+	       (double)st->raw_bytes / (double)st->wire_bytes,
+	       (double)st->raw_bytes / (double)st->stream_bytes,
+	       (double)st->wire_bytes / (double)st->stream_bytes,
+	       100.0 * (double)st->ctl_bytes / (double)st->wire_bytes);
 }
 
 static void usage(FILE *f)
@@ -297,9 +310,11 @@ static void usage(FILE *f)
 		"usage: gradnet-demo [--ranks N] [--steps K] [--batch B] [--lr X] [--seed S]\n"
 		"                    [--hidden H] [--momentum M] [--weight-decay W]\n"
 		"                    [--s S] [--local [--simulate-3lc]] [--data digits.csv.gz]\n"
-		"                    [--quiet]\n"
-		"  ranks are processes exchanging gradients with gradnet on 127.0.0.1;\n"
-		"  --local runs them as threads with an in-process average instead\n");
+		"                    [--no-bucket | --shared-scale] [--quiet]\n"
+		"  ranks are processes exchanging gradients with gradnet on 127.0.0.1,\n"
+		"  the model's tensors fused into one bucket (--no-bucket: one gradnet\n"
+		"  tensor each; --shared-scale: one 3LC scale may span tensors); --local\n"
+		"  runs them as threads with an in-process average\n");
 }
 
 static int parse_opts(int argc, char **argv, struct demo_opts *o)
@@ -315,6 +330,8 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
 		{ "weight-decay", required_argument, NULL, 'w' },
 		{ "simulate-3lc", no_argument, NULL, '3' },
 		{ "local", no_argument, NULL, 'L' },
+		{ "no-bucket", no_argument, NULL, 'B' },
+		{ "shared-scale", no_argument, NULL, 'C' },
 		{ "s", required_argument, NULL, 's' },
 		{ "data", required_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -335,6 +352,8 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
 		case 'w': o->cfg.weight_decay = strtof(optarg, NULL); break;
 		case '3': o->simulate_3lc = 1; break;
 		case 'L': o->local = 1; break;
+		case 'B': o->no_bucket = 1; break;
+		case 'C': o->shared_scale = 1; break;
 		case 's': o->s = strtof(optarg, NULL); break;
 		case 'd': o->data = optarg; break;
 		case 'q': o->quiet = 1; break;
@@ -417,8 +436,10 @@ int main(int argc, char **argv)
 	print_setup(&o, &d);
 	if (!o.local) {
 		snprintf(tag, sizeof(tag), "3lc s=%.2f", o.s);
-		printf("gradnet-demo: %u processes, gradnet over UDP on 127.0.0.1, authenticated\n",
-		       o.ranks);
+		printf("gradnet-demo: %u processes, gradnet over UDP on 127.0.0.1, authenticated, %s\n",
+		       o.ranks, o.no_bucket ? "one gradnet tensor per model tensor" :
+		       o.shared_scale ? "the model's tensors in one bucket, scales shared" :
+		       "the model's tensors in one bucket");
 		ret = run_gradnet_phase(&o, &d, GN_CODEC_NONE, "dense", &dense);
 		if (ret)
 			goto out_fail;

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bucket.c - gn_bucket_register(): the options of a bucket checked and
+ * copied, then handed to the core (lib/collective/bucket.c), which lays
+ * its chunks out at member bounds.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+static int bucket_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int bucket_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* The members' sum in *@total, or the index of the first bad member. */
+static long members_check(const struct gn_bucket_opts *o, size_t *total)
+{
+	unsigned int i;
+
+	*total = 0;
+	for (i = 0; i < o->members; i++) {
+		if (!o->elems[i] || o->elems[i] > (1ull << 40) - *total)
+			return (long)i;
+		*total += o->elems[i];
+	}
+	return -1;
+}
+
+static int opts_copy(struct gn_ctx *ctx, const struct gn_bucket_opts *opts,
+		     struct gn_bucket_opts *o)
+{
+	int r = gn_opts_check(opts, opts->sz, sizeof(*opts));
+
+	if (r == -E2BIG)
+		return bucket_err(ctx, r,
+				  "bucket %u: gn_bucket_opts sz %zu is larger than this library's %zu and the extra bytes are not zero",
+				  opts->id, opts->sz, sizeof(*opts));
+	if (r || opts->sz < offsetof(struct gn_bucket_opts, elems) +
+				    sizeof(opts->elems))
+		return bucket_err(ctx, -EINVAL,
+				  "bucket: gn_bucket_opts sz %zu is too small; use GN_OPTS()",
+				  opts->sz);
+	/* Fields past the caller's sz are zero, the defaults. */
+	memcpy(o, opts, opts->sz < sizeof(*o) ? opts->sz : sizeof(*o));
+	if (!o->elems || !o->members || o->members > GN_BUCKET_MAX_MEMBERS)
+		return bucket_err(ctx, -EINVAL,
+				  "bucket %u: %u members%s; a bucket has 1..%u",
+				  o->id, o->members,
+				  o->elems ? "" : " and no sizes (elems is NULL)",
+				  GN_BUCKET_MAX_MEMBERS);
+	if ((o->codec != GN_CODEC_DEFAULT && o->codec != GN_CODEC_NONE &&
+	     o->codec != GN_CODEC_3LC) ||
+	    (o->s != 0.0f && !(o->s >= 1.0f && o->s < 2.0f)) ||
+	    (o->flags & ~(GN_TENSOR_AVERAGE | GN_BUCKET_SHARED_SCALE)))
+		return bucket_err(ctx, -EINVAL,
+				  "bucket %u: bad options (codec %d, s in [1, 2), flags %#x)",
+				  o->id, o->codec, o->flags);
+	return 0;
+}
+
+int gn_bucket_register(struct gn_ctx *ctx, const struct gn_bucket_opts *opts)
+{
+	struct gn_bucket_opts o = { 0 };
+	GN_OPTS(gn_tensor_opts, t, .id = 0);
+	struct gn_env *env;
+	size_t total;
+	long bad;
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!opts)
+		return bucket_err(ctx, -EINVAL, "bucket: the options are NULL");
+	r = opts_copy(ctx, opts, &o);
+	if (r)
+		return r;
+	bad = members_check(&o, &total);
+	if (bad >= 0)
+		return bucket_err(ctx, -EINVAL,
+				  "bucket %u: member %ld has %zu values; each needs 1 or more, all together at most 2^40",
+				  o.id, bad, o.elems[bad]);
+	t.id = o.id;
+	t.elems = total;
+	t.codec = o.codec;
+	t.s = o.s;
+	t.flags = o.flags & GN_TENSOR_AVERAGE;
+	env = &((struct gn_drv *)ctx->drv)->env.env;
+	gn_env_lock(env);
+	r = gn_core_bucket_register(ctx, &t, o.elems, o.members,
+				    o.flags & GN_BUCKET_SHARED_SCALE);
+	gn_env_unlock(env);
+	return r;
+}
