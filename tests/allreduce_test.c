@@ -81,6 +81,7 @@ static void check_job(struct __test_metadata *_metadata,
 
 FIXTURE(loopback) {
 	struct job_spec s;
+	char faults[128];
 };
 
 FIXTURE_VARIANT(loopback) {
@@ -135,8 +136,11 @@ FIXTURE_SETUP(loopback)
 	if (variant->faults) {
 		int r;
 
+		/* job_env() takes NAME=VALUE pairs: the faults are one value. */
+		snprintf(self->faults, sizeof(self->faults), "GN_TEST_FAULTS=%s",
+			 variant->faults);
 		for (r = 0; r < variant->world; r++)
-			self->s.env[r] = variant->faults;
+			self->s.env[r] = self->faults;
 	}
 }
 
@@ -168,6 +172,16 @@ TEST_F(loopback, matches_reference)
 
 	ASSERT_NE(NULL, out);
 	check_job(_metadata, &self->s, out, NULL, 0, -1);
+	if (variant->faults) {
+		unsigned long long rtx = 0;
+		int r;
+
+		/* The faults were there, and repaired. */
+		for (r = 0; r < self->s.world; r++)
+			rtx += out->stats[r].retransmits;
+		TH_LOG("%llu retransmissions under %s", rtx, variant->faults);
+		EXPECT_LT(0, rtx);
+	}
 	job_free(&self->s, out);
 }
 
