@@ -21,91 +21,21 @@
 # shellcheck disable=SC2317 # cleanup and the checks are called indirectly
 set -eu
 
-skip_rc=${GN_SKIP_RC:-4}
+missing_rc=${GN_SKIP_RC:-4}
 qemu_timeout=${GN_QEMU_TIMEOUT:-300}
 root=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 tmp=
-qemu_pid=
-tests=0
-failed=0
+# shellcheck source=tests/kmod/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 cleanup() {
-	if [ -n "$qemu_pid" ]; then
-		kill "$qemu_pid" 2>/dev/null || true
-	fi
+	kill_guest
 	if [ -n "$tmp" ]; then
 		rm -rf "$tmp"
 	fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-skip() {
-	echo "1..0 # SKIP $*"
-	exit "$skip_rc"
-}
-
-# result STATUS DESCRIPTION: one TAP line for a check that gave STATUS.
-result() {
-	tests=$((tests + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $tests $2"
-	else
-		echo "not ok $tests $2"
-		failed=$((failed + 1))
-	fi
-}
-
-# check DESCRIPTION COMMAND...: one TAP line, ok if COMMAND succeeds.
-check() {
-	desc=$1
-	shift
-	if "$@"; then
-		result 0 "$desc"
-	else
-		result 1 "$desc"
-	fi
-}
-
-# The newest 6.1 Debian kernel that has both headers and an image.
-find_kernel() {
-	for d in /lib/modules/6.1.*-amd64; do
-		v=${d##*/}
-		if [ -e "$d/build/Makefile" ] && [ -r "/boot/vmlinuz-$v" ]; then
-			echo "$v"
-		fi
-	done | sort -V | tail -n 1
-}
-
-check_tools() {
-	kver=$(find_kernel)
-	[ -n "$kver" ] ||
-		skip "no 6.1.*-amd64 kernel with headers and /boot/vmlinuz"
-	for t in make qemu-system-x86_64 cpio timeout readelf; do
-		command -v "$t" >/dev/null || skip "$t not installed"
-	done
-	busybox=/bin/busybox
-	[ -x "$busybox" ] || skip "busybox-static not installed"
-	# A dynamic busybox would need its libraries in the initramfs.
-	if readelf -l "$busybox" | grep -q 'Requesting program interpreter'; then
-		skip "$busybox is not static (install busybox-static)"
-	fi
-}
-
-# Builds in a copy of the sources, so the tree stays clean and runs in
-# parallel do not share objects; the command is the one the README gives.
-build_module() {
-	mkdir -p "$tmp/src/tests"
-	cp -R "$root/Kbuild" "$root/kmod" "$root/lib" "$root/include" "$root/bpf" \
-		"$tmp/src/"
-	cp -R "$root/tests/golden" "$root/tests/core" "$tmp/src/tests/"
-	# Leftovers of an in-tree build would be taken as up to date.
-	find "$tmp/src" \( -name '*.o' -o -name '.*.cmd' -o -name '*.ko' \) \
-		-delete
-	(cd "$tmp/src" &&
-	 make -C "/lib/modules/$kver/build" M="$PWD" modules) \
-		>"$tmp/build.log" 2>&1
-}
 
 write_init() {
 	cat >"$1" <<'EOF'
@@ -129,29 +59,10 @@ EOF
 }
 
 build_initramfs() {
-	ir=$tmp/initramfs
-	mkdir -p "$ir/bin" "$ir/proc" "$ir/sys" "$ir/dev"
-	cp "$busybox" "$ir/bin/busybox"
+	ir_new "$tmp/initramfs"
 	cp "$tmp/src/gradnet.ko" "$ir/gradnet.ko"
 	write_init "$ir/init"
-	(cd "$ir" && find . | cpio -o -H newc --quiet) >"$tmp/initramfs.cpio"
-}
-
-# TCG only: -enable-kvm is not used. "-cpu max" gives the guest AVX2.
-boot_guest() {
-	start=$(date +%s)
-	timeout "$qemu_timeout" qemu-system-x86_64 \
-		-accel tcg -cpu max -m 512M -smp 1 \
-		-nographic -no-reboot -nic none \
-		-kernel "/boot/vmlinuz-$kver" -initrd "$tmp/initramfs.cpio" \
-		-append "console=ttyS0 quiet panic=-1" \
-		</dev/null >"$tmp/console.raw" 2>&1 &
-	qemu_pid=$!
-	qemu_rc=0
-	wait "$qemu_pid" || qemu_rc=$?
-	qemu_pid=
-	elapsed=$(($(date +%s) - start))
-	tr -d '\r' <"$tmp/console.raw" >"$tmp/console.log"
+	ir_pack
 }
 
 has_flags() {
