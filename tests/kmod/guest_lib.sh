@@ -68,10 +68,63 @@ kt_job() {
 		kt_rank "$k" "${transports[$k]}" "$prefix.$k"
 		pids+=("$!")
 	done
+	kt_sample "${pids[@]}"
 	for k in "${!pids[@]}"; do
-		wait "${pids[$k]}" || bad=$((bad + 1))
+		kt_wait "${pids[$k]}" "${KT_LIMIT:-300}" || bad=$((bad + 1))
 	done
 	return "$bad"
+}
+
+# kt_refcnt: gradnet's module reference count (its open files).
+kt_refcnt() {
+	cat /sys/module/gradnet/refcnt 2>/dev/null || echo -1
+}
+
+# kt_sample PID...: until they have all exited, the most files gradnet
+# held open at once, in $kt_maxref (every 50 ms).
+kt_sample() {
+	local p alive n
+
+	kt_maxref=0
+	while :; do
+		alive=0
+		for p in "$@"; do
+			kill -0 "$p" 2>/dev/null && alive=1
+		done
+		n=$(kt_refcnt)
+		[ "$n" -gt "$kt_maxref" ] && kt_maxref=$n
+		[ "$alive" -eq 1 ] || break
+		sleep 0.05
+	done
+}
+
+# kt_refcnt_zero: wait up to 10 s for gradnet's reference count to be 0.
+kt_refcnt_zero() {
+	local i
+
+	for ((i = 0; i < 100; i++)); do
+		[ "$(kt_refcnt)" -eq 0 ] && return 0
+		sleep 0.1
+	done
+	echo "# gradnet's refcnt is still $(kt_refcnt)"
+	return 1
+}
+
+# kt_wait PID SECONDS: wait for PID, killing it after SECONDS; its status,
+# or 124 if it had to be killed.
+kt_wait() {
+	local i
+
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		kill -9 "$1"
+		wait "$1"
+		return 124
+	fi
+	wait "$1"
 }
 
 # kt_same_as_ref OUT NAME: OUT's hash lines are the reference's, all of them.

@@ -25,7 +25,6 @@
  *
  * Output: TAP. Exit 0 if every check passed, 1 otherwise, 2 on bad usage.
  */
-#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -154,6 +153,7 @@ static const struct {
 	{ GRADNET_IOC_WAIT, sizeof(struct gradnet_wait) },
 	{ GRADNET_IOC_STATS, sizeof(struct gradnet_stats) },
 	{ GRADNET_IOC_ERRMSG, sizeof(struct gradnet_errmsg) },
+	{ GRADNET_IOC_INFO, sizeof(struct gradnet_info) },
 };
 #define NIOC (sizeof(iocs) / sizeof(iocs[0]))
 
@@ -200,9 +200,9 @@ static void fill_valid(struct rng *r, struct arena *a, unsigned int i)
 		o->abi = GRADNET_ABI_VERSION;
 		o->world = 2 + below(r, 3);
 		o->rank = below(r, o->world);
-		o->job_id = rnd(r);
+		o->job_id = (uint32_t)rnd(r);
 		o->timeout_ms = 100 + below(r, 200);
-		o->codec = below(r, 2);
+		o->codec = below(r, 3);
 		o->flags = below(r, 2) ? GRADNET_OPEN_INSECURE : 0;
 		for (k = 0; k < o->world; k++)
 			peer_fill(&a->peers[k], (uint16_t)(base_port + 100 +
@@ -217,7 +217,7 @@ static void fill_valid(struct rng *r, struct arena *a, unsigned int i)
 		struct gradnet_tensor *t = (void *)m;
 
 		t->id = below(r, 4);
-		t->codec = below(r, 2);
+		t->codec = below(r, 3);
 		t->elems = iocs[i].cmd == GRADNET_IOC_REGISTER ?
 			   1 + below(r, TENSOR_ELEMS) : 0;
 		t->flags = below(r, 2) ? GRADNET_TENSOR_AVERAGE : 0;
@@ -250,7 +250,7 @@ static void fill_valid(struct rng *r, struct arena *a, unsigned int i)
 	case GRADNET_IOC_ERRMSG: {
 		struct gradnet_errmsg *e = (void *)m;
 
-		e->len = below(r, GRADNET_ERRMSG_LEN + 1);
+		e->len = 1 + below(r, GRADNET_ERRMSG_LEN);
 		e->buf = (uint64_t)(uintptr_t)a->errbuf;
 		break;
 	}
@@ -281,6 +281,10 @@ static int reserved_off(unsigned long cmd, unsigned int *off, unsigned int *len)
 	case GRADNET_IOC_STATS:
 		*off = offsetof(struct gradnet_stats, reserved);
 		*len = sizeof(((struct gradnet_stats *)0)->reserved);
+		return 0;
+	case GRADNET_IOC_ERRMSG:
+		*off = offsetof(struct gradnet_errmsg, reserved);
+		*len = sizeof(((struct gradnet_errmsg *)0)->reserved);
 		return 0;
 	}
 	return -1;
@@ -370,21 +374,26 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 	case 11:	/* boundary values of the numbers */
 		switch (iocs[i].cmd) {
 		case GRADNET_IOC_OPEN:
+			if (below(r, 2)) {	/* the wire carries 32 bits */
+				((struct gradnet_open *)m)->job_id |= 1ull << (32 + below(r, 32));
+				return true;
+			}
 			((struct gradnet_open *)m)->world = below(r, 2) ? 0 : 0xffffffffu;
 			((struct gradnet_open *)m)->rank = 0xffffffffu - below(r, 2);
 			return true;
 		case GRADNET_IOC_REGISTER:
 			((struct gradnet_tensor *)m)->elems = below(r, 2) ? 0 :
 				~0ull >> below(r, 30);
-			((struct gradnet_tensor *)m)->codec = below(r, 2) ? 1 : 2 + below(r, 100);
+			((struct gradnet_tensor *)m)->codec = below(r, 2) ? 2 : 3 + below(r, 100);
 			return false;
 		case GRADNET_IOC_STATS:
 			((struct gradnet_stats *)m)->len = below(r, 2) ? 4097 + below(r, 100000) :
 				8 * (1 + below(r, 600)) + 1 + below(r, 7);
 			return true;
-		case GRADNET_IOC_ERRMSG:
-			((struct gradnet_errmsg *)m)->len = 0xffffffffu - below(r, 2);
-			return false;
+		case GRADNET_IOC_ERRMSG:	/* 1..4096 */
+			((struct gradnet_errmsg *)m)->len = below(r, 2) ? 0 :
+				0xffffffffu - below(r, 2);
+			return true;
 		case GRADNET_IOC_WAIT:
 			((struct gradnet_wait *)m)->timeout_ms = 0;
 			return false;
@@ -541,7 +550,7 @@ static int join_pair(unsigned int sa, unsigned int sb, struct counts *c)
 static void allreduce_pair(struct rng *r, struct counts *c, bool unmap)
 {
 	struct gradnet_tensor t = { .size = sizeof(t), .id = 50 + below(r, 2),
-				    .codec = below(r, 2), .elems = TENSOR_ELEMS };
+				    .codec = 1 + below(r, 2), .elems = TENSOR_ELEMS };
 	struct gradnet_start s = { .size = sizeof(s), .id = t.id };
 	struct gradnet_wait w = { .size = sizeof(w), .id = t.id, .timeout_ms = 3000 };
 	float *buf[2];
@@ -652,6 +661,18 @@ static void usage(void)
 	exit(2);
 }
 
+/* INFO before OPEN: the ABI this program was built for. */
+static bool info_ok(int fd, char *line, size_t len)
+{
+	struct gradnet_info in = { .size = sizeof(in) };
+	int rc = ioctl(fd, GRADNET_IOC_INFO, &in);
+
+	snprintf(line, len, "INFO before OPEN: %s, abi %u (want %u), features 0x%llx",
+		 rc ? strerror(errno) : "ok", in.abi, GRADNET_ABI_VERSION,
+		 (unsigned long long)in.features);
+	return !rc && in.abi == GRADNET_ABI_VERSION;
+}
+
 static void tap(int *n, int *failed, bool ok, const char *what)
 {
 	printf("%sok %d %s\n", ok ? "" : "not ", ++*n, what);
@@ -701,7 +722,7 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("TAP version 13\n1..6\n# seed %llu, %.0f s\n",
+	printf("TAP version 13\n1..7\n# seed %llu, %.0f s\n",
 	       (unsigned long long)seed, seconds);
 	pages_setup();
 	for (k = 0; k < NSLOTS; k++)
@@ -709,6 +730,7 @@ int main(int argc, char **argv)
 	snprintf(line, sizeof(line), "/dev/gradnet opens (%s)",
 		 slots[0].fd < 0 ? strerror(errno) : "ok");
 	tap(&n, &failed, slots[0].fd >= 0, line);
+	tap(&n, &failed, info_ok(slots[0].fd, line, sizeof(line)), line);
 	first_join = join_pair(0, 1, &tot);
 	snprintf(line, sizeof(line), "two files join a two-rank job on 127.0.0.1 (%s)",
 		 first_join ? strerror(-first_join) : "ok");
