@@ -124,8 +124,9 @@ ir_add_binary() {
 }
 
 # kmod_deps NAME: the kernel's module NAME and every module it needs,
-# dependencies first, as paths relative to /lib/modules/$kver.
-kmod_deps() {
+# dependencies first, as paths relative to /lib/modules/$kver. A subshell:
+# sh has no local variables, and it recurses.
+kmod_deps() (
 	dep=/lib/modules/$kver/modules.dep
 	line=$(grep -E "(^|/)$1\\.ko(\\.xz)?:" "$dep") || {
 		echo "kmod_deps: $kver has no module $1 in modules.dep" >&2
@@ -135,7 +136,7 @@ kmod_deps() {
 		kmod_deps "$(basename "${d%.xz}" .ko)" || return 1
 	done
 	echo "${line%%:*}"
-}
+)
 
 # ir_add_kmods NAME...: those kernel modules and their dependencies into
 # /kmods of the initramfs, decompressed, with /kmods/order: the insmod
