@@ -59,7 +59,7 @@ struct gradnet_info {
 
 #define GRADNET_KEY_LEN		16	/* GN_MAC_KEY_LEN */
 #define GRADNET_MAX_WORLD	256
-#define GRADNET_ERRMSG_LEN	256
+#define GRADNET_ERRMSG_LEN	320	/* the core's GN_ERRMSG_LEN */
 
 /*
  * struct gradnet_peer - one rank's UDP endpoint, in network byte order.
