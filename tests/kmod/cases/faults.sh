@@ -23,7 +23,7 @@ kt_faults() {
 	echo "$2" >"/sys/module/gradnet/parameters/$dup" &&
 	echo "$3" >"/sys/module/gradnet/parameters/$reorder"
 }
-kt_faults 2 2 2 || { ok 1 "fault parameters written"; exit 1; }
+kt_faults 30 30 30 || { ok 1 "fault parameters written"; exit 1; }
 echo "# set: $(for p in $drop $dup $reorder; do
 	printf '%s=%s ' "$p" "$(cat /sys/module/gradnet/parameters/$p)"; done)"
 
