@@ -303,6 +303,15 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 
 	switch (below(r, 14)) {
 	case 0:		/* reserved bytes */
+		if (iocs[i].cmd == GRADNET_IOC_OPEN && below(r, 2)) {
+			struct gradnet_open *o = (void *)m;
+
+			if (below(r, 2))
+				o->reserved0 = 1u << below(r, 32);
+			else	/* the peers' */
+				a->peers[below(r, o->world)].reserved = 1 + below(r, 9);
+			return true;
+		}
 		if (reserved_off(iocs[i].cmd, &off, &len))
 			return false;
 		m[off + below(r, len)] = (uint8_t)(1 + below(r, 255));
@@ -343,7 +352,7 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 				below(r, 2) ? 0 : GRADNET_ABI_VERSION + 1 + below(r, 9);
 			return true;
 		}
-		*cmd = below(r, 2) ? _IOW(GRADNET_IOC_MAGIC, 8 + below(r, 200), struct gradnet_start) :
+		*cmd = below(r, 2) ? _IOW(GRADNET_IOC_MAGIC, 9 + below(r, 200), struct gradnet_start) :
 				     _IO(GRADNET_IOC_MAGIC, 0);
 		return true;
 	case 9:		/* random bytes everywhere after the size */
