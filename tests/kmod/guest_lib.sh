@@ -42,12 +42,15 @@ kt_peers() {
 }
 
 # kt_rank K TRANSPORT OUT [ARGS...]: rank K of the reference's job in host
-# K's namespace, in the background; its PID is $!. A new job id per job.
+# K's namespace, in the background; its PID is $! (ip execs env, env execs
+# kmod_job: one process).
 kt_rank() {
 	local k=$1 transport=$2 out=$3
 
 	shift 3
-	gn_host_exec "$k" env GN_TRANSPORT="$transport" GN_RANK="$k" \
+	# ip itself, not gn_host_exec: a function would run in a subshell,
+	# and $! would be that shell's PID, not the rank's.
+	ip netns exec "$(gn_host_ns "$k")" env GN_TRANSPORT="$transport" GN_RANK="$k" \
 		GN_WORLD_SIZE="$ref_world" GN_PEERS="$(kt_peers "$ref_world")" \
 		GN_KEY="$KT_KEY" GN_JOB="$kt_job" GN_TIMEOUT_MS="${KT_TIMEOUT_MS:-10000}" \
 		/gn/bin/kmod_job rank --tensors "$ref_spec" --steps "$ref_steps" "$@" \

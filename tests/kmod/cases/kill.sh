@@ -27,6 +27,9 @@ grep '^hash 0 ' "/gn/ref/kill.hash" >/tmp/ref.step0
 cmp -s /tmp/k.step0 /tmp/ref.step0
 ok $? "step 0 was bit-identical to the reference"
 sleep 0.5
+comm=$(cat "/proc/$p2/comm" 2>/dev/null)
+[ "$comm" = kmod_job ]
+ok $? "rank 2's PID $p2 is the rank itself ($comm)"
 kill -9 "$p2"
 wait "$p2"
 st=$?
