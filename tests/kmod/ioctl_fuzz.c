@@ -596,7 +596,7 @@ static void allreduce_pair(struct rng *r, struct counts *c, bool unmap)
 /* Close a file (maybe while the other thread is in an ioctl on it). */
 static void reopen(struct rng *r, unsigned int k)
 {
-	int fd = below(r, 4) ? open("/dev/gradnet", O_RDWR | O_CLOEXEC) : -1;
+	int fd = below(r, 8) ? open("/dev/gradnet", O_RDWR | O_CLOEXEC) : -1;
 
 	pthread_mutex_lock(&slots_lock);
 	if (slots[k].fd >= 0)

@@ -18,7 +18,7 @@ p1=$!
 kt_rank 2 kmod /tmp/k.2
 p2=$!
 for ((i = 0; i < 1200; i++)); do
-	grep -q '^started 1' /tmp/k.0 && grep -q '^started 1' /tmp/k.2 && break
+	grep -qs '^started 1' /tmp/k.0 && grep -qs '^started 1' /tmp/k.2 && break
 	sleep 0.1
 done
 ok $((i == 1200)) "ranks 0 and 2 finished step 0 and started step 1's allreduce"
