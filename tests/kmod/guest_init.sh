@@ -1,5 +1,6 @@
 #!/bin/busybox sh
 # SPDX-License-Identifier: MIT
+# shellcheck shell=dash disable=SC2013 # the lists hold one plain word a line
 #
 # guest_init.sh - /init of guest.sh's initramfs: mounts, loads the kernel
 # modules and gradnet.ko, runs every case of /gn/cases.list in order, then

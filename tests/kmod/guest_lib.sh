@@ -150,6 +150,7 @@ kt_params() {
 	local p
 
 	for p in /sys/module/gradnet/parameters/*; do
+		# shellcheck disable=SC2254 # $1 is a glob on purpose
 		case ${p##*/} in
 		$1) echo "${p##*/}" ;;
 		esac

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=sh
+# shellcheck disable=SC2154,SC2034 # $root, $tmp are the caller's; it reads
+# $qemu_rc, $elapsed
 #
 # lib.sh - sourced by the QEMU tests (selftest.sh, guest.sh): TAP results,
 # the Debian 6.1 kernel to boot, the module built from a copy of the

@@ -19,6 +19,7 @@
 # GN_QEMU_TIMEOUT bounds the guest run in seconds (default 300).
 
 # shellcheck disable=SC2317 # cleanup and the checks are called indirectly
+# shellcheck disable=SC2119 # check_tools and boot_guest take no arguments here
 set -eu
 
 missing_rc=${GN_SKIP_RC:-4}

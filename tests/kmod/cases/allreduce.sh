@@ -5,6 +5,7 @@
 # average, all eight in flight at once, three steps; every rank's every
 # result is bit-identical to the userspace reference (kmod_job ref).
 # ref: r3 3 3 1:3lc:sum,4:3lc:avg,5:3lc:sum,1000003:3lc:avg,1:none:avg,4:none:sum,5:none:avg,1000003:none:sum
+# shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
 gn_net_setup 3

@@ -5,6 +5,7 @@
 # 1 M and 25 M floats, the UDP job then the kmod job for each size, the
 # slowest rank's median seconds per allreduce. Under TCG only the ratio
 # means anything. Prints "# " lines; asserts only that every job ran.
+# shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
 gn_net_setup 2

@@ -4,6 +4,7 @@
 # parameters) on three kmod ranks: results bit-identical to the reference,
 # and the ranks retransmitted.
 # ref: r3f 3 2 1:3lc:sum,5:3lc:avg,1000003:3lc:sum,4:none:avg,1000003:none:avg
+# shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
 # The parameters, however the module names them; their names are printed.
@@ -25,7 +26,7 @@ kt_faults() {
 }
 kt_faults 30 30 30 || { ok 1 "fault parameters written"; exit 1; }
 echo "# set: $(for p in $drop $dup $reorder; do
-	printf '%s=%s ' "$p" "$(cat /sys/module/gradnet/parameters/$p)"; done)"
+	printf '%s=%s ' "$p" "$(cat "/sys/module/gradnet/parameters/$p")"; done)"
 
 gn_net_setup 3
 kt_job r3f /tmp/f kmod kmod kmod

@@ -4,6 +4,7 @@
 # /dev/gradnet; then no file is left open and the module unloads and loads
 # again. The kernel log's check (no Oops, BUG, WARNING, lockdep, KASAN) is
 # guest.sh's, after every case.
+# shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
 /gn/bin/ioctl_fuzz --seconds "${KT_FUZZ_SECONDS:-45}" --seed "$RANDOM$RANDOM"

@@ -6,15 +6,16 @@
 # the module unloads. Without the module, GN_TRANSPORT=kmod fails with
 # -ENODEV and says how to load it; then the module is loaded again.
 # ref: kill 3 3 1000003:3lc:sum,5:none:sum
+# shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
 KT_TIMEOUT_MS=3000
 gn_net_setup 3
 kt_ref kill
 kt_rank 0 kmod /tmp/k.0
-p0=$!
+pids=("$!")
 kt_rank 1 kmod /tmp/k.1 --hold 1:/tmp/kill.go
-p1=$!
+pids+=("$!")
 kt_rank 2 kmod /tmp/k.2
 p2=$!
 for ((i = 0; i < 1200; i++)); do
@@ -36,8 +37,7 @@ st=$?
 ok $((st != 137)) "rank 2 died of SIGKILL mid-allreduce (status $st)"
 touch /tmp/kill.go
 for k in 0 1; do
-	p=p$k
-	kt_wait "${!p}" 120
+	kt_wait "${pids[$k]}" 120
 	st=$?
 	ok $((st != 1)) "rank $k failed (status $st, want 1)"
 	line=$(grep '^error 1 ' "/tmp/k.$k")
@@ -48,7 +48,7 @@ for k in 0 1; do
 	esac
 	ok "$r" "rank $k: step 1 failed with -ETIMEDOUT naming rank 2"
 done
-[ -n "$(cat /tmp/k.0 /tmp/k.1 | grep '^error 1 ')" ] || kt_show /tmp/k.0 /tmp/k.1 /tmp/k.2
+grep -q '^error 1 ' /tmp/k.0 /tmp/k.1 || kt_show /tmp/k.0 /tmp/k.1 /tmp/k.2
 kt_refcnt_zero
 ok $? "every file closed: gradnet's refcnt is 0"
 rmmod gradnet
