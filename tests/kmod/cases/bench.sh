@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # bench.sh - the kmod path against the UDP path in this guest: two ranks
 # (two namespaces on a bridge) of gradnet-rank, 3LC, real gradients, for
-# 1 M and 25 M floats, the UDP job then the kmod job for each size, the
-# slowest rank's median seconds per allreduce. Under TCG only the ratio
-# means anything. Prints "# " lines; asserts only that every job ran.
+# 1 M and 25 M floats, the UDP job then the kmod job for each size, in
+# KT_BENCH_ROUNDS rounds (3); the slowest rank's median seconds per
+# allreduce. Under TCG only the ratio means anything. Prints "# " lines;
+# asserts only that every job ran.
 # shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
@@ -34,14 +35,16 @@ bench_job() {
 }
 
 echo "# guest: $(nproc) vCPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), TCG"
-echo "# floats  steps  udp s/allreduce  kmod s/allreduce  kmod/udp"
-for size in 1048576:5 26214400:3; do
-	n=${size%:*}
-	steps=${size#*:}
-	udp=$(bench_job udp "$n" "$steps")
-	ok $? "UDP path, $n floats, $steps steps: $udp s"
-	kmod=$(bench_job kmod "$n" "$steps")
-	ok $? "kmod path, $n floats, $steps steps: $kmod s"
-	ratio=$(awk -v k="$kmod" -v u="$udp" 'BEGIN { if (u > 0 && k > 0) printf "%.2f", k / u; else print "-" }')
-	echo "# $n  $steps  $udp  $kmod  $ratio"
+echo "# round  floats  steps  udp s/allreduce  kmod s/allreduce  kmod/udp"
+for round in $(seq "${KT_BENCH_ROUNDS:-3}"); do
+	for size in 1048576:8 26214400:4; do
+		n=${size%:*}
+		steps=${size#*:}
+		udp=$(bench_job udp "$n" "$steps")
+		ok $? "round $round: UDP path, $n floats, $steps steps: $udp s"
+		kmod=$(bench_job kmod "$n" "$steps")
+		ok $? "round $round: kmod path, $n floats, $steps steps: $kmod s"
+		ratio=$(awk -v k="$kmod" -v u="$udp" 'BEGIN { if (u > 0 && k > 0) printf "%.2f", k / u; else print "-" }')
+		echo "# $round  $n  $steps  $udp  $kmod  $ratio"
+	done
 done
