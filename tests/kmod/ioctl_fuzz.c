@@ -63,6 +63,7 @@ struct slot {
 };
 
 static struct slot slots[NSLOTS];
+static _Thread_local int last_kind;	/* mutate()'s last choice, for reports */
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int stop;
 static uint16_t base_port = 47000;
@@ -119,8 +120,10 @@ static void pages_setup(void)
 
 	hole = map(4096, PROT_NONE);
 	rdonly = map(4096, PROT_READ);
+	/* A PROT_NONE page, not an unmapped one: a later mmap() could fill
+	 * a hole, and a struct meant to straddle it would be whole again. */
 	two = map(8192, PROT_READ | PROT_WRITE);
-	if (munmap(two + 4096, 4096))
+	if (mprotect(two + 4096, 4096, PROT_NONE))
 		exit(1);
 	edge = two;
 }
@@ -157,6 +160,10 @@ static const struct {
 };
 #define NIOC (sizeof(iocs) / sizeof(iocs[0]))
 
+static const char *const ioc_names[] = {
+	"OPEN", "REGISTER", "UNREGISTER", "START", "WAIT", "STATS", "ERRMSG", "INFO",
+};
+
 /* Per-thread memory the structs and buffers live in. */
 struct arena {
 	uint8_t *mem;		/* ARENA bytes, then a hole */
@@ -170,7 +177,7 @@ static void arena_init(struct arena *a)
 {
 	uint8_t *m = map(ARENA + 4096, PROT_READ | PROT_WRITE);
 
-	if (munmap(m + ARENA, 4096))
+	if (mprotect(m + ARENA, 4096, PROT_NONE))
 		exit(1);
 	a->mem = m;
 	a->tensor = map(TENSOR_ELEMS * sizeof(float), PROT_READ | PROT_WRITE);
@@ -301,7 +308,8 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 	uint32_t *size = (uint32_t *)m, sz = iocs[i].size;
 	unsigned int off, len;
 
-	switch (below(r, 14)) {
+	last_kind = (int)below(r, 14);
+	switch (last_kind) {
 	case 0:		/* reserved bytes */
 		if (iocs[i].cmd == GRADNET_IOC_OPEN && below(r, 2)) {
 			struct gradnet_open *o = (void *)m;
@@ -441,7 +449,8 @@ static void note(struct counts *c, int rc, int err, bool must_fail, unsigned int
 		if (must_fail) {
 			c->wrong_ok++;
 			if (c->wrong_ok <= 10)
-				printf("# a call that must fail succeeded: ioctl %u\n", i);
+				printf("# a call that must fail succeeded: ioctl %u (%s), mutation %d\n",
+				       i + 1, i < MAX_IOC ? ioc_names[i] : "?", last_kind);
 		}
 		return;
 	}
@@ -476,6 +485,7 @@ static void fuzz_one(struct rng *r, struct arena *a, struct counts *c)
 	int fd = slot_fd(below(r, NSLOTS)), rc;
 
 	fill_valid(r, a, i);
+	last_kind = -1;
 	if (below(r, 4))
 		must_fail = mutate(r, a, i, &ptr, &cmd);
 	if (cmd == GRADNET_IOC_ERRMSG && ptr == (uint64_t)(uintptr_t)a->mem &&
