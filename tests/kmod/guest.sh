@@ -141,8 +141,23 @@ report_case() {
 
 # The kernel's complaints, in the log the guest printed at its end.
 kernel_complaints() {
-	sed -n 's/.*GN-KLOG: //p' "$tmp/console.log" |
-		grep -E 'Oops|BUG:|kernel BUG|WARNING:|lockdep|possible (circular|recursive) locking|KASAN|UBSAN|general protection fault|Call Trace:|refcount_t:|list_(add|del) corruption|INFO: task .* blocked|scheduling while atomic|sleeping function called from invalid context|inconsistent lock state|stack-protector|double fault'
+	sed -n 's/.*GN-KLOG: //p' "$tmp/console.log" | complaints
+}
+
+# The lines of stdin that report a kernel bug.
+complaints() {
+	grep -E 'Oops|BUG:|kernel BUG|WARNING:|lockdep|possible (circular|recursive) locking|KASAN|UBSAN|general protection fault|Call Trace:|refcount_t:|list_(add|del) corruption|INFO: task .* blocked|scheduling while atomic|sleeping function called from invalid context|inconsistent lock state|stack-protector|double fault'
+}
+
+# The check must be able to fail: three complaints as the 6.1 kernel
+# words them, and a line that is none.
+sample_caught() {
+	n=$(printf '%s\n' \
+		'[ 9.1] WARNING: CPU: 1 PID: 7 at kmod/dev.c:9 gk_ioctl+0x1/0x2 [gradnet]' \
+		'[ 9.2] BUG: kernel NULL pointer dereference, address: 0000000000000008' \
+		'[ 9.3] WARNING: possible circular locking dependency detected' \
+		'[ 9.4] gradnet: selftest summary: PASS' | complaints | wc -l)
+	[ "$n" -eq 3 ]
 }
 
 check_guest() {
@@ -153,6 +168,8 @@ check_guest() {
 		report_case "$c"
 	done
 	report_case end
+	check "kernel-log check: catches a WARNING, a BUG and a lockdep splat in a sample" \
+		sample_caught
 	if kernel_complaints >"$tmp/complaints"; then
 		result 1 "kernel log: no Oops, BUG, WARNING, lockdep, KASAN or UBSAN report"
 		sed 's/^/#   /' "$tmp/complaints"
