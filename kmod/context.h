@@ -30,6 +30,7 @@ struct gk_tensor {
 	u32 id;
 	u64 elems;
 	bool started;			/* START took it; WAIT or close ends it */
+	bool starting;			/* START is in the core, the lock dropped */
 	bool finished;			/* the core gave its outcome: @err, @msg */
 	bool retiring;			/* UNREGISTER runs */
 	int err;

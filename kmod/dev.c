@@ -465,7 +465,7 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 		r = gk_fail(c, -EBUSY, "START tensor %u: an allreduce of it is in flight",
 			    s.id);
 	else
-		gt->started = true;
+		gt->started = gt->starting = true;
 	gn_env_unlock(env);
 	if (r)
 		return r;
@@ -479,10 +479,19 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	gn_env_lock(env);
 	gt->pin = pin;
 	gn_env_unlock(env);
+	/*
+	 * The core compresses with its lock dropped; until it returns, no
+	 * WAIT or poll may take the outcome (and free the tensor for another
+	 * START or an UNREGISTER): @starting holds them off.
+	 */
 	r = gn_core_allreduce_start(c->core, s.id, pin.data);
-	if (!r)
-		return 0;
 	gn_env_lock(env);
+	gt->starting = false;
+	if (!r) {
+		gn_env_wake(env);
+		gn_env_unlock(env);
+		return 0;
+	}
 	gk_fail(c, r, "START tensor %u: %s", s.id, gn_core_api_errmsg(c->core));
 	pin = gt->pin;
 	memset(&gt->pin, 0, sizeof(gt->pin));
@@ -490,7 +499,8 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	gk_unpin(&pin);
 out_unstart:
 	gn_env_lock(env);
-	gt->started = false;
+	gt->started = gt->starting = false;
+	gn_env_wake(env);
 	gn_env_unlock(env);
 	return r;
 }
@@ -498,7 +508,8 @@ out_unstart:
 /*
  * Has @gt's allreduce ended? Called with the env's lock. The core gives
  * an outcome once; it is kept in @gt until WAIT takes it, so poll() can
- * look without losing it. Return: 1 ended, 0 not yet, -EINVAL not started.
+ * look without losing it. Return: 1 ended, 0 not yet (also while START
+ * is still in the core), -EINVAL not started.
  */
 static int collect(struct gk_ctx *c, struct gk_tensor *gt)
 {
@@ -508,9 +519,11 @@ static int collect(struct gk_ctx *c, struct gk_tensor *gt)
 		return 1;
 	if (!gt->started)
 		return -EINVAL;
+	if (gt->starting)
+		return 0;
 	r = gn_core_allreduce_done(c->core, gt->id, &err);
 	if (r != 1)
-		return 0;	/* also while START is still handing it over */
+		return 0;
 	gt->finished = true;
 	gt->err = err;
 	strscpy(gt->msg, err ? gn_core_api_errmsg(c->core) : "", sizeof(gt->msg));

@@ -5,9 +5,10 @@
  * namespace.
  *
  * Receive: the socket's encap_rcv takes every datagram in softirq (the
- * UDP layer has verified its checksum), resolves the sender to a rank and
- * queues the skb for the context's worker; nothing is queued to a user
- * socket and nothing is copied. The core runs in the worker (its
+ * UDP layer has verified its checksum), resolves the sender to a rank (or
+ * GN_PEER_NONE, which the core counts as a source drop, as on the UDP
+ * path) and queues the skb for the context's worker; nothing is queued
+ * to a user socket and nothing is copied. The core runs in the worker (its
  * environment sleeps), where recv() hands the skbs out with their gn_buf
  * in the skb's control block.
  *
@@ -159,11 +160,8 @@ static int gk_encap_rcv(struct sock *sk, struct sk_buff *skb)
 
 	if (unlikely(!ks))
 		goto drop;
+	/* Strangers go to the core too, which counts them as source drops. */
 	from = sender_of(ks, skb);
-	if (from == GN_PEER_NONE) {
-		atomic64_inc(&ks->rx_strangers);
-		goto drop;
-	}
 	if (unlikely(!rx_prepare(skb)))
 		goto drop;
 	if (skb_queue_len(&ks->rxq) >= ks->rxq_max) {
@@ -608,6 +606,10 @@ void gk_sock_free(struct gk_sock *ks)
 		consume_skb(g->b.priv);
 		kfree(g);
 	}
+	if (atomic64_read(&ks->rx_overflow) || ks->tx_errors)
+		pr_info("gradnet: rank %d: %lld packets dropped on a full receive queue (rx_queue_max), %llu sends without a route\n",
+			ks->rank, (long long)atomic64_read(&ks->rx_overflow),
+			ks->tx_errors);
 	out = atomic_read(&ks->rx_out);
 	if (out)
 		pr_err("gradnet: %d received packets were not given back by the core\n",

@@ -50,7 +50,6 @@ struct gk_sock {
 	struct sk_buff *late;		/* fault injection: held back */
 	struct gk_faults faults;
 	atomic64_t rx_overflow;		/* dropped: the queue was full */
-	atomic64_t rx_strangers;	/* dropped: from no rank of the job */
 	atomic_t rx_out;		/* handed to the core, not yet put */
 
 	/* Transmit buffers: a free list and every one made. */

@@ -15,8 +15,9 @@
 # Then the kernel data path, /dev/gradnet: gradnet-rank with
 # GN_TRANSPORT=kmod fails, saying how to load the module, before it is
 # loaded; after, two ranks on loopback run 3LC (1000003 floats, sum) and
-# dense (5 floats, average) jobs on the module, and a mixed job with one
-# kmod rank and one UDP-path rank; every rank's result equals gn-ref's
+# dense (5 floats, average) jobs on the module, a mixed job with one kmod
+# rank and one UDP-path rank, and a 3LC job with the module's fault
+# injection (5% each dropped, duplicated, reordered); every rank's result equals gn-ref's
 # single-process reference byte for byte; rmmod succeeds once the files
 # are closed, and the kernel log has no BUG, WARNING or Oops.
 #
@@ -98,6 +99,15 @@ if [ -x /bin/gradnet-rank ] && [ -c /dev/gradnet ]; then
 	gn_job 3lc kmod --elems 1000003 --steps 2 --warmup 0
 	gn_job dense kmod --elems 5 --steps 2 --warmup 0 --codec none --average
 	gn_job mixed udp --elems 1000003 --steps 2 --warmup 0
+	# The module's fault injection: 5% of received packets each dropped,
+	# duplicated and reordered; the result is the same.
+	for f in drop dup reorder; do
+		echo 50 >"/sys/module/gradnet/parameters/fault_$f"
+	done
+	gn_job faults kmod --elems 100003 --steps 3 --warmup 0
+	for f in drop dup reorder; do
+		echo 0 >"/sys/module/gradnet/parameters/fault_$f"
+	done
 fi
 rmmod gradnet && echo "GN-RMMOD: ok"
 dmesg | grep 'gradnet' | sed 's/^/GN-LOG: /'
@@ -271,8 +281,17 @@ check_kmod_path() {
 		job_ok dense "$refd"
 	check "mixed job, a kmod rank and a UDP-path rank, 3LC: gn-ref's result" \
 		job_ok mixed "$ref3"
+	check "5% drop, duplication, reordering (fault_*): gn-ref's result, with retransmissions" \
+		faults_ok "$(ref_md5 --elems 100003 --steps 3)"
 	check "no BUG, WARNING or Oops in the kernel log" \
 		not_in_console 'GN-KBAD:'
+}
+
+# The faults job gave the reference, and its ranks retransmitted.
+faults_ok() {
+	job_ok faults "$1" &&
+		grep 'GN-JOBLOG: faults ' "$tmp/console.log" |
+		grep -q '"retransmits": [1-9]'
 }
 
 not_in_console() {
@@ -311,8 +330,8 @@ main() {
 	build_initramfs
 	boot_guest 512M 1
 	# 14 checks of the codec and the wire, one per core case, a summary,
-	# 7 of the data path.
-	echo "1..$((14 + $(core_cases | wc -l) + 1 + 7))"
+	# 8 of the data path.
+	echo "1..$((14 + $(core_cases | wc -l) + 1 + 8))"
 	result 0 "module builds against $kver headers"
 	check_log
 
