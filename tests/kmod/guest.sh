@@ -25,7 +25,7 @@
 # A missing part (kernel, qemu, a program, a kernel module) fails the
 # test: nothing here skips. GN_QEMU_TIMEOUT bounds the boot in seconds
 # (default 900); GN_GUEST_MEM (default 1G) and GN_GUEST_CPUS (default 2)
-# size the guest.
+# size the guest; KT_FUZZ_SECONDS and KT_BENCH_ROUNDS reach the cases.
 
 # shellcheck disable=SC2317 # cleanup is called by the trap
 set -eu
@@ -103,6 +103,11 @@ build_initramfs() {
 	# shellcheck disable=SC2046 # one module name per word
 	ir_add_kmods veth bridge udp_tunnel ip6_udp_tunnel \
 		$(modinfo -F depends "$tmp/src/gradnet.ko" | tr ',' ' ')
+	# The cases' knobs, from this host's environment.
+	for v in KT_FUZZ_SECONDS KT_BENCH_ROUNDS; do
+		eval "val=\${$v:-}"
+		[ -z "$val" ] || echo "$v=$val" >>"$ir/gn/env"
+	done
 	build_refs
 	ir_pack
 }

@@ -10,6 +10,11 @@
 # guest.sh numbers them.
 
 GN_NS_PREFIX=kmod-tests-$$
+# KT_* settings guest.sh took from the host's environment.
+if [ -r /gn/env ]; then
+	# shellcheck disable=SC1091 # written by guest.sh
+	. /gn/env
+fi
 # shellcheck source=tests/net/lib.sh
 . /gn/net/lib.sh
 
