@@ -558,7 +558,7 @@ static int read_transport(struct open_args *a, const struct gn_ctx_opts *o)
 	else if (!strcmp(t, "kmod"))
 		a->transport = GN_TP_KIND_KMOD;
 	else
-		return open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp, dpdk or kmod",
+		return open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp or dpdk (or kmod, the gradnet kernel module)",
 				 t);
 	return 0;
 }
