@@ -3,7 +3,9 @@
  * api.c - libgradnet's API around the protocol core: options and the
  * environment, keys and peer addresses, opening a context (the UDP
  * transport, the core, the progress thread), tensors and allreduce as the
- * caller's thread sees them, close, error messages and counters.
+ * caller's thread sees them, close, error messages and counters. The
+ * public calls check their arguments and go to the context's backend:
+ * the core in this process (here), or the kernel module's (kmod.c).
  */
 #include <errno.h>
 #include <fcntl.h>
