@@ -40,6 +40,11 @@
 #define GK_ERRMSG_MIN	offsetofend(struct gradnet_errmsg, buf)
 #define GK_INFO_MIN	offsetofend(struct gradnet_info, size)
 
+/*
+ * The core quantizes up to four chunks in one FPU section (ENCODE_BATCH),
+ * with preemption off: 2^20 values, about a millisecond with AVX2.
+ */
+#define GK_MAX_CHUNK	(1u << 18)
 /* Larger tensors are refused: the core allocates several times this. */
 #define GK_MAX_ELEMS	(1ull << 30)
 #define GK_STATS_MAX	4096
@@ -147,8 +152,9 @@ static int open_check(struct gk_ctx *c, const struct gradnet_open *o)
 	if (o->mtu && (o->mtu < 576 || o->mtu > 9000))
 		return gk_fail(c, -EINVAL, "OPEN: mtu %u is outside 576..9000",
 			       o->mtu);
-	if (o->chunk > (1u << 24))
-		return gk_fail(c, -EINVAL, "OPEN: chunk %u is over 2^24", o->chunk);
+	if (o->chunk > GK_MAX_CHUNK)
+		return gk_fail(c, -EINVAL, "OPEN: chunk %u is over 2^18 values, which would keep preemption off too long in one FPU section",
+			       o->chunk);
 	if (o->codec > GRADNET_CODEC_3LC)
 		return gk_fail(c, -EINVAL, "OPEN: codec %u is unknown", o->codec);
 	/* [1, 2) as float32 bits; no float arithmetic in this unit. */
@@ -339,7 +345,10 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 	int r;
 
 	r = gk_copy_in(c, "REGISTER", &t, sizeof(t), GK_TENSOR_MIN, arg);
-	if (r || (r = gk_need_open(c, "REGISTER")))
+	if (r)
+		return r;
+	r = gk_need_open(c, "REGISTER");
+	if (r)
 		return r;
 	if (t.reserved0 || !all_zero(t.reserved, sizeof(t.reserved)) ||
 	    (t.flags & ~GRADNET_TENSOR_FLAGS) || t.codec > GRADNET_CODEC_3LC ||
@@ -416,7 +425,10 @@ static long ioc_unregister(struct gk_ctx *c, void __user *arg)
 	int r;
 
 	r = gk_copy_in(c, "UNREGISTER", &t, sizeof(t), GK_TENSOR_MIN, arg);
-	if (r || (r = gk_need_open(c, "UNREGISTER")))
+	if (r)
+		return r;
+	r = gk_need_open(c, "UNREGISTER");
+	if (r)
 		return r;
 	if (t.codec || t.s_bits || t.elems || t.flags || t.reserved0 ||
 	    !all_zero(t.reserved, sizeof(t.reserved)))
@@ -452,7 +464,10 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	int r;
 
 	r = gk_copy_in(c, "START", &s, sizeof(s), GK_START_MIN, arg);
-	if (r || (r = gk_need_open(c, "START")))
+	if (r)
+		return r;
+	r = gk_need_open(c, "START");
+	if (r)
 		return r;
 	if (!all_zero(s.reserved, sizeof(s.reserved)))
 		return gk_fail(c, -EINVAL, "START tensor %u: reserved fields must be zero",
@@ -579,7 +594,10 @@ static long ioc_wait(struct gk_ctx *c, void __user *arg)
 	int r;
 
 	r = gk_copy_in(c, "WAIT", &w, sizeof(w), GK_WAIT_MIN, arg);
-	if (r || (r = gk_need_open(c, "WAIT")))
+	if (r)
+		return r;
+	r = gk_need_open(c, "WAIT");
+	if (r)
 		return r;
 	if (w.result || !all_zero(w.reserved, sizeof(w.reserved)))
 		return gk_fail(c, -EINVAL, "WAIT tensor %u: result and reserved must be zero",
@@ -618,7 +636,10 @@ static long ioc_stats(struct gk_ctx *c, void __user *arg)
 	int r;
 
 	r = gk_copy_in(c, "STATS", &s, sizeof(s), GK_STATS_MIN, arg);
-	if (r || (r = gk_need_open(c, "STATS")))
+	if (r)
+		return r;
+	r = gk_need_open(c, "STATS");
+	if (r)
 		return r;
 	if (!all_zero(s.reserved, sizeof(s.reserved)) || !s.len ||
 	    s.len % 8 || s.len > GK_STATS_MAX || s.scope > GRADNET_STATS_TENSOR)
@@ -772,7 +793,7 @@ static void gk_linger(struct gk_ctx *c)
 	gn_env_lock(env);
 	while (gn_core_owes(c->core) && ktime_get_ns() < until) {
 		gn_env_unlock(env);
-		msleep(5);
+		usleep_range(5000, 10000);
 		gn_env_lock(env);
 	}
 	gn_env_unlock(env);

@@ -3,7 +3,9 @@
  * api.c - libgradnet's API around the protocol core: options and the
  * environment, keys and peer addresses, opening a context (the UDP
  * transport, the core, the progress thread), tensors and allreduce as the
- * caller's thread sees them, close, error messages and counters.
+ * caller's thread sees them, close, error messages and counters. The
+ * public calls check their arguments and go to the context's backend:
+ * the core in this process (here), or the kernel module's (kmod.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -558,7 +560,7 @@ static int read_transport(struct open_args *a, const struct gn_ctx_opts *o)
 	else if (!strcmp(t, "kmod"))
 		a->transport = GN_TP_KIND_KMOD;
 	else
-		return open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp, dpdk or kmod",
+		return open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp or dpdk (or kmod, the gradnet kernel module)",
 				 t);
 	return 0;
 }

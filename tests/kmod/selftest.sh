@@ -16,7 +16,7 @@
 # GN_TRANSPORT=kmod fails, saying how to load the module, before it is
 # loaded; after, two ranks on loopback run 3LC (1000003 floats, sum) and
 # dense (5 floats, average) jobs on the module, a mixed job with one kmod
-# rank and one UDP-path rank, and a 3LC job with the module's fault
+# rank and one UDP-path rank, a 3LC job over IPv6, and a dense job with the module's fault
 # injection (5% each dropped, duplicated, reordered); every rank's result equals gn-ref's
 # single-process reference byte for byte; rmmod succeeds once the files
 # are closed, and the kernel log has no BUG, WARNING or Oops.
@@ -99,12 +99,16 @@ if [ -x /bin/gradnet-rank ] && [ -c /dev/gradnet ]; then
 	gn_job 3lc kmod --elems 1000003 --steps 2 --warmup 0
 	gn_job dense kmod --elems 5 --steps 2 --warmup 0 --codec none --average
 	gn_job mixed udp --elems 1000003 --steps 2 --warmup 0
+	export GN_PEERS='[::1]:7000,[::1]:7001'
+	gn_job ipv6 kmod --elems 100003 --steps 3 --warmup 0
+	export GN_PEERS=127.0.0.1:7000,127.0.0.1:7001
 	# The module's fault injection: 5% of received packets each dropped,
-	# duplicated and reordered; the result is the same.
+	# duplicated and reordered; the result is the same. Dense, so that
+	# some 800 packets make a run without a drop unlikely.
 	for f in drop dup reorder; do
 		echo 50 >"/sys/module/gradnet/parameters/fault_$f"
 	done
-	gn_job faults kmod --elems 100003 --steps 3 --warmup 0
+	gn_job faults kmod --elems 100003 --steps 3 --warmup 0 --codec none
 	for f in drop dup reorder; do
 		echo 0 >"/sys/module/gradnet/parameters/fault_$f"
 	done
@@ -281,8 +285,10 @@ check_kmod_path() {
 		job_ok dense "$refd"
 	check "mixed job, a kmod rank and a UDP-path rank, 3LC: gn-ref's result" \
 		job_ok mixed "$ref3"
-	check "5% drop, duplication, reordering (fault_*): gn-ref's result, with retransmissions" \
-		faults_ok "$(ref_md5 --elems 100003 --steps 3)"
+	check "IPv6 (::1), 2 kmod ranks, 3LC 100003 floats: gn-ref's result" \
+		job_ok ipv6 "$(ref_md5 --elems 100003 --steps 3)"
+	check "dense 100003 floats, 5% drop, duplication, reordering (fault_*): gn-ref's result, with retransmissions" \
+		faults_ok "$(ref_md5 --elems 100003 --steps 3 --codec none)"
 	check "no BUG, WARNING or Oops in the kernel log" \
 		not_in_console 'GN-KBAD:'
 }
@@ -330,8 +336,8 @@ main() {
 	build_initramfs
 	boot_guest 512M 1
 	# 14 checks of the codec and the wire, one per core case, a summary,
-	# 8 of the data path.
-	echo "1..$((14 + $(core_cases | wc -l) + 1 + 8))"
+	# 9 of the data path.
+	echo "1..$((14 + $(core_cases | wc -l) + 1 + 9))"
 	result 0 "module builds against $kver headers"
 	check_log
 

@@ -94,7 +94,8 @@ struct gradnet_peer {
  * @job_id: the job's id, the same on every rank (0..2^32-1: the wire
  *	carries 32 bits; larger is -EINVAL)
  * @mtu: the job's MTU (0: 1500; else 576..9000)
- * @chunk: values per chunk (0: 65536, libgradnet's default; at most 2^24)
+ * @chunk: values per chunk (0: 65536, libgradnet's default; at most 2^18,
+ *	the kernel's bound on an FPU section)
  * @timeout_ms: a silent peer is dead after this (0: the module's
  *	default_timeout_ms parameter)
  * @step_timeout_ms: an allreduce fails after this (0: the module's
