@@ -144,9 +144,14 @@ report_case() {
 		result 1 "$1: the case reported at least one passing check"
 }
 
-# The kernel's complaints, in the log the guest printed at its end.
+# The kernel's complaints: in the log the guest printed at its end, and
+# on the console itself (an Oops or a panic is printed there at once, and
+# a guest that dies never prints its log); cases' own lines are not read.
 kernel_complaints() {
-	sed -n 's/.*GN-KLOG: //p' "$tmp/console.log" | complaints
+	{
+		sed -n 's/.*GN-KLOG: //p' "$tmp/console.log"
+		grep -v -e 'GN-KLOG: ' -e 'GN-OUT ' "$tmp/console.log"
+	} | complaints
 }
 
 # The lines of stdin that report a kernel bug.
