@@ -25,7 +25,8 @@
 # A missing part (kernel, qemu, a program, a kernel module) fails the
 # test: nothing here skips. GN_QEMU_TIMEOUT bounds the boot in seconds
 # (default 900); GN_GUEST_MEM (default 1G) and GN_GUEST_CPUS (default 2)
-# size the guest; KT_FUZZ_SECONDS and KT_BENCH_ROUNDS reach the cases.
+# size the guest; KT_FUZZ_SECONDS, KT_BENCH_ROUNDS and KT_CHURN_JOBS reach
+# the cases.
 
 # shellcheck disable=SC2317 # cleanup is called by the trap
 set -eu
@@ -104,7 +105,7 @@ build_initramfs() {
 	ir_add_kmods veth bridge udp_tunnel ip6_udp_tunnel \
 		$(modinfo -F depends "$tmp/src/gradnet.ko" | tr ',' ' ')
 	# The cases' knobs, from this host's environment.
-	for v in KT_FUZZ_SECONDS KT_BENCH_ROUNDS; do
+	for v in KT_FUZZ_SECONDS KT_BENCH_ROUNDS KT_CHURN_JOBS; do
 		eval "val=\${$v:-}"
 		[ -z "$val" ] || echo "$v=$val" >>"$ir/gn/env"
 	done
