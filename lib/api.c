@@ -3,7 +3,9 @@
  * api.c - libgradnet's API around the protocol core: options and the
  * environment, keys and peer addresses, opening a context (the UDP
  * transport, the core, the progress thread), tensors and allreduce as the
- * caller's thread sees them, close, error messages and counters.
+ * caller's thread sees them, close, error messages and counters. The
+ * public calls check their arguments and go to the context's backend:
+ * the core in this process (here), or the kernel module's (kmod.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +25,7 @@
 
 static __thread char open_errmsg[GN_ERRMSG_LEN];
 
-enum gn_tp_kind { GN_TP_KIND_UDP, GN_TP_KIND_DPDK };
+enum gn_tp_kind { GN_TP_KIND_UDP, GN_TP_KIND_DPDK, GN_TP_KIND_KMOD };
 
 /* What gn_ctx_open() learns before there is a context. */
 struct open_args {
@@ -556,8 +558,10 @@ static int read_transport(struct open_args *a, const struct gn_ctx_opts *o)
 		a->transport = GN_TP_KIND_UDP;
 	else if (!strcmp(t, "dpdk"))
 		a->transport = GN_TP_KIND_DPDK;
+	else if (!strcmp(t, "kmod"))
+		a->transport = GN_TP_KIND_KMOD;
 	else
-		return open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp or dpdk",
+		return open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp or dpdk (or kmod, the gradnet kernel module)",
 				 t);
 	return 0;
 }
@@ -798,6 +802,13 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 					 o->flags);
 	}
 	r = read_args(&a, o);
+	if (!r && a.transport == GN_TP_KIND_KMOD) {
+		char msg[GN_ERRMSG_LEN] = "";
+
+		r = gn_kmod_open(&a.conf, a.addrs, msg, sizeof(msg), out);
+		args_free(&a);
+		return r ? open_fail(r, "%s", msg) : 0;
+	}
 	d = r ? NULL : calloc(1, sizeof(*d));
 	if (!r && !d)
 		r = open_fail(-ENOMEM, "out of memory");
@@ -821,12 +832,26 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	return 0;
 }
 
+static const struct gn_backend_ops core_backend;
+
+/* The backend of @ctx: the core in this process unless drv says otherwise. */
+static const struct gn_backend_ops *backend(struct gn_ctx *ctx)
+{
+	const struct gn_drv *d = ctx->drv;
+
+	return d && d->backend ? d->backend : &core_backend;
+}
+
 void gn_ctx_close(struct gn_ctx *ctx)
+{
+	if (ctx)
+		backend(ctx)->close(ctx);
+}
+
+static void core_close(struct gn_ctx *ctx)
 {
 	u64 until;
 
-	if (!ctx)
-		return;
 	/* Let peers collect what this rank still owes them. */
 	until = gn_env_libc_now() + (ctx->dl.timeout_ns < 2000000000ull ?
 				     ctx->dl.timeout_ns : 2000000000ull);
@@ -883,6 +908,14 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 		return api_err(ctx, -EINVAL,
 			       "tensor %u: bad options (sz, elems 1..2^40, codec, s in [1, 2), flags)",
 			       o->id);
+	return backend(ctx)->tensor_register(ctx, o);
+}
+
+static int core_tensor_register(struct gn_ctx *ctx,
+				const struct gn_tensor_opts *o)
+{
+	int r;
+
 	lock(ctx);
 	r = gn_core_tensor_register(ctx, o);
 	unlock(ctx);
@@ -893,15 +926,20 @@ int gn_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
 {
 	if (!ctx || !data)
 		return -EINVAL;
-	return gn_core_allreduce_start(ctx, id, data);
+	return backend(ctx)->allreduce_start(ctx, id, data);
 }
 
 int gn_allreduce_wait(struct gn_ctx *ctx, u32 id)
 {
-	int r, err = 0;
-
 	if (!ctx)
 		return -EINVAL;
+	return backend(ctx)->allreduce_wait(ctx, id);
+}
+
+static int core_allreduce_wait(struct gn_ctx *ctx, u32 id)
+{
+	int r, err = 0;
+
 	lock(ctx);
 	while (!(r = gn_core_allreduce_done(ctx, id, &err)))
 		gn_env_libc_wait(libc_of(ctx), 0);
@@ -918,11 +956,16 @@ int gn_allreduce(struct gn_ctx *ctx, u32 id, float *data)
 
 int gn_tensor_unregister(struct gn_ctx *ctx, u32 id)
 {
+	if (!ctx)
+		return -EINVAL;
+	return backend(ctx)->tensor_unregister(ctx, id);
+}
+
+static int core_tensor_unregister(struct gn_ctx *ctx, u32 id)
+{
 	u64 until;
 	int r;
 
-	if (!ctx)
-		return -EINVAL;
 	lock(ctx);
 	r = gn_core_tensor_retire(ctx, id);
 	if (r) {
@@ -959,41 +1002,53 @@ static int stats_copy(struct gn_stats *dst, const struct gn_stats *src)
 	return 0;
 }
 
-int gn_stats_ctx(struct gn_ctx *ctx, struct gn_stats *st)
+static int core_stats(struct gn_ctx *ctx, enum gn_stats_scope scope, u32 key,
+		      struct gn_stats *st)
 {
-	int r;
+	const struct gn_stats *src;
+	int r = -ENOENT;
 
-	if (!ctx)
-		return -EINVAL;
 	lock(ctx);
-	r = stats_copy(st, gn_core_stats(ctx, -1));
+	src = scope == GN_SCOPE_TENSOR ? gn_core_tensor_stats(ctx, key) :
+	      gn_core_stats(ctx, scope == GN_SCOPE_CTX ? -1 : (int)key);
+	if (src)
+		r = stats_copy(st, src);
 	unlock(ctx);
 	return r;
+}
+
+static bool stats_ok(const struct gn_stats *st)
+{
+	return st && st->sz >= offsetof(struct gn_stats, tx_packets);
+}
+
+int gn_stats_ctx(struct gn_ctx *ctx, struct gn_stats *st)
+{
+	if (!ctx || !stats_ok(st))
+		return -EINVAL;
+	return backend(ctx)->stats(ctx, GN_SCOPE_CTX, 0, st);
 }
 
 int gn_stats_peer(struct gn_ctx *ctx, int peer, struct gn_stats *st)
 {
-	int r;
-
-	if (!ctx || peer < 0 || peer >= ctx->world)
+	if (!ctx || peer < 0 || peer >= ctx->world || !stats_ok(st))
 		return -EINVAL;
-	lock(ctx);
-	r = stats_copy(st, gn_core_stats(ctx, peer));
-	unlock(ctx);
-	return r;
+	return backend(ctx)->stats(ctx, GN_SCOPE_PEER, (u32)peer, st);
 }
 
 int gn_stats_tensor(struct gn_ctx *ctx, u32 id, struct gn_stats *st)
 {
-	const struct gn_stats *t;
-	int r = -ENOENT;
-
-	if (!ctx)
+	if (!ctx || !stats_ok(st))
 		return -EINVAL;
-	lock(ctx);
-	t = gn_core_tensor_stats(ctx, id);
-	if (t)
-		r = stats_copy(st, t);
-	unlock(ctx);
-	return r;
+	return backend(ctx)->stats(ctx, GN_SCOPE_TENSOR, id, st);
 }
+
+/* The core in this process, driven by the progress thread (driver.c). */
+static const struct gn_backend_ops core_backend = {
+	.close = core_close,
+	.tensor_register = core_tensor_register,
+	.tensor_unregister = core_tensor_unregister,
+	.allreduce_start = gn_core_allreduce_start,
+	.allreduce_wait = core_allreduce_wait,
+	.stats = core_stats,
+};

@@ -14,8 +14,35 @@
 
 #define GN_HIDDEN __attribute__((visibility("hidden")))
 
-/* What a context has besides the core: ctx->drv. */
+struct gn_stats;
+struct gn_tensor_opts;
+
+/*
+ * What the public calls do, per backend: the core in this process (api.c;
+ * the UDP and DPDK transports) or the core in the kernel module
+ * (kmod.c). The public functions in api.c check their arguments, then
+ * call these. @o and @st are whole (their sz checked).
+ */
+enum gn_stats_scope { GN_SCOPE_CTX, GN_SCOPE_PEER, GN_SCOPE_TENSOR };
+
+struct gn_backend_ops {
+	void (*close)(struct gn_ctx *ctx);
+	int (*tensor_register)(struct gn_ctx *ctx, const struct gn_tensor_opts *o);
+	int (*tensor_unregister)(struct gn_ctx *ctx, u32 id);
+	int (*allreduce_start)(struct gn_ctx *ctx, u32 id, float *data);
+	int (*allreduce_wait)(struct gn_ctx *ctx, u32 id);
+	int (*stats)(struct gn_ctx *ctx, enum gn_stats_scope scope, u32 key,
+		     struct gn_stats *st);
+};
+
+/*
+ * What a context has besides the core: ctx->drv. A context of the kernel
+ * backend has no core in this process: its struct gn_ctx carries only
+ * rank, world, api_errmsg and drv, and @backend says so.
+ */
 struct gn_drv {
+	const struct gn_backend_ops *backend;	/* NULL: the core here */
+	int kmod_fd;			/* the kernel backend's /dev/gradnet */
 	struct gn_env_libc env;
 	struct gn_transport tp;
 	struct gn_probe_flow probe;	/* the USDT probes' flow */
@@ -30,6 +57,11 @@ void gn_drv_stop(struct gn_ctx *ctx) GN_HIDDEN;
 
 /* api.c */
 int gn_opts_check(const void *opts, size_t sz, size_t known) GN_HIDDEN;
+
+/* kmod.c: the kernel backend, /dev/gradnet */
+int gn_kmod_open(const struct gn_core_conf *conf, const struct gn_addr *addrs,
+		 char *msg, size_t len, struct gn_ctx **out) GN_HIDDEN;
+extern const struct gn_backend_ops gn_kmod_backend GN_HIDDEN;
 
 /*
  * What the test library (tests/lib) hooks into: NULL in every process

@@ -28,7 +28,7 @@ rank_of() {
 	transport_* | transport.c.o | absent.c.o) echo 1 ;;
 	delivery_*) echo 2 ;;
 	collective_*) echo 3 ;;
-	api.c.o | bucket.c.o | driver.c.o | version.c.o | probes.c.o) echo 4 ;;
+	api.c.o | bucket.c.o | driver.c.o | version.c.o | probes.c.o | kmod.c.o) echo 4 ;;
 	*) echo 9 ;;
 	esac
 }

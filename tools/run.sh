@@ -30,7 +30,7 @@ PACKAGES=(
 	libzstd-dev liblz4-dev zlib1g-dev python3-sklearn python3-numpy
 	python3-torch python3-pytest
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
-	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod
+	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod dkms
 	iproute2 libbpf-dev libelf-dev bpftool systemtap-sdt-dev
 	openmpi-bin libopenmpi-dev libdpdk-dev
 )

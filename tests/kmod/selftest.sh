@@ -12,8 +12,18 @@
 # (tests/core/scenario.c) whose every step hashes as libgradnet's did
 # (tests/golden/core_hashes.h). The expected counts come from the golden
 # headers the module includes.
+# Then the kernel data path, /dev/gradnet: gradnet-rank with
+# GN_TRANSPORT=kmod fails, saying how to load the module, before it is
+# loaded; after, two ranks on loopback run 3LC (1000003 floats, sum) and
+# dense (5 floats, average) jobs on the module, a mixed job with one kmod
+# rank and one UDP-path rank, a 3LC job over IPv6, and a dense job with the module's fault
+# injection (5% each dropped, duplicated, reordered); every rank's result equals gn-ref's
+# single-process reference byte for byte; rmmod succeeds once the files
+# are closed, and the kernel log has no BUG, WARNING or Oops.
 #
-# usage: selftest.sh [SOURCE_ROOT]
+# usage: selftest.sh [SOURCE_ROOT [GRADNET_RANK GN_REF]]
+# (default: SOURCE_ROOT/build/tools/gradnet-rank and
+# SOURCE_ROOT/build/tests/net/gn-ref; missing ones fail the job checks)
 # Exit: 0 pass, 1 fail, 4 skip (headers, kernel image, qemu, busybox-static
 # or cpio missing); GN_SKIP_RC overrides the skip code (meson wants 77).
 # GN_QEMU_TIMEOUT bounds the guest run in seconds (default 300).
@@ -21,18 +31,17 @@
 # shellcheck disable=SC2317 # cleanup and the checks are called indirectly
 set -eu
 
-skip_rc=${GN_SKIP_RC:-4}
+missing_rc=${GN_SKIP_RC:-4}
 qemu_timeout=${GN_QEMU_TIMEOUT:-300}
 root=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
+rank_bin=${2:-$root/build/tools/gradnet-rank}
+ref_bin=${3:-$root/build/tests/net/gn-ref}
 tmp=
-qemu_pid=
-tests=0
-failed=0
+# shellcheck source=tests/kmod/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 cleanup() {
-	if [ -n "$qemu_pid" ]; then
-		kill "$qemu_pid" 2>/dev/null || true
-	fi
+	kill_guest
 	if [ -n "$tmp" ]; then
 		rm -rf "$tmp"
 	fi
@@ -40,88 +49,74 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-skip() {
-	echo "1..0 # SKIP $*"
-	exit "$skip_rc"
-}
-
-# result STATUS DESCRIPTION: one TAP line for a check that gave STATUS.
-result() {
-	tests=$((tests + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $tests $2"
-	else
-		echo "not ok $tests $2"
-		failed=$((failed + 1))
-	fi
-}
-
-# check DESCRIPTION COMMAND...: one TAP line, ok if COMMAND succeeds.
-check() {
-	desc=$1
-	shift
-	if "$@"; then
-		result 0 "$desc"
-	else
-		result 1 "$desc"
-	fi
-}
-
-# The newest 6.1 Debian kernel that has both headers and an image.
-find_kernel() {
-	for d in /lib/modules/6.1.*-amd64; do
-		v=${d##*/}
-		if [ -e "$d/build/Makefile" ] && [ -r "/boot/vmlinuz-$v" ]; then
-			echo "$v"
-		fi
-	done | sort -V | tail -n 1
-}
-
-check_tools() {
-	kver=$(find_kernel)
-	[ -n "$kver" ] ||
-		skip "no 6.1.*-amd64 kernel with headers and /boot/vmlinuz"
-	for t in make qemu-system-x86_64 cpio timeout readelf; do
-		command -v "$t" >/dev/null || skip "$t not installed"
-	done
-	busybox=/bin/busybox
-	[ -x "$busybox" ] || skip "busybox-static not installed"
-	# A dynamic busybox would need its libraries in the initramfs.
-	if readelf -l "$busybox" | grep -q 'Requesting program interpreter'; then
-		skip "$busybox is not static (install busybox-static)"
-	fi
-}
-
-# Builds in a copy of the sources, so the tree stays clean and runs in
-# parallel do not share objects; the command is the one the README gives.
-build_module() {
-	mkdir -p "$tmp/src/tests"
-	cp -R "$root/Kbuild" "$root/kmod" "$root/lib" "$root/include" "$root/bpf" \
-		"$tmp/src/"
-	cp -R "$root/tests/golden" "$root/tests/core" "$tmp/src/tests/"
-	# Leftovers of an in-tree build would be taken as up to date.
-	find "$tmp/src" \( -name '*.o' -o -name '.*.cmd' -o -name '*.ko' \) \
-		-delete
-	(cd "$tmp/src" &&
-	 make -C "/lib/modules/$kver/build" M="$PWD" modules) \
-		>"$tmp/build.log" 2>&1
-}
-
 write_init() {
 	cat >"$1" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+mount -t devtmpfs dev /dev
 echo "GN-FLAGS: $(grep -m1 '^flags' /proc/cpuinfo)"
+# gradnet-rank NAME TRANSPORT1 ARGS...: rank 0 on the module, rank 1 on
+# TRANSPORT1, both on loopback; each rank's result's md5.
+gn_job() {
+	name=$1 t1=$2
+	shift 2
+	GN_TRANSPORT=kmod GN_RANK=0 gradnet-rank --data /data \
+		--out "/tmp/$name.0" "$@" >"/tmp/$name.log0" 2>&1 &
+	p0=$!
+	GN_TRANSPORT=$t1 GN_RANK=1 gradnet-rank --data /data \
+		--out "/tmp/$name.1" "$@" >"/tmp/$name.log1" 2>&1
+	r1=$?
+	wait "$p0"
+	r0=$?
+	m0=$(md5sum <"/tmp/$name.0" 2>/dev/null | cut -d' ' -f1)
+	m1=$(md5sum <"/tmp/$name.1" 2>/dev/null | cut -d' ' -f1)
+	echo "GN-JOB: $name rc $r0 $r1 md5 ${m0:-none} ${m1:-none}"
+	sed "s/^/GN-JOBLOG: $name /" "/tmp/$name.log0" "/tmp/$name.log1"
+}
+# The tunnel socket's modules, which modprobe would load first.
+deps=ok
+for m in $(cat /kmods/order); do
+	insmod "/kmods/$m" || deps=failed
+done
+echo "GN-DEPS: $deps"
+if [ -x /bin/gradnet-rank ]; then
+	export LD_LIBRARY_PATH=/lib GN_INSECURE=1 GN_WORLD_SIZE=2 \
+		GN_PEERS=127.0.0.1:7000,127.0.0.1:7001 GN_TIMEOUT_MS=30000
+	ip link set lo up
+	GN_TRANSPORT=kmod GN_RANK=0 gradnet-rank --data /data --elems 5 \
+		--steps 1 --warmup 0 >/tmp/nomod 2>&1
+	echo "GN-NOMOD: rc $? $(cat /tmp/nomod)"
+fi
 if insmod /gradnet.ko; then
 	echo "GN-INSMOD: ok"
 else
 	echo "GN-INSMOD: failed"
 fi
 [ -d /sys/module/gradnet ] && echo "GN-LOADED: yes"
+if [ -x /bin/gradnet-rank ] && [ -c /dev/gradnet ]; then
+	gn_job 3lc kmod --elems 1000003 --steps 2 --warmup 0
+	gn_job dense kmod --elems 5 --steps 2 --warmup 0 --codec none --average
+	gn_job mixed udp --elems 1000003 --steps 2 --warmup 0
+	export GN_PEERS='[::1]:7000,[::1]:7001'
+	gn_job ipv6 kmod --elems 100003 --steps 3 --warmup 0
+	export GN_PEERS=127.0.0.1:7000,127.0.0.1:7001
+	# The module's fault injection: 5% of received packets each dropped,
+	# duplicated and reordered; the result is the same. Dense, so that
+	# some 800 packets make a run without a drop unlikely.
+	for f in drop dup reorder; do
+		echo 50 >"/sys/module/gradnet/parameters/fault_$f"
+	done
+	gn_job faults kmod --elems 100003 --steps 3 --warmup 0 --codec none
+	for f in drop dup reorder; do
+		echo 0 >"/sys/module/gradnet/parameters/fault_$f"
+	done
+fi
 rmmod gradnet && echo "GN-RMMOD: ok"
 dmesg | grep 'gradnet' | sed 's/^/GN-LOG: /'
+dmesg | grep -E 'BUG|WARNING|Oops|lockdep|circular locking' |
+	sed 's/^/GN-KBAD: /'
 echo "GN-DONE"
 poweroff -f
 EOF
@@ -129,29 +124,18 @@ EOF
 }
 
 build_initramfs() {
-	ir=$tmp/initramfs
-	mkdir -p "$ir/bin" "$ir/proc" "$ir/sys" "$ir/dev"
-	cp "$busybox" "$ir/bin/busybox"
+	ir_new "$tmp/initramfs"
 	cp "$tmp/src/gradnet.ko" "$ir/gradnet.ko"
+	# shellcheck disable=SC2046 # one module name per word
+	ir_add_kmods udp_tunnel ip6_udp_tunnel \
+		$(modinfo -F depends "$tmp/src/gradnet.ko" | tr ',' ' ') || return 1
+	if [ -x "$rank_bin" ]; then
+		ir_add_binary "$rank_bin" /bin/gradnet-rank
+		mkdir -p "$ir/data"
+		cp -R "$root/data/gradients/mlp-small-seq" "$ir/data/"
+	fi
 	write_init "$ir/init"
-	(cd "$ir" && find . | cpio -o -H newc --quiet) >"$tmp/initramfs.cpio"
-}
-
-# TCG only: -enable-kvm is not used. "-cpu max" gives the guest AVX2.
-boot_guest() {
-	start=$(date +%s)
-	timeout "$qemu_timeout" qemu-system-x86_64 \
-		-accel tcg -cpu max -m 512M -smp 1 \
-		-nographic -no-reboot -nic none \
-		-kernel "/boot/vmlinuz-$kver" -initrd "$tmp/initramfs.cpio" \
-		-append "console=ttyS0 quiet panic=-1" \
-		</dev/null >"$tmp/console.raw" 2>&1 &
-	qemu_pid=$!
-	qemu_rc=0
-	wait "$qemu_pid" || qemu_rc=$?
-	qemu_pid=
-	elapsed=$(($(date +%s) - start))
-	tr -d '\r' <"$tmp/console.raw" >"$tmp/console.log"
+	ir_pack
 }
 
 has_flags() {
@@ -271,6 +255,53 @@ check_log() {
 	check "wire self-test summary says PASS" \
 		grep -q '^gradnet: selftest wire summary: PASS,' "$tmp/log"
 	check_core
+	check_kmod_path
+}
+
+# gn-ref's result of a 2-rank job: the md5 of its output, or "?".
+ref_md5() {
+	"$ref_bin" --world 2 --data "$root/data/gradients" --out "$tmp/ref" \
+		"$@" >/dev/null 2>&1 && md5sum <"$tmp/ref" | cut -d' ' -f1 ||
+		echo "?"
+}
+
+# GN-JOB: NAME rc R0 R1 md5 M0 M1 equals "NAME rc 0 0 md5 REF REF".
+job_ok() {
+	grep -q "GN-JOB: $1 rc 0 0 md5 $2 $2\$" "$tmp/console.log"
+}
+
+check_kmod_path() {
+	check "gradnet-rank and gn-ref are built ($rank_bin, $ref_bin)" \
+		test -x "$rank_bin" -a -x "$ref_bin"
+	ref3=$(ref_md5 --elems 1000003 --steps 2)
+	refd=$(ref_md5 --elems 5 --steps 2 --codec none --average)
+	check "tunnel socket modules (udp_tunnel, ip6_udp_tunnel) loaded" \
+		grep -q 'GN-DEPS: ok' "$tmp/console.log"
+	check "GN_TRANSPORT=kmod without the module fails, saying how to load it" \
+		grep -q 'GN-NOMOD: rc 1 .*modprobe gradnet' "$tmp/console.log"
+	check "/dev/gradnet, 2 kmod ranks, 3LC 1000003 floats: gn-ref's result" \
+		job_ok 3lc "$ref3"
+	check "/dev/gradnet, 2 kmod ranks, dense 5 floats averaged: gn-ref's result" \
+		job_ok dense "$refd"
+	check "mixed job, a kmod rank and a UDP-path rank, 3LC: gn-ref's result" \
+		job_ok mixed "$ref3"
+	check "IPv6 (::1), 2 kmod ranks, 3LC 100003 floats: gn-ref's result" \
+		job_ok ipv6 "$(ref_md5 --elems 100003 --steps 3)"
+	check "dense 100003 floats, 5% drop, duplication, reordering (fault_*): gn-ref's result, with retransmissions" \
+		faults_ok "$(ref_md5 --elems 100003 --steps 3 --codec none)"
+	check "no BUG, WARNING or Oops in the kernel log" \
+		not_in_console 'GN-KBAD:'
+}
+
+# The faults job gave the reference, and its ranks retransmitted.
+faults_ok() {
+	job_ok faults "$1" &&
+		grep 'GN-JOBLOG: faults ' "$tmp/console.log" |
+		grep -q '"retransmits": [1-9]'
+}
+
+not_in_console() {
+	! grep -q "$1" "$tmp/console.log"
 }
 
 # The scenario's cases, as the golden header lists them, one per line.
@@ -291,7 +322,7 @@ check_core() {
 }
 
 main() {
-	check_tools
+	check_tools ldd md5sum modinfo
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/gradnet-kmod.XXXXXX")
 	echo "TAP version 13"
 	echo "# kernel $kver, sources $root"
@@ -303,9 +334,10 @@ main() {
 		exit 1
 	fi
 	build_initramfs
-	boot_guest
-	# 14 checks of the codec and the wire, one per core case, a summary.
-	echo "1..$((14 + $(core_cases | wc -l) + 1))"
+	boot_guest 512M 1
+	# 14 checks of the codec and the wire, one per core case, a summary,
+	# 9 of the data path.
+	echo "1..$((14 + $(core_cases | wc -l) + 1 + 9))"
 	result 0 "module builds against $kver headers"
 	check_log
 
@@ -314,6 +346,8 @@ main() {
 	echo "# guest ISAs:$(for i in scalar avx2 avx512; do
 		guest_has "$i" && printf ' %s' "$i"; done)"
 	sed 's/^/# /' "$tmp/log"
+	sed -n 's/.*\(GN-\(JOB\|NOMOD\|KBAD\)\)/\1/p' "$tmp/console.log" |
+		cut -c1-400 | sed 's/^/# /'
 	if [ "$failed" -ne 0 ]; then
 		echo "# guest console:"
 		sed 's/^/#   /' "$tmp/console.log"

@@ -15,10 +15,12 @@
  * The module dispatches on the ioctl's type and number and reads the size
  * from the struct itself, so a struct that grows keeps its ioctl number.
  *
- * Order of calls: GRADNET_IOC_OPEN once (-EALREADY after), then tensors
- * and allreduces (-ENOTCONN before OPEN). An allreduce is started with
- * START and finished with WAIT (or poll(): POLLIN when some started
- * allreduce has finished and WAIT will not block for it).
+ * Order of calls: GRADNET_IOC_INFO at any time; GRADNET_IOC_OPEN once
+ * (-EALREADY after, -EBUSY while another thread's OPEN runs), then
+ * tensors and allreduces (-ENOTCONN before OPEN, -EPIPE after an OPEN that
+ * failed). An allreduce is started with START and finished with WAIT (or
+ * poll(): POLLIN when some started allreduce has finished and WAIT will not
+ * block for it). ERRMSG says why the last failed ioctl failed.
  */
 #ifndef _UAPI_LINUX_GRADNET_H
 #define _UAPI_LINUX_GRADNET_H
@@ -29,9 +31,35 @@
 /* GRADNET_IOC_OPEN refuses any other abi with -EPROTONOSUPPORT. */
 #define GRADNET_ABI_VERSION	1
 
+/* gradnet_info.features: what this module does beyond ABI version 1's base. */
+#define GRADNET_FEAT_IPV4	(1ull << 0)	/* IPv4 peers */
+#define GRADNET_FEAT_IPV6	(1ull << 1)	/* IPv6 peers */
+#define GRADNET_FEAT_POLL	(1ull << 2)	/* poll() on the file */
+#define GRADNET_FEAT_FAULTS	(1ull << 3)	/* fault injection is on (test) */
+
+/*
+ * struct gradnet_info - what the loaded module speaks (any time, even
+ * before OPEN): the kernel fills the fields its @size covers.
+ * @abi: GRADNET_ABI_VERSION of the module
+ * @features: GRADNET_FEAT_*
+ * @max_world, @key_len, @errmsg_len: the module's GRADNET_MAX_WORLD,
+ *	GRADNET_KEY_LEN and GRADNET_ERRMSG_LEN
+ * @wire_version: the gradnet wire version it sends
+ */
+struct gradnet_info {
+	__u32 size;
+	__u32 abi;
+	__u64 features;
+	__u32 max_world;
+	__u32 key_len;
+	__u32 errmsg_len;
+	__u32 wire_version;
+	__u64 reserved[4];
+};
+
 #define GRADNET_KEY_LEN		16	/* GN_MAC_KEY_LEN */
 #define GRADNET_MAX_WORLD	256
-#define GRADNET_ERRMSG_LEN	256
+#define GRADNET_ERRMSG_LEN	320	/* the core's GN_ERRMSG_LEN */
 
 /*
  * struct gradnet_peer - one rank's UDP endpoint, in network byte order.
@@ -50,9 +78,10 @@ struct gradnet_peer {
 #define GRADNET_OPEN_INSECURE	(1u << 0)	/* no key: no authentication */
 #define GRADNET_OPEN_FLAGS	GRADNET_OPEN_INSECURE
 
-/* Codecs: enum gn_codec of <gradnet/gradnet.h>. */
-#define GRADNET_CODEC_NONE	0
-#define GRADNET_CODEC_3LC	1
+/* Codecs: the values of enum gn_codec of <gradnet/gradnet.h>. */
+#define GRADNET_CODEC_DEFAULT	0	/* open: 3LC; tensor: the job's */
+#define GRADNET_CODEC_NONE	1	/* dense float32 */
+#define GRADNET_CODEC_3LC	2
 
 /*
  * struct gradnet_open - join a job: bind peers[rank] in the opener's
@@ -61,12 +90,16 @@ struct gradnet_peer {
  * says why; the file can be closed, not opened again) or was interrupted
  * by a signal (-EINTR; the file is unusable then).
  * @abi: GRADNET_ABI_VERSION
- * @rank, @world: this rank, ranks in the job (2..GRADNET_MAX_WORLD)
- * @job_id: the job's id, the same on every rank
- * @mtu: the job's MTU (0: 1500)
- * @chunk: values per chunk (0: the library's default)
- * @timeout_ms: a silent peer is dead after this (0: the default)
- * @step_timeout_ms: an allreduce fails after this (0: never)
+ * @rank, @world: this rank, ranks in the job (1..GRADNET_MAX_WORLD)
+ * @job_id: the job's id, the same on every rank (0..2^32-1: the wire
+ *	carries 32 bits; larger is -EINVAL)
+ * @mtu: the job's MTU (0: 1500; else 576..9000)
+ * @chunk: values per chunk (0: 65536, libgradnet's default; at most 2^18,
+ *	the kernel's bound on an FPU section)
+ * @timeout_ms: a silent peer is dead after this (0: the module's
+ *	default_timeout_ms parameter)
+ * @step_timeout_ms: an allreduce fails after this (0: the module's
+ *	default_step_timeout_ms parameter)
  * @codec: tensors' default codec, GRADNET_CODEC_*
  * @s_bits: float32 bits of the default 3LC sparsity multiplier (0: 1.0)
  * @flags: GRADNET_OPEN_*
@@ -99,9 +132,10 @@ struct gradnet_open {
 /*
  * struct gradnet_tensor - register (or, with UNREGISTER, forget) a tensor
  * @id: the caller's name for it, unique in the context
- * @codec: GRADNET_CODEC_*
- * @s_bits: float32 bits of the 3LC sparsity multiplier (0: the job's)
- * @elems: float32 values (UNREGISTER: must be 0)
+ * @codec: GRADNET_CODEC_* (DEFAULT: the job's)
+ * @s_bits: float32 bits of the 3LC sparsity multiplier in [1, 2) (0: the job's)
+ * @elems: float32 values, 1 and up to what the host's memory allows
+ *	(UNREGISTER: must be 0, and so must @codec, @s_bits and @flags)
  */
 struct gradnet_tensor {
 	__u32 size;
@@ -168,12 +202,14 @@ struct gradnet_stats {
 
 /*
  * struct gradnet_errmsg - why the last failed ioctl on this file failed
- * (or the open's handshake) as text; @buf: user pointer to @len bytes.
+ * (or the open's handshake) as text; @buf: user pointer to @len bytes
+ * (1..4096), always NUL-terminated. ERRMSG itself does not change it.
  */
 struct gradnet_errmsg {
 	__u32 size;
 	__u32 len;
 	__u64 buf;
+	__u64 reserved[2];
 };
 
 #define GRADNET_IOC_MAGIC	0xb6
@@ -185,5 +221,6 @@ struct gradnet_errmsg {
 #define GRADNET_IOC_WAIT	_IOWR(GRADNET_IOC_MAGIC, 5, struct gradnet_wait)
 #define GRADNET_IOC_STATS	_IOW(GRADNET_IOC_MAGIC, 6, struct gradnet_stats)
 #define GRADNET_IOC_ERRMSG	_IOW(GRADNET_IOC_MAGIC, 7, struct gradnet_errmsg)
+#define GRADNET_IOC_INFO	_IOWR(GRADNET_IOC_MAGIC, 8, struct gradnet_info)
 
 #endif /* _UAPI_LINUX_GRADNET_H */

@@ -1,0 +1,855 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dev.c - the misc device /dev/gradnet: each open file is one context,
+ * one rank of one job. The ioctls (include/uapi/linux/gradnet.h) join the
+ * job, register tensors, start allreduces on the caller's buffers and
+ * wait for them; poll() says when one finished. Closing the file leaves
+ * the job and frees everything, also when the process was killed in the
+ * middle of an allreduce.
+ *
+ * Every argument struct is read with copy_struct_from_user(); reserved
+ * fields and unknown flags must be zero. A failed ioctl leaves its reason
+ * for GRADNET_IOC_ERRMSG.
+ */
+#include <linux/delay.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/nsproxy.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <net/net_namespace.h>
+
+#include <gradnet/wire.h>
+#include "collective.h"
+#include "delivery.h"
+#include "context.h"
+#include "dev.h"
+#include "params.h"
+#include "socket.h"
+#include "../bpf/gradnet_stat.h"
+
+/* The smallest struct each ioctl takes: every field but the reserved. */
+#define GK_OPEN_MIN	offsetofend(struct gradnet_open, key)
+#define GK_TENSOR_MIN	offsetofend(struct gradnet_tensor, reserved0)
+#define GK_START_MIN	offsetofend(struct gradnet_start, data)
+#define GK_WAIT_MIN	offsetofend(struct gradnet_wait, errmsg)
+#define GK_STATS_MIN	offsetofend(struct gradnet_stats, buf)
+#define GK_ERRMSG_MIN	offsetofend(struct gradnet_errmsg, buf)
+#define GK_INFO_MIN	offsetofend(struct gradnet_info, size)
+
+/*
+ * The core quantizes up to four chunks in one FPU section (ENCODE_BATCH),
+ * with preemption off: 2^20 values, about a millisecond with AVX2.
+ */
+#define GK_MAX_CHUNK	(1u << 18)
+/* Larger tensors are refused: the core allocates several times this. */
+#define GK_MAX_ELEMS	(1ull << 30)
+#define GK_STATS_MAX	4096
+
+static_assert(sizeof(struct gradnet_peer) == 24, "uapi gradnet_peer");
+static_assert(sizeof(struct gradnet_open) == 112, "uapi gradnet_open");
+static_assert(sizeof(struct gradnet_tensor) == 48, "uapi gradnet_tensor");
+static_assert(sizeof(struct gradnet_start) == 32, "uapi gradnet_start");
+static_assert(sizeof(struct gradnet_wait) == 40, "uapi gradnet_wait");
+static_assert(sizeof(struct gradnet_stats) == 40, "uapi gradnet_stats");
+static_assert(sizeof(struct gradnet_errmsg) == 32, "uapi gradnet_errmsg");
+static_assert(sizeof(struct gradnet_info) == 64, "uapi gradnet_info");
+static_assert(GRADNET_KEY_LEN == GN_MAC_KEY_LEN, "uapi key length");
+static_assert(GRADNET_ERRMSG_LEN >= GN_ERRMSG_LEN, "uapi message length");
+static_assert(GRADNET_CODEC_DEFAULT == GN_CODEC_DEFAULT &&
+	      GRADNET_CODEC_NONE == GN_CODEC_NONE &&
+	      GRADNET_CODEC_3LC == GN_CODEC_3LC, "uapi codecs");
+static_assert(GRADNET_TENSOR_AVERAGE == GN_TENSOR_AVERAGE, "uapi flags");
+
+static __printf(3, 4) int gk_fail(struct gk_ctx *c, int err,
+				  const char *fmt, ...)
+{
+	char buf[GRADNET_ERRMSG_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	spin_lock(&c->msg_lock);
+	strscpy(c->errmsg, buf, sizeof(c->errmsg));
+	spin_unlock(&c->msg_lock);
+	return err;
+}
+
+/*
+ * Read an argument struct that starts with its __u32 size: a shorter one
+ * (down to @min) reads as zero beyond its end, a longer one must be zero
+ * there (-E2BIG).
+ */
+static int gk_copy_in(struct gk_ctx *c, const char *what, void *dst,
+		      size_t ksize, size_t min, void __user *uarg)
+{
+	u32 usize;
+	int r;
+
+	if (get_user(usize, (u32 __user *)uarg))
+		return gk_fail(c, -EFAULT, "%s: the argument is not readable",
+			       what);
+	if (usize < min || usize > PAGE_SIZE)
+		return gk_fail(c, usize < min ? -EINVAL : -E2BIG,
+			       "%s: size %u, must be %zu..%lu", what, usize,
+			       min, PAGE_SIZE);
+	r = copy_struct_from_user(dst, ksize, uarg, usize);
+	if (r == -E2BIG)
+		return gk_fail(c, r, "%s: size %u is larger than the module's %zu and the extra bytes are not zero",
+			       what, usize, ksize);
+	if (r)
+		return gk_fail(c, r, "%s: the argument is not readable", what);
+	return 0;
+}
+
+static bool all_zero(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
+
+/* Refuse ioctls that need a joined job, with the reason for the state. */
+static int gk_need_open(struct gk_ctx *c, const char *what)
+{
+	switch (atomic_read(&c->state)) {
+	case GK_OPEN:
+		return 0;
+	case GK_FAILED:
+		return gk_fail(c, -EPIPE, "%s: the OPEN of this file failed; close it",
+			       what);
+	case GK_OPENING:
+		return gk_fail(c, -ENOTCONN, "%s: the OPEN is still running", what);
+	default:
+		return gk_fail(c, -ENOTCONN, "%s: no job yet: GRADNET_IOC_OPEN first",
+			       what);
+	}
+}
+
+/* ---- OPEN ---- */
+
+static int open_check(struct gk_ctx *c, const struct gradnet_open *o)
+{
+	bool insecure = o->flags & GRADNET_OPEN_INSECURE;
+
+	if (o->abi != GRADNET_ABI_VERSION)
+		return gk_fail(c, -EPROTONOSUPPORT,
+			       "OPEN: ABI version %u, this module speaks %u (load the module that matches libgradnet)",
+			       o->abi, GRADNET_ABI_VERSION);
+	if (o->flags & ~GRADNET_OPEN_FLAGS)
+		return gk_fail(c, -EINVAL, "OPEN: flags %#x has unknown bits",
+			       o->flags);
+	if (o->reserved0 || !all_zero(o->reserved, sizeof(o->reserved)))
+		return gk_fail(c, -EINVAL, "OPEN: reserved fields must be zero");
+	if (o->world < 1 || o->world > GRADNET_MAX_WORLD || o->rank >= o->world)
+		return gk_fail(c, -EINVAL, "OPEN: rank %u of world %u (1..%d ranks)",
+			       o->rank, o->world, GRADNET_MAX_WORLD);
+	if (o->job_id > U32_MAX)
+		return gk_fail(c, -EINVAL, "OPEN: job id %llu is over 32 bits",
+			       o->job_id);
+	if (o->mtu && (o->mtu < 576 || o->mtu > 9000))
+		return gk_fail(c, -EINVAL, "OPEN: mtu %u is outside 576..9000",
+			       o->mtu);
+	if (o->chunk > GK_MAX_CHUNK)
+		return gk_fail(c, -EINVAL, "OPEN: chunk %u is over 2^18 values, which would keep preemption off too long in one FPU section",
+			       o->chunk);
+	if (o->codec > GRADNET_CODEC_3LC)
+		return gk_fail(c, -EINVAL, "OPEN: codec %u is unknown", o->codec);
+	/* [1, 2) as float32 bits; no float arithmetic in this unit. */
+	if (o->s_bits && (o->s_bits < 0x3f800000u || o->s_bits >= 0x40000000u))
+		return gk_fail(c, -EINVAL, "OPEN: s_bits %#x is not a float in [1, 2)",
+			       o->s_bits);
+	if (insecure && !all_zero(o->key, sizeof(o->key)))
+		return gk_fail(c, -EINVAL, "OPEN: a key and GRADNET_OPEN_INSECURE; pick one");
+	if (!insecure && all_zero(o->key, sizeof(o->key)))
+		return gk_fail(c, -EINVAL, "OPEN: no key: give the job's key, or GRADNET_OPEN_INSECURE");
+	if (!o->peers)
+		return gk_fail(c, -EFAULT, "OPEN: peers is NULL");
+	return 0;
+}
+
+static int peers_check(struct gk_ctx *c, const struct gradnet_peer *p,
+		       u32 world)
+{
+	u32 i;
+
+	for (i = 0; i < world; i++) {
+		if (p[i].reserved)
+			return gk_fail(c, -EINVAL, "OPEN: peer %u: reserved is not zero",
+				       i);
+		if (p[i].family != AF_INET && p[i].family != AF_INET6)
+			return gk_fail(c, -EAFNOSUPPORT, "OPEN: peer %u: family %u (AF_INET or AF_INET6)",
+				       i, p[i].family);
+		if (p[i].family != p[0].family)
+			return gk_fail(c, -EAFNOSUPPORT, "OPEN: peers mix IPv4 and IPv6");
+		if (!IS_ENABLED(CONFIG_IPV6) && p[i].family == AF_INET6)
+			return gk_fail(c, -EAFNOSUPPORT, "OPEN: this kernel has no IPv6");
+		if (!p[i].port)
+			return gk_fail(c, -EINVAL, "OPEN: peer %u: port 0", i);
+		if (p[i].family == AF_INET && !all_zero(p[i].addr + 4, 12))
+			return gk_fail(c, -EINVAL, "OPEN: peer %u: IPv4 address with bytes after the first 4",
+				       i);
+	}
+	return 0;
+}
+
+static void core_conf(const struct gradnet_open *o, struct gk_ctx *c,
+		      struct gn_core_conf *conf, const u8 *key)
+{
+	u32 to = o->timeout_ms ? o->timeout_ms : READ_ONCE(gk_default_timeout_ms);
+	u32 step = o->step_timeout_ms ? o->step_timeout_ms :
+					READ_ONCE(gk_default_step_timeout_ms);
+
+	memset(conf, 0, sizeof(*conf));
+	conf->rank = o->rank;
+	conf->world = o->world;
+	conf->job = (u32)o->job_id;
+	conf->mtu = o->mtu ? o->mtu : 1500;
+	conf->chunk = o->chunk ? o->chunk : 65536;
+	conf->codec = o->codec == GRADNET_CODEC_NONE ? GN_WIRE_CODEC_NONE :
+						       GN_WIRE_CODEC_3LC;
+	conf->s_bits = o->s_bits ? o->s_bits : 0x3f800000u;
+	conf->timeout_ns = (u64)(to ? to : 1) * NSEC_PER_MSEC;
+	conf->step_timeout_ns = (u64)step * NSEC_PER_MSEC;
+	conf->key = key;
+	conf->account = gn_kmod_account;
+	conf->account_arg = &c->flow;
+}
+
+/* The socket, the core, the names and the worker; the handshake starts. */
+static int open_start(struct gk_ctx *c, const struct gradnet_open *o,
+		      const struct gradnet_peer *peers)
+{
+	struct gn_core_conf conf;
+	char msg[GRADNET_ERRMSG_LEN] = "";
+	char name[96], addr[64];
+	u32 i;
+	int r;
+
+	c->rank = o->rank;
+	c->world = o->world;
+	c->flow = (struct gn_kmod_flow){ .job = (u32)o->job_id, .rank = o->rank,
+					 .transport = GN_STAT_TRANSPORT_KMOD };
+	core_conf(o, c, &conf, (o->flags & GRADNET_OPEN_INSECURE) ? NULL : o->key);
+	c->timeout_ns = conf.timeout_ns;
+	r = gk_sock_open(&c->ks, current->nsproxy->net_ns, peers, o->world,
+			 o->rank, conf.mtu - GN_WIRE_IPUDP, gk_kick, c, msg,
+			 sizeof(msg));
+	if (r)
+		return gk_fail(c, r, "OPEN: %s", msg[0] ? msg : "cannot make the socket");
+	r = gn_core_open(&conf, &c->env.env, &c->ks->tp, &c->core);
+	if (r)
+		return gk_fail(c, r, "OPEN: cannot open the context: error %d", r);
+	for (i = 0; i < o->world; i++) {
+		gk_peer_name(&peers[i], addr, sizeof(addr));
+		snprintf(name, sizeof(name), "rank %u (%s)", i, addr);
+		gn_core_set_name(c->core, i, name);
+	}
+	r = gk_worker_start(c);
+	if (r)
+		return gk_fail(c, r, "OPEN: cannot start the worker thread");
+	return 0;
+}
+
+/* Wait for the handshake: 1 done, -errno failed, -EINTR on a signal. */
+static int open_wait(struct gk_ctx *c)
+{
+	const struct gn_env *env = &c->env.env;
+	int r;
+
+	gn_env_lock(env);
+	while (!(r = gn_core_status(c->core))) {
+		if (gn_env_kernel_wait(&c->env, 0)) {
+			r = -EINTR;
+			break;
+		}
+	}
+	if (r < 0 && r != -EINTR)
+		gk_fail(c, r, "OPEN: %s", gn_core_errmsg(c->core));
+	gn_env_unlock(env);
+	if (r == -EINTR)
+		gk_fail(c, r, "OPEN: interrupted by a signal before the handshake was done; close the file");
+	return r;
+}
+
+/* Everything OPEN made, in the order that stops use before freeing. */
+static void gk_teardown(struct gk_ctx *c)
+{
+	if (c->ks)
+		gk_sock_shutdown(c->ks);
+	gk_worker_stop(c);
+	gn_core_free(c->core);
+	c->core = NULL;
+	gk_sock_free(c->ks);
+	c->ks = NULL;
+}
+
+static long ioc_open(struct gk_ctx *c, void __user *arg)
+{
+	struct gradnet_peer *peers;
+	struct gradnet_open o;
+	int r, was;
+
+	r = gk_copy_in(c, "OPEN", &o, sizeof(o), GK_OPEN_MIN, arg);
+	if (r)
+		return r;
+	was = atomic_cmpxchg(&c->state, GK_NEW, GK_OPENING);
+	if (was != GK_NEW)
+		return gk_fail(c, was == GK_OPENING ? -EBUSY : -EALREADY,
+			       "OPEN: %s", was == GK_OPENING ?
+			       "another OPEN of this file is running" :
+			       "this file has already joined a job");
+	r = open_check(c, &o);
+	if (r)
+		goto out_new;
+	peers = memdup_user(u64_to_user_ptr(o.peers),
+			    array_size(o.world, sizeof(*peers)));
+	if (IS_ERR(peers)) {
+		r = gk_fail(c, PTR_ERR(peers), "OPEN: cannot read %u peers", o.world);
+		goto out_new;
+	}
+	r = peers_check(c, peers, o.world);
+	if (r) {
+		kfree(peers);
+		goto out_new;
+	}
+	r = open_start(c, &o, peers);
+	kfree(peers);
+	memzero_explicit(o.key, sizeof(o.key));
+	if (!r)
+		r = open_wait(c);
+	if (r < 0) {
+		gk_teardown(c);
+		atomic_set(&c->state, GK_FAILED);
+		return r;
+	}
+	atomic_set(&c->state, GK_OPEN);
+	return 0;
+
+out_new:
+	memzero_explicit(o.key, sizeof(o.key));
+	atomic_set(&c->state, GK_NEW);
+	return r;
+}
+
+/* ---- tensors ---- */
+
+static long ioc_register(struct gk_ctx *c, void __user *arg)
+{
+	const struct gn_env *env = &c->env.env;
+	struct gn_tensor_opts o = { .sz = sizeof(o) };
+	struct gradnet_tensor t;
+	struct gk_tensor *gt;
+	int r;
+
+	r = gk_copy_in(c, "REGISTER", &t, sizeof(t), GK_TENSOR_MIN, arg);
+	if (r)
+		return r;
+	r = gk_need_open(c, "REGISTER");
+	if (r)
+		return r;
+	if (t.reserved0 || !all_zero(t.reserved, sizeof(t.reserved)) ||
+	    (t.flags & ~GRADNET_TENSOR_FLAGS) || t.codec > GRADNET_CODEC_3LC ||
+	    (t.s_bits && (t.s_bits < 0x3f800000u || t.s_bits >= 0x40000000u)))
+		return gk_fail(c, -EINVAL, "REGISTER tensor %u: bad codec, s_bits, flags or reserved fields",
+			       t.id);
+	if (!t.elems || t.elems > GK_MAX_ELEMS ||
+	    t.elems > (u64)totalram_pages() * PAGE_SIZE / 16)
+		return gk_fail(c, -EINVAL, "REGISTER tensor %u: %llu elements: 1 up to 2^30 and a sixteenth of this host's memory in bytes",
+			       t.id, t.elems);
+	gt = kzalloc(sizeof(*gt), GFP_KERNEL);
+	if (!gt)
+		return gk_fail(c, -ENOMEM, "REGISTER: out of memory");
+	gt->id = t.id;
+	gt->elems = t.elems;
+	o.id = t.id;
+	o.elems = t.elems;
+	o.codec = t.codec;
+	o.flags = t.flags;
+	/* The float's bits, copied: this unit does no float arithmetic. */
+	memcpy(&o.s, &t.s_bits, sizeof(o.s));
+	gn_env_lock(env);
+	if (xa_load(&c->tensors, t.id)) {
+		r = gk_fail(c, -EEXIST, "REGISTER: tensor %u is already registered",
+			    t.id);
+		goto out_unlock;
+	}
+	r = xa_insert(&c->tensors, t.id, gt, GFP_KERNEL);
+	if (r) {
+		r = gk_fail(c, r, "REGISTER tensor %u: error %d", t.id, r);
+		goto out_unlock;
+	}
+	r = gn_core_tensor_register(c->core, &o);
+	if (r) {
+		gk_fail(c, r, "REGISTER tensor %u: %s", t.id,
+			gn_core_api_errmsg(c->core));
+		xa_erase(&c->tensors, t.id);
+		goto out_unlock;
+	}
+	gt = NULL;
+out_unlock:
+	gn_env_unlock(env);
+	kfree(gt);
+	return r;
+}
+
+/* Called with the env's lock: peers have a while to collect the last results. */
+static int unregister_locked(struct gk_ctx *c, struct gk_tensor *gt)
+{
+	u64 until;
+	int r;
+
+	r = gn_core_tensor_retire(c->core, gt->id);
+	if (r)
+		return gk_fail(c, r, "UNREGISTER tensor %u: %s", gt->id,
+			       gn_core_api_errmsg(c->core));
+	gt->retiring = true;
+	/* A dead peer's messages are dropped after the timeout: this ends. */
+	until = ktime_get_ns() + 2 * c->timeout_ns + NSEC_PER_SEC;
+	while (gn_core_tensor_owes(c->core, gt->id) && ktime_get_ns() < until)
+		if (gn_env_kernel_wait(&c->env, ktime_get_ns() + NSEC_PER_MSEC))
+			break;
+	r = gn_core_tensor_remove(c->core, gt->id,
+				  gn_core_tensor_owes(c->core, gt->id));
+	xa_erase(&c->tensors, gt->id);
+	return r;
+}
+
+static long ioc_unregister(struct gk_ctx *c, void __user *arg)
+{
+	const struct gn_env *env = &c->env.env;
+	struct gk_tensor *gt = NULL;
+	struct gradnet_tensor t;
+	int r;
+
+	r = gk_copy_in(c, "UNREGISTER", &t, sizeof(t), GK_TENSOR_MIN, arg);
+	if (r)
+		return r;
+	r = gk_need_open(c, "UNREGISTER");
+	if (r)
+		return r;
+	if (t.codec || t.s_bits || t.elems || t.flags || t.reserved0 ||
+	    !all_zero(t.reserved, sizeof(t.reserved)))
+		return gk_fail(c, -EINVAL, "UNREGISTER tensor %u: every field but size and id must be zero",
+			       t.id);
+	gn_env_lock(env);
+	gt = xa_load(&c->tensors, t.id);
+	if (!gt || gt->retiring) {
+		gt = NULL;
+		r = gk_fail(c, -ENOENT, "UNREGISTER: no tensor %u", t.id);
+	} else if (gt->started) {
+		gt = NULL;
+		r = gk_fail(c, -EBUSY, "UNREGISTER tensor %u: an allreduce of it is in flight; WAIT for it first",
+			    t.id);
+	} else {
+		r = unregister_locked(c, gt);
+		if (r && xa_load(&c->tensors, t.id))
+			gt = NULL;	/* the core kept it */
+	}
+	gn_env_unlock(env);
+	kfree(gt);
+	return r;
+}
+
+/* ---- allreduce ---- */
+
+static long ioc_start(struct gk_ctx *c, void __user *arg)
+{
+	const struct gn_env *env = &c->env.env;
+	struct gradnet_start s;
+	struct gk_tensor *gt;
+	struct gk_pin pin;
+	int r;
+
+	r = gk_copy_in(c, "START", &s, sizeof(s), GK_START_MIN, arg);
+	if (r)
+		return r;
+	r = gk_need_open(c, "START");
+	if (r)
+		return r;
+	if (!all_zero(s.reserved, sizeof(s.reserved)))
+		return gk_fail(c, -EINVAL, "START tensor %u: reserved fields must be zero",
+			       s.id);
+	gn_env_lock(env);
+	gt = xa_load(&c->tensors, s.id);
+	if (!gt || gt->retiring)
+		r = gk_fail(c, -ENOENT, "START: no tensor %u", s.id);
+	else if (gt->started)
+		r = gk_fail(c, -EBUSY, "START tensor %u: an allreduce of it is in flight",
+			    s.id);
+	else
+		gt->started = gt->starting = true;
+	gn_env_unlock(env);
+	if (r)
+		return r;
+	/* The tensor stays while started: UNREGISTER refuses it. */
+	r = gk_pin_user(&pin, s.data, gt->elems * sizeof(float));
+	if (r) {
+		gk_fail(c, r, "START tensor %u: data %#llx is not %llu writable, 4-byte aligned floats of the caller",
+			s.id, s.data, gt->elems);
+		goto out_unstart;
+	}
+	gn_env_lock(env);
+	gt->pin = pin;
+	gn_env_unlock(env);
+	/*
+	 * The core compresses with its lock dropped; until it returns, no
+	 * WAIT or poll may take the outcome (and free the tensor for another
+	 * START or an UNREGISTER): @starting holds them off.
+	 */
+	r = gn_core_allreduce_start(c->core, s.id, pin.data);
+	gn_env_lock(env);
+	gt->starting = false;
+	if (!r) {
+		gn_env_wake(env);
+		gn_env_unlock(env);
+		return 0;
+	}
+	gk_fail(c, r, "START tensor %u: %s", s.id, gn_core_api_errmsg(c->core));
+	pin = gt->pin;
+	memset(&gt->pin, 0, sizeof(gt->pin));
+	gn_env_unlock(env);
+	gk_unpin(&pin);
+out_unstart:
+	gn_env_lock(env);
+	gt->started = gt->starting = false;
+	gn_env_wake(env);
+	gn_env_unlock(env);
+	return r;
+}
+
+/*
+ * Has @gt's allreduce ended? Called with the env's lock. The core gives
+ * an outcome once; it is kept in @gt until WAIT takes it, so poll() can
+ * look without losing it. Return: 1 ended, 0 not yet (also while START
+ * is still in the core), -EINVAL not started.
+ */
+static int collect(struct gk_ctx *c, struct gk_tensor *gt)
+{
+	int r, err = 0;
+
+	if (gt->finished)
+		return 1;
+	if (!gt->started)
+		return -EINVAL;
+	if (gt->starting)
+		return 0;
+	r = gn_core_allreduce_done(c->core, gt->id, &err);
+	if (r != 1)
+		return 0;
+	gt->finished = true;
+	gt->err = err;
+	strscpy(gt->msg, err ? gn_core_api_errmsg(c->core) : "", sizeof(gt->msg));
+	return 1;
+}
+
+struct wait_out {
+	int result;
+	struct gk_pin pin;
+	char msg[GRADNET_ERRMSG_LEN];
+};
+
+/* WAIT's loop, with the env's lock: 0 when it ended (into @out), or -errno. */
+static int wait_locked(struct gk_ctx *c, const struct gradnet_wait *w,
+		       struct wait_out *out)
+{
+	u64 deadline = 0;
+	int r;
+
+	if (w->timeout_ms && w->timeout_ms != ~0u)
+		deadline = ktime_get_ns() + (u64)w->timeout_ms * NSEC_PER_MSEC;
+	for (;;) {
+		struct gk_tensor *gt = xa_load(&c->tensors, w->id);
+
+		if (!gt)
+			return gk_fail(c, -ENOENT, "WAIT: no tensor %u", w->id);
+		r = collect(c, gt);
+		if (r < 0)
+			return gk_fail(c, r, "WAIT tensor %u: no allreduce of it was started",
+				       w->id);
+		if (r == 1) {
+			out->result = gt->err;
+			out->pin = gt->pin;
+			strscpy(out->msg, gt->msg, sizeof(out->msg));
+			memset(&gt->pin, 0, sizeof(gt->pin));
+			gt->started = false;
+			gt->finished = false;
+			return 0;
+		}
+		if (!w->timeout_ms || (deadline && ktime_get_ns() >= deadline))
+			return gk_fail(c, -EAGAIN, "WAIT tensor %u: not finished yet",
+				       w->id);
+		if (gn_env_kernel_wait(&c->env, deadline))
+			return gk_fail(c, -EINTR, "WAIT tensor %u: interrupted; the allreduce goes on, wait again",
+				       w->id);
+	}
+}
+
+static long ioc_wait(struct gk_ctx *c, void __user *arg)
+{
+	struct gradnet_wait w;
+	struct wait_out *out;
+	int r;
+
+	r = gk_copy_in(c, "WAIT", &w, sizeof(w), GK_WAIT_MIN, arg);
+	if (r)
+		return r;
+	r = gk_need_open(c, "WAIT");
+	if (r)
+		return r;
+	if (w.result || !all_zero(w.reserved, sizeof(w.reserved)))
+		return gk_fail(c, -EINVAL, "WAIT tensor %u: result and reserved must be zero",
+			       w.id);
+	out = kzalloc(sizeof(*out), GFP_KERNEL);
+	if (!out)
+		return gk_fail(c, -ENOMEM, "WAIT: out of memory");
+	gn_env_lock(&c->env.env);
+	r = wait_locked(c, &w, out);
+	gn_env_unlock(&c->env.env);
+	if (r)
+		goto out_free;
+	gk_unpin(&out->pin);
+	if (out->result)
+		gk_fail(c, out->result, "%s", out->msg);
+	w.result = out->result;
+	if (put_user(w.result, &((struct gradnet_wait __user *)arg)->result) ||
+	    (w.errmsg && copy_to_user(u64_to_user_ptr(w.errmsg), out->msg,
+				      strlen(out->msg) + 1)))
+		r = gk_fail(c, -EFAULT, "WAIT tensor %u: the allreduce ended (%d) but result or errmsg is not writable",
+			    w.id, out->result);
+out_free:
+	kfree(out);
+	return r;
+}
+
+/* ---- counters, messages, info ---- */
+
+static long ioc_stats(struct gk_ctx *c, void __user *arg)
+{
+	const size_t first = offsetof(struct gn_stats, tx_packets);
+	const struct gn_stats *src = NULL;
+	struct gradnet_stats s;
+	u64 *vals;
+	size_t have;
+	int r;
+
+	r = gk_copy_in(c, "STATS", &s, sizeof(s), GK_STATS_MIN, arg);
+	if (r)
+		return r;
+	r = gk_need_open(c, "STATS");
+	if (r)
+		return r;
+	if (!all_zero(s.reserved, sizeof(s.reserved)) || !s.len ||
+	    s.len % 8 || s.len > GK_STATS_MAX || s.scope > GRADNET_STATS_TENSOR)
+		return gk_fail(c, -EINVAL, "STATS: scope 0..2, len a multiple of 8 in 8..4096, reserved zero");
+	vals = kzalloc(s.len, GFP_KERNEL);
+	if (!vals)
+		return gk_fail(c, -ENOMEM, "STATS: out of memory");
+	have = min_t(size_t, s.len, sizeof(struct gn_stats) - first);
+	gn_env_lock(&c->env.env);
+	if (s.scope == GRADNET_STATS_TENSOR)
+		src = gn_core_tensor_stats(c->core, s.key);
+	else if (s.scope == GRADNET_STATS_CTX || s.key < (u32)c->world)
+		src = gn_core_stats(c->core, s.scope == GRADNET_STATS_CTX ?
+				    -1 : (int)s.key);
+	if (src)
+		memcpy(vals, (const u8 *)src + first, have);
+	gn_env_unlock(&c->env.env);
+	if (!src)
+		r = gk_fail(c, s.scope == GRADNET_STATS_TENSOR ? -ENOENT : -EINVAL,
+			    "STATS: no %s %u", s.scope == GRADNET_STATS_TENSOR ?
+			    "tensor" : "rank", s.key);
+	else if (copy_to_user(u64_to_user_ptr(s.buf), vals, s.len))
+		r = gk_fail(c, -EFAULT, "STATS: buf is not %u writable bytes", s.len);
+	kfree(vals);
+	return r;
+}
+
+static long ioc_errmsg(struct gk_ctx *c, void __user *arg)
+{
+	char msg[GRADNET_ERRMSG_LEN];
+	struct gradnet_errmsg e;
+	size_t n;
+	int r;
+
+	r = gk_copy_in(c, "ERRMSG", &e, sizeof(e), GK_ERRMSG_MIN, arg);
+	if (r)
+		return r;
+	if (!e.len || e.len > 4096 || !all_zero(e.reserved, sizeof(e.reserved)))
+		return -EINVAL;	/* the message stays the one asked for */
+	spin_lock(&c->msg_lock);
+	strscpy(msg, c->errmsg, sizeof(msg));
+	spin_unlock(&c->msg_lock);
+	n = min_t(size_t, strlen(msg), e.len - 1);
+	msg[n] = 0;
+	if (copy_to_user(u64_to_user_ptr(e.buf), msg, n + 1))
+		return -EFAULT;
+	return 0;
+}
+
+static long ioc_info(struct gk_ctx *c, void __user *arg)
+{
+	struct gradnet_info i;
+	u32 usize;
+	int r;
+
+	r = gk_copy_in(c, "INFO", &i, sizeof(i), GK_INFO_MIN, arg);
+	if (r)
+		return r;
+	usize = i.size;
+	memset(&i, 0, sizeof(i));
+	i.size = sizeof(i);
+	i.abi = GRADNET_ABI_VERSION;
+	i.features = GRADNET_FEAT_IPV4 | GRADNET_FEAT_POLL |
+		     (IS_ENABLED(CONFIG_IPV6) ? GRADNET_FEAT_IPV6 : 0) |
+		     (gk_faults_on() ? GRADNET_FEAT_FAULTS : 0);
+	i.max_world = GRADNET_MAX_WORLD;
+	i.key_len = GRADNET_KEY_LEN;
+	i.errmsg_len = GRADNET_ERRMSG_LEN;
+	i.wire_version = GN_WIRE_VERSION;
+	if (copy_to_user(arg, &i, min_t(size_t, usize, sizeof(i))))
+		return gk_fail(c, -EFAULT, "INFO: the argument is not writable");
+	return 0;
+}
+
+/*
+ * Dispatch on type and number only: the size in the command is the
+ * caller's version of the struct, which the struct's own size field says.
+ */
+static long gk_ioctl(struct file *f, unsigned int cmd, unsigned long uarg)
+{
+	struct gk_ctx *c = f->private_data;
+	void __user *arg = (void __user *)uarg;
+
+	if (_IOC_TYPE(cmd) != GRADNET_IOC_MAGIC)
+		return -ENOTTY;
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(GRADNET_IOC_OPEN):
+		return ioc_open(c, arg);
+	case _IOC_NR(GRADNET_IOC_REGISTER):
+		return ioc_register(c, arg);
+	case _IOC_NR(GRADNET_IOC_UNREGISTER):
+		return ioc_unregister(c, arg);
+	case _IOC_NR(GRADNET_IOC_START):
+		return ioc_start(c, arg);
+	case _IOC_NR(GRADNET_IOC_WAIT):
+		return ioc_wait(c, arg);
+	case _IOC_NR(GRADNET_IOC_STATS):
+		return ioc_stats(c, arg);
+	case _IOC_NR(GRADNET_IOC_ERRMSG):
+		return ioc_errmsg(c, arg);
+	case _IOC_NR(GRADNET_IOC_INFO):
+		return ioc_info(c, arg);
+	}
+	return -ENOTTY;
+}
+
+/* POLLIN: some started allreduce has ended and WAIT will not block for it. */
+static __poll_t gk_poll(struct file *f, poll_table *pt)
+{
+	struct gk_ctx *c = f->private_data;
+	struct gk_tensor *gt;
+	unsigned long id;
+	__poll_t mask = 0;
+
+	poll_wait(f, &c->env.wq, pt);
+	if (atomic_read(&c->state) == GK_FAILED)
+		return EPOLLERR;
+	if (atomic_read(&c->state) != GK_OPEN)
+		return 0;
+	gn_env_lock(&c->env.env);
+	xa_for_each(&c->tensors, id, gt)
+		if (gt->started && collect(c, gt) == 1) {
+			mask = EPOLLIN | EPOLLRDNORM;
+			break;
+		}
+	gn_env_unlock(&c->env.env);
+	return mask;
+}
+
+static int gk_open(struct inode *inode, struct file *f)
+{
+	struct gk_ctx *c = kzalloc(sizeof(*c), GFP_KERNEL);
+
+	if (!c)
+		return -ENOMEM;
+	atomic_set(&c->state, GK_NEW);
+	gn_env_kernel_init(&c->env);
+	xa_init(&c->tensors);
+	init_waitqueue_head(&c->worker_wq);
+	spin_lock_init(&c->msg_lock);
+	f->private_data = c;
+	return stream_open(inode, f);
+}
+
+/* Let peers collect what this rank still owes them, for a little while. */
+static void gk_linger(struct gk_ctx *c)
+{
+	u64 until = ktime_get_ns() + min_t(u64, c->timeout_ns, 2 * NSEC_PER_SEC);
+	const struct gn_env *env = &c->env.env;
+
+	gn_env_lock(env);
+	while (gn_core_owes(c->core) && ktime_get_ns() < until) {
+		gn_env_unlock(env);
+		usleep_range(5000, 10000);
+		gn_env_lock(env);
+	}
+	gn_env_unlock(env);
+}
+
+static int gk_release(struct inode *inode, struct file *f)
+{
+	struct gk_ctx *c = f->private_data;
+	struct gk_tensor *gt;
+	unsigned long id;
+
+	if (atomic_read(&c->state) == GK_OPEN)
+		gk_linger(c);
+	gk_teardown(c);
+	/* The core is gone: nothing writes into the pinned buffers now. */
+	xa_for_each(&c->tensors, id, gt) {
+		gk_unpin(&gt->pin);
+		kfree(gt);
+	}
+	xa_destroy(&c->tensors);
+	gn_env_kernel_destroy(&c->env);
+	kfree(c);
+	return 0;
+}
+
+static const struct file_operations gk_fops = {
+	.owner = THIS_MODULE,
+	.open = gk_open,
+	.release = gk_release,
+	.unlocked_ioctl = gk_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.poll = gk_poll,
+	.llseek = no_llseek,
+};
+
+static struct miscdevice gk_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "gradnet",
+	.fops = &gk_fops,
+};
+
+/**
+ * gk_dev_register() - create /dev/gradnet
+ *
+ * Return: 0 or the -errno of misc_register().
+ */
+int gk_dev_register(void)
+{
+	return misc_register(&gk_misc);
+}
+
+/**
+ * gk_dev_unregister() - remove /dev/gradnet; no file is open (the
+ * module's reference count saw to it)
+ */
+void gk_dev_unregister(void)
+{
+	misc_deregister(&gk_misc);
+}

@@ -1,0 +1,22 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# allreduce.sh - three ranks on the kmod path, one per network namespace on
+# a bridge: tensors of 1, 4, 5 and 1000003 values, 3LC and dense, sum and
+# average, all eight in flight at once, three steps; every rank's every
+# result is bit-identical to the userspace reference (kmod_job ref).
+# ref: r3 3 3 1:3lc:sum,4:3lc:avg,5:3lc:sum,1000003:3lc:avg,1:none:avg,4:none:sum,5:none:avg,1000003:none:sum
+# shellcheck source=tests/kmod/guest_lib.sh
+. /gn/lib.sh
+
+gn_net_setup 3
+kt_job r3 /tmp/r3 kmod kmod kmod
+rc=$?
+ok "$rc" "3 kmod ranks ran 3 steps of 8 tensors each in flight ($rc failed; the module held up to $kt_maxref files)"
+[ "$rc" -eq 0 ] || kt_show /tmp/r3.0 /tmp/r3.1 /tmp/r3.2
+ok $((kt_maxref < 3)) "the ranks ran through /dev/gradnet: 3 files open at once"
+for k in 0 1 2; do
+	kt_same_as_ref "/tmp/r3.$k" r3
+	ok $? "rank $k: all 24 results bit-identical to the userspace reference"
+done
+kt_refcnt_zero
+ok $? "every file closed: gradnet's refcnt is 0"

@@ -1,0 +1,29 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# mixed.sh - one job of kmod ranks (0 and 2) and a UDP-path rank (1,
+# libgradnet in userspace) on the same bridge: bit-identical to an all-UDP
+# run of the same job, and both to the reference.
+# ref: mix 3 3 5:3lc:sum,262147:3lc:avg,4:none:sum,65537:none:avg,1:3lc:avg
+# shellcheck source=tests/kmod/guest_lib.sh
+. /gn/lib.sh
+
+gn_net_setup 3
+kt_job mix /tmp/m kmod udp kmod
+rc=$?
+ok "$rc" "mixed job (kmod, udp, kmod) finished ($rc ranks failed)"
+[ "$rc" -eq 0 ] || kt_show /tmp/m.0 /tmp/m.1 /tmp/m.2
+ok $((kt_maxref < 2)) "ranks 0 and 2 ran through /dev/gradnet (up to $kt_maxref files open)"
+kt_job mix /tmp/u udp udp udp
+rc=$?
+ok "$rc" "all-UDP job finished ($rc ranks failed)"
+[ "$rc" -eq 0 ] || kt_show /tmp/u.0 /tmp/u.1 /tmp/u.2
+for k in 0 1 2; do
+	grep '^hash ' "/tmp/m.$k" | sort >/tmp/m.h
+	grep '^hash ' "/tmp/u.$k" | sort >/tmp/u.h
+	[ -s /tmp/m.h ] && cmp -s /tmp/m.h /tmp/u.h
+	ok $? "rank $k: mixed results bit-identical to the all-UDP run"
+	kt_same_as_ref "/tmp/m.$k" mix
+	ok $? "rank $k: mixed results bit-identical to the reference"
+done
+kt_refcnt_zero
+ok $? "every file closed: gradnet's refcnt is 0"

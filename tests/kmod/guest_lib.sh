@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+#
+# guest_lib.sh - sourced by the cases in tests/kmod/cases/, inside the
+# guest (as /gn/lib.sh): tests/net/lib.sh's namespaces on a bridge, and
+# jobs of /gn/bin/kmod_job ranks, one per namespace, on the kmod or the
+# UDP path, checked against the references guest.sh computed on the host.
+#
+# Cases print TAP lines without numbers ("ok - what", "not ok - what");
+# guest.sh numbers them.
+
+GN_NS_PREFIX=kmod-tests-$$
+# KT_* settings guest.sh took from the host's environment.
+if [ -r /gn/env ]; then
+	# shellcheck disable=SC1091 # written by guest.sh
+	. /gn/env
+fi
+# shellcheck source=tests/net/lib.sh
+. /gn/net/lib.sh
+
+KT_KEY=000102030405060708090a0b0c0d0e0f
+KT_PORT=7300
+kt_job=$((0x6b6d0000 + $$))
+
+# ok COND_STATUS WHAT: one TAP line (0 is ok).
+ok() {
+	if [ "$1" -eq 0 ]; then
+		echo "ok - $2"
+	else
+		echo "not ok - $2"
+	fi
+}
+
+# kt_ref NAME: sets $ref_world, $ref_steps, $ref_spec from the reference.
+kt_ref() {
+	read -r ref_world ref_steps ref_spec <"/gn/ref/$1.args"
+}
+
+# kt_peers W: every rank's address, host k at 10.77.0.(k+1).
+kt_peers() {
+	local k p=
+
+	for ((k = 0; k < $1; k++)); do
+		p+="${p:+,}$(gn_host_addr "$k"):$KT_PORT"
+	done
+	echo "$p"
+}
+
+# kt_rank K TRANSPORT OUT [ARGS...]: rank K of the reference's job in host
+# K's namespace, in the background; its PID is $! (ip execs env, env execs
+# kmod_job: one process).
+kt_rank() {
+	local k=$1 transport=$2 out=$3
+
+	shift 3
+	# ip itself, not gn_host_exec: a function would run in a subshell,
+	# and $! would be that shell's PID, not the rank's.
+	ip netns exec "$(gn_host_ns "$k")" env GN_TRANSPORT="$transport" GN_RANK="$k" \
+		GN_WORLD_SIZE="$ref_world" GN_PEERS="$(kt_peers "$ref_world")" \
+		GN_KEY="$KT_KEY" GN_JOB="$kt_job" GN_TIMEOUT_MS="${KT_TIMEOUT_MS:-10000}" \
+		/gn/bin/kmod_job rank --tensors "$ref_spec" --steps "$ref_steps" "$@" \
+		>"$out" 2>&1 &
+}
+
+# kt_job NAME PREFIX TRANSPORT...: run the reference NAME's job, rank k on
+# the k-th TRANSPORT (kmod or udp), outputs PREFIX.k; returns the number
+# of ranks that failed.
+kt_job() {
+	local name=$1 prefix=$2 k bad=0 pids=() transports
+
+	shift 2
+	transports=("$@")
+	kt_ref "$name"
+	kt_job=$((kt_job + 1))
+	for ((k = 0; k < ref_world; k++)); do
+		kt_rank "$k" "${transports[$k]}" "$prefix.$k"
+		pids+=("$!")
+	done
+	kt_sample "${pids[@]}"
+	for k in "${!pids[@]}"; do
+		kt_wait "${pids[$k]}" "${KT_LIMIT:-300}" || bad=$((bad + 1))
+	done
+	return "$bad"
+}
+
+# kt_refcnt: gradnet's module reference count (its open files).
+kt_refcnt() {
+	cat /sys/module/gradnet/refcnt 2>/dev/null || echo -1
+}
+
+# kt_sample PID...: until they have all exited, the most files gradnet
+# held open at once, in $kt_maxref (every 50 ms).
+kt_sample() {
+	local p alive n
+
+	kt_maxref=0
+	while :; do
+		alive=0
+		for p in "$@"; do
+			kill -0 "$p" 2>/dev/null && alive=1
+		done
+		n=$(kt_refcnt)
+		[ "$n" -gt "$kt_maxref" ] && kt_maxref=$n
+		[ "$alive" -eq 1 ] || break
+		sleep 0.05
+	done
+}
+
+# kt_refcnt_zero: wait up to 10 s for gradnet's reference count to be 0.
+kt_refcnt_zero() {
+	local i
+
+	for ((i = 0; i < 100; i++)); do
+		[ "$(kt_refcnt)" -eq 0 ] && return 0
+		sleep 0.1
+	done
+	echo "# gradnet's refcnt is still $(kt_refcnt)"
+	return 1
+}
+
+# kt_wait PID SECONDS: wait for PID, killing it after SECONDS; its status,
+# or 124 if it had to be killed.
+kt_wait() {
+	local i
+
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		kill -9 "$1"
+		wait "$1"
+		return 124
+	fi
+	wait "$1"
+}
+
+# kt_same_as_ref OUT NAME: OUT's hash lines are the reference's, all of them.
+kt_same_as_ref() {
+	grep '^hash ' "$1" | sort >"$1.sorted"
+	cmp -s "$1.sorted" "/gn/ref/$2.hash"
+}
+
+# kt_show FILE...: the files as comments, for a failing check.
+kt_show() {
+	local f
+
+	for f in "$@"; do
+		sed "s|^|# $f: |" "$f" | head -n 40
+	done
+}
+
+# kt_params PATTERN: the gradnet module parameters whose name matches.
+kt_params() {
+	local p
+
+	for p in /sys/module/gradnet/parameters/*; do
+		# shellcheck disable=SC2254 # $1 is a glob on purpose
+		case ${p##*/} in
+		$1) echo "${p##*/}" ;;
+		esac
+	done
+}
