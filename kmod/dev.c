@@ -233,6 +233,9 @@ static int open_start(struct gk_ctx *c, const struct gradnet_open *o,
 	c->flow = (struct gn_kmod_flow){ .job = (u32)o->job_id, .rank = o->rank,
 					 .transport = GN_STAT_TRANSPORT_KMOD };
 	core_conf(o, c, &conf, (o->flags & GRADNET_OPEN_INSECURE) ? NULL : o->key);
+	/* The core fits packets to an IPv4 MTU (GN_WIRE_IPUDP). */
+	if (peers[o->rank].family == AF_INET6)
+		conf.mtu -= GN_WIRE_IP6UDP - GN_WIRE_IPUDP;
 	c->timeout_ns = conf.timeout_ns;
 	r = gk_sock_open(&c->ks, current->nsproxy->net_ns, peers, o->world,
 			 o->rank, conf.mtu - GN_WIRE_IPUDP, gk_kick, c, msg,
@@ -274,12 +277,16 @@ static int open_wait(struct gk_ctx *c)
 	return r;
 }
 
-/* Everything OPEN made, in the order that stops use before freeing. */
+/*
+ * Everything OPEN made, in the order that stops use before freeing: the
+ * worker first, since it sends on the socket (a kick that comes after
+ * only stirs its wait queue), then the socket and the receive callback.
+ */
 static void gk_teardown(struct gk_ctx *c)
 {
+	gk_worker_stop(c);
 	if (c->ks)
 		gk_sock_shutdown(c->ks);
-	gk_worker_stop(c);
 	gn_core_free(c->core);
 	c->core = NULL;
 	gk_sock_free(c->ks);
