@@ -92,6 +92,10 @@ int gn_bucket_register(struct gn_ctx *ctx, const struct gn_bucket_opts *opts)
 		return bucket_err(ctx, -EINVAL,
 				  "bucket %u: member %ld has %zu values; each needs 1 or more, all together at most 2^40",
 				  o.id, bad, o.elems[bad]);
+	if (((struct gn_drv *)ctx->drv)->backend)
+		return bucket_err(ctx, -EOPNOTSUPP,
+				  "bucket %u: buckets run on the in-process core (GN_TRANSPORT=udp or dpdk), not yet on the kernel module's path",
+				  o.id);
 	t.id = o.id;
 	t.elems = total;
 	t.codec = o.codec;

@@ -307,7 +307,8 @@ struct gn_bucket_opts {
  * Return: 0; -EINVAL for a NULL pointer, no members or more than
  * GN_BUCKET_MAX_MEMBERS, a member of 0 values, a total above 2^40, or
  * bad codec, s or flags; -E2BIG if @opts sets fields this library does
- * not know; -EEXIST if the id is taken; -ENOMEM.
+ * not know; -EEXIST if the id is taken; -ENOMEM; -EOPNOTSUPP on a
+ * context of the kernel module's path (GN_TRANSPORT=kmod).
  */
 GN_EXPORT int gn_bucket_register(struct gn_ctx *ctx,
 				 const struct gn_bucket_opts *opts);
