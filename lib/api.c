@@ -711,9 +711,13 @@ out:
 /* The transport, the core and the progress thread. */
 static int ctx_start(struct open_args *a, struct gn_drv *d, struct gn_ctx **out)
 {
-	u32 max_pkt = a->conf.mtu - GN_WIRE_IPUDP;
 	struct gn_ctx *ctx;
+	u32 max_pkt;
 	int i, r;
+
+	if (a->addrs[a->conf.rank].sa.ss_family == AF_INET6)
+		a->conf.mtu -= GN_WIRE_IP6UDP - GN_WIRE_IPUDP;
+	max_pkt = a->conf.mtu - GN_WIRE_IPUDP;
 
 	if (a->transport == GN_TP_KIND_DPDK) {
 		r = dpdk_start(a, d, max_pkt);

@@ -50,8 +50,14 @@ extern "C" {
 #define GN_WIRE_TAG 8
 #define GN_RANK_ALL 0xffff
 #define GN_WIRE_MAX_PKT 9000	/* largest UDP payload gradnet sends */
-/* IPv4 + UDP header bytes, for fitting packets into an MTU. */
+/*
+ * IPv4 + UDP header bytes, for fitting packets into an MTU. The core sizes
+ * packets as mtu - GN_WIRE_IPUDP; a rank on IPv6 gives it an MTU smaller
+ * by the difference, so its datagrams fit too (every rank of a job uses
+ * one family, and the handshake checks that the MTUs agree).
+ */
 #define GN_WIRE_IPUDP 28
+#define GN_WIRE_IP6UDP 48
 
 enum gn_pkt_type {
 	GN_PKT_HELLO = 1,	/* handshake: who I am, what I run */
