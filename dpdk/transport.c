@@ -56,7 +56,7 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
-#include "gn_dpdk.h"
+#include "dtp.h"
 #include "gradnet/wire.h"
 
 #define ETH_LEN RTE_ETHER_HDR_LEN
@@ -67,7 +67,6 @@
  * header on a 4-byte boundary too.
  */
 #define PAYLOAD_OFF RTE_PKTMBUF_HEADROOM
-#define BURST 64
 #define RX_DESC 1024
 #define TX_DESC 1024
 #define RX_POOL 8191
@@ -95,39 +94,6 @@ struct mbuf_priv {
 	struct gn_buf b;
 	u16 hdr_peer;			/* the headers in front are for this peer */
 	u16 hdr_len;			/* and this payload length */
-};
-
-struct dtp {
-	u16 port;
-	u16 rank, world;
-	u32 max_pkt;
-	u32 poll_ns;			/* longest idle sleep; 0: never sleep */
-	bool tx_csum;			/* the port computes IPv4 and UDP checksums */
-	bool pinned;
-	struct rte_mempool *tx_pool, *rx_pool;
-	struct rte_ether_addr mac;
-	u32 ip;				/* ours, network byte order */
-	u16 udp_port;
-	struct gn_dpdk_peer *peers;
-
-	/* Senders by (IP, port): open addressing, at most half full. */
-	u16 *peer_tab;
-	u32 peer_mask;
-
-	/* A burst received and not yet handed out (wait reads ahead). */
-	struct rte_mbuf *rx[BURST];
-	u16 rx_n, rx_i;
-	struct rte_mbuf *tx[BURST];
-	struct rte_mbuf *ctl[BURST];	/* ARP replies of one recv */
-	int ctl_n;
-
-	/* The link: checked every LINK_CHECK_NS, when it went down. */
-	u64 link_check_tsc, link_down_tsc;
-	u64 tsc_hz;
-
-	/* wait() sleeps on @wake_word; wake() sets it. */
-	u32 wake_word;
-	u32 sleeping;
 };
 
 /* One context per port: the queues are not shared. */
@@ -328,119 +294,47 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 
 /* ---- receive ---- */
 
-/* An ARP request for our address gets a reply, sent after the burst. */
-static void arp_in(struct dtp *d, struct rte_mbuf *m)
+/* What the port verified of a checksum, in filter.h's terms. */
+static unsigned int csum_state(u64 flags, u64 good, u64 bad)
 {
-	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	struct rte_arp_hdr *a = (void *)(eth + 1), *ra;
-	struct rte_ether_hdr *reth;
-	struct rte_mbuf *r;
-
-	if (m->data_len < ETH_LEN + sizeof(*a) ||
-	    a->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
-	    a->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    a->arp_hlen != RTE_ETHER_ADDR_LEN || a->arp_plen != 4 ||
-	    a->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) ||
-	    a->arp_data.arp_tip != d->ip || d->ctl_n == BURST)
-		return;
-	r = rte_pktmbuf_alloc(d->tx_pool);
-	if (!r)
-		return;
-	/* The shortest Ethernet frame, zero padded. */
-	reth = (void *)rte_pktmbuf_append(r, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
-	memset(reth, 0, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
-	rte_ether_addr_copy(&a->arp_data.arp_sha, &reth->dst_addr);
-	rte_ether_addr_copy(&d->mac, &reth->src_addr);
-	reth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-	ra = (void *)(reth + 1);
-	ra->arp_hardware = a->arp_hardware;
-	ra->arp_protocol = a->arp_protocol;
-	ra->arp_hlen = RTE_ETHER_ADDR_LEN;
-	ra->arp_plen = 4;
-	ra->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
-	rte_ether_addr_copy(&d->mac, &ra->arp_data.arp_sha);
-	ra->arp_data.arp_sip = d->ip;
-	rte_ether_addr_copy(&a->arp_data.arp_sha, &ra->arp_data.arp_tha);
-	ra->arp_data.arp_tip = a->arp_data.arp_sip;
-	d->ctl[d->ctl_n++] = r;
-}
-
-static void ctl_flush(struct dtp *d)
-{
-	int r, i;
-
-	if (!d->ctl_n)
-		return;
-	r = rte_eth_tx_burst(d->port, 0, d->ctl, (u16)d->ctl_n);
-	for (i = r; i < d->ctl_n; i++)
-		rte_pktmbuf_free(d->ctl[i]);
-	d->ctl_n = 0;
-}
-
-/* The ones' complement sum of @ip's pseudo header and @len bytes at @l4. */
-static bool udp_csum_ok(const struct rte_ipv4_hdr *ip, const void *l4, u16 len)
-{
-	u32 sum = rte_raw_cksum(l4, len);
-
-	sum += rte_raw_cksum(&ip->src_addr, 8);
-	sum += rte_cpu_to_be_16(IPPROTO_UDP) + rte_cpu_to_be_16(len);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return sum == 0xffff;
+	if (flags == good)
+		return GN_DCS_GOOD;
+	return flags == bad ? GN_DCS_BAD : GN_DCS_UNKNOWN;
 }
 
 /*
- * The UDP payload of @m if it is a datagram to us, else NULL (and ARP
- * requests answered). Bounds: every length is checked against the bytes
- * the mbuf really holds, in one segment.
+ * The UDP payload of @m if it is a datagram to us, else NULL: ARP handed
+ * to neigh.c, everything else counted by reason (filter.c checks every
+ * length against the bytes the mbuf holds, in one segment).
  */
 static u8 *rx_filter(struct dtp *d, struct rte_mbuf *m, u16 *len, u16 *peer)
 {
-	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	struct rte_ipv4_hdr *ip = (void *)(eth + 1);
-	struct rte_udp_hdr *udp;
-	u32 have = m->data_len, ihl, tot, ulen;
-	u64 ipf = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
-	u64 l4f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+	u8 *frame = rte_pktmbuf_mtod(m, u8 *);
+	struct gn_dpdk_rx rx;
 
-	if (m->nb_segs != 1 || have < HDRS)
-		return NULL;
-	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
-		arp_in(d, m);
+	if (unlikely(m->nb_segs != 1)) {
+		d->drops[GN_DDROP_SEGMENTED]++;
 		return NULL;
 	}
-	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    !rte_is_same_ether_addr(&eth->dst_addr, &d->mac))
+	switch (gn_dpdk_classify(&d->filt, frame, m->data_len,
+				 csum_state(m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK,
+					    RTE_MBUF_F_RX_IP_CKSUM_GOOD,
+					    RTE_MBUF_F_RX_IP_CKSUM_BAD),
+				 csum_state(m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK,
+					    RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+					    RTE_MBUF_F_RX_L4_CKSUM_BAD), &rx)) {
+	case GN_DRX_UDP:
+		*len = rx.len;
+		*peer = peer_of(d, rx.src_ip, rx.src_port);
+		return frame + rx.off;
+	case GN_DRX_ARP_REQUEST:
+	case GN_DRX_ARP_REPLY:
+		dtp_arp_in(d, &rx);
 		return NULL;
-	ihl = (u32)(ip->version_ihl & 0xf) * 4;
-	tot = rte_be_to_cpu_16(ip->total_length);
-	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) ||
-	    tot < ihl + sizeof(*udp) || ETH_LEN + tot > have ||
-	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
-						    RTE_IPV4_HDR_OFFSET_MASK)) ||
-	    ip->next_proto_id != IPPROTO_UDP || ip->dst_addr != d->ip)
+	default:
+		d->drops[rx.drop]++;
 		return NULL;
-	if (ipf == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
-	    (ipf != RTE_MBUF_F_RX_IP_CKSUM_GOOD && rte_raw_cksum(ip, ihl) != 0xffff))
-		return NULL;
-	udp = (void *)((u8 *)ip + ihl);
-	ulen = rte_be_to_cpu_16(udp->dgram_len);
-	if (udp->dst_port != d->udp_port || ulen < sizeof(*udp) ||
-	    ulen > tot - ihl || ulen - sizeof(*udp) > d->max_pkt)
-		return NULL;
-	/*
-	 * A zero checksum is IPv4's "none". The MAC would catch a corrupted
-	 * payload too, but not in an insecure job, so software checks what
-	 * the port did not.
-	 */
-	if (udp->dgram_cksum &&
-	    (l4f == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
-	     (l4f != RTE_MBUF_F_RX_L4_CKSUM_GOOD &&
-	      !udp_csum_ok(ip, udp, (u16)ulen))))
-		return NULL;
-	*len = (u16)(ulen - sizeof(*udp));
-	*peer = peer_of(d, ip->src_addr, udp->src_port);
-	return (u8 *)(udp + 1);
+	}
 }
 
 /* @m as a gn_buf for the core, or NULL if it was not for us (freed). */
@@ -524,7 +418,7 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 		b[n] = rx_one(d, d->rx[d->rx_i++], copy);
 		n += b[n] != NULL;
 	}
-	ctl_flush(d);
+	dtp_ctl_flush(d);
 	return n;
 }
 
@@ -609,6 +503,41 @@ static void dtp_wake(void *tp)
 
 /* ---- open and close ---- */
 
+/*
+ * The filter's counters as one JSON line in d->stats_path (GN_DPDK_STATS),
+ * for tests and operators: frames dropped by reason, ARP traffic.
+ */
+static void stats_write(const struct dtp *d)
+{
+	FILE *f;
+	int i;
+
+	if (!d->stats_path)
+		return;
+	f = fopen(d->stats_path, "w");
+	if (!f) {
+		fprintf(stderr, "gradnet: dpdk: cannot write %s\n", d->stats_path);
+		return;
+	}
+	fprintf(f, "{\"rank\": %u, \"arp_answered\": %llu, \"arp_asked\": %llu, \"drops\": {",
+		d->rank, (unsigned long long)d->arp_answered,
+		(unsigned long long)d->arp_asked);
+	for (i = 0; i < GN_DDROP_N; i++)
+		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", gn_dpdk_drop_name(i),
+			(unsigned long long)d->drops[i]);
+	fprintf(f, "}}\n");
+	fclose(f);
+}
+
+/* Who we are, for the receive filter. */
+static void filter_init(struct dtp *d)
+{
+	memcpy(d->filt.mac, d->mac.addr_bytes, sizeof(d->filt.mac));
+	d->filt.ip = d->ip;
+	d->filt.udp_port = d->udp_port;
+	d->filt.max_pkt = d->max_pkt;
+}
+
 static void dtp_free(struct dtp *d)
 {
 	int i;
@@ -619,8 +548,10 @@ static void dtp_free(struct dtp *d)
 	rte_eth_dev_stop(d->port);
 	rte_mempool_free(d->tx_pool);
 	rte_mempool_free(d->rx_pool);
+	stats_write(d);
 	free(d->peers);
 	free(d->peer_tab);
+	free(d->neigh);
 	pthread_mutex_lock(&ports_lock);
 	port_busy[d->port] = false;
 	pthread_mutex_unlock(&ports_lock);
@@ -765,8 +696,6 @@ static bool mac_zero(const u8 *mac)
 
 static int conf_check(const struct gn_dpdk_conf *c, char *msg, size_t len)
 {
-	int j;
-
 	if (!c->peers || c->world < 1 || c->world >= (int)GN_PEER_NONE ||
 	    c->rank < 0 || c->rank >= c->world || !c->max_pkt ||
 	    c->max_pkt > c->mtu - GN_WIRE_IPUDP || c->mtu > GN_WIRE_MAX_PKT + GN_WIRE_IPUDP) {
@@ -778,12 +707,6 @@ static int conf_check(const struct gn_dpdk_conf *c, char *msg, size_t len)
 			 c->rank);
 		return -EINVAL;
 	}
-	for (j = 0; j < c->world; j++)
-		if (j != c->rank && mac_zero(c->peers[j].mac)) {
-			snprintf(msg, len, "DPDK transport: no MAC address for rank %d (GN_DPDK_PEERS)",
-				 j);
-			return -EINVAL;
-		}
 	return 0;
 }
 
@@ -826,7 +749,10 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	d->tsc_hz = rte_get_timer_hz();
 	d->ip = self->ip;
 	d->udp_port = self->port;
+	d->stats_path = c->stats_path;
 	r = peers_init(d, c->peers, c->world);
+	if (!r)
+		r = dtp_neigh_init(d, c);
 	if (r) {
 		snprintf(msg, len, "out of memory");
 		goto out_free;
@@ -842,6 +768,10 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 		r = -EINVAL;
 		goto out_free;
 	}
+	filter_init(d);
+	r = dtp_neigh_resolve(d, c->arp_timeout_ms, msg, len);
+	if (r)
+		goto out_free;
 	tp->ops = &dtp_ops;
 	tp->state = d;
 	tp->caps.max_pkt = c->max_pkt;
@@ -855,6 +785,7 @@ out_free:
 	}
 	free(d->peers);
 	free(d->peer_tab);
+	free(d->neigh);
 	free(d);
 out_port:
 	pthread_mutex_lock(&ports_lock);

@@ -602,7 +602,9 @@ static int parse_mac(const char *s, size_t len, u8 mac[6])
 
 /*
  * The static neighbour list: GN_DPDK_PEERS, one MAC per rank in rank
- * order, "-" (or nothing) for this rank, whose MAC is its port's.
+ * order, "-" (or nothing) for this rank, whose MAC is its port's, "arp"
+ * for a rank to resolve. Without GN_DPDK_PEERS every peer is resolved by
+ * ARP when the transport opens.
  */
 static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
 {
@@ -620,8 +622,7 @@ static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
 		dp[i].port = in->sin_port;
 	}
 	if (!p || !*p)
-		return open_fail(-EINVAL,
-				 "GN_TRANSPORT=dpdk needs GN_DPDK_PEERS: every rank's MAC address, rank order, comma-separated (\"-\" for this rank)");
+		return 0;
 	while (*p) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -630,8 +631,9 @@ static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
 			return open_fail(-EINVAL, "GN_DPDK_PEERS lists more than world size %d MAC addresses",
 					 a->conf.world);
 		if (!(n == a->conf.rank && (!len || (len == 1 && *p == '-'))) &&
+		    !(len == 3 && !strncmp(p, "arp", 3)) &&
 		    parse_mac(p, len, dp[n].mac))
-			return open_fail(-EINVAL, "GN_DPDK_PEERS entry %d \"%.*s\" is not a MAC address (aa:bb:cc:dd:ee:ff)",
+			return open_fail(-EINVAL, "GN_DPDK_PEERS entry %d \"%.*s\" is not a MAC address (aa:bb:cc:dd:ee:ff) nor \"arp\"",
 					 n, (int)len, p);
 		n++;
 		p += len + (end != NULL);
@@ -675,6 +677,8 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	c.peers = dp;
 	c.mbufs = (u32)mbufs;
 	c.poll_us = (u32)poll_us;
+	c.arp_timeout_ms = (u32)(a->conf.timeout_ns / 1000000);
+	c.stats_path = getenv("GN_DPDK_STATS");
 	r = gn_dpdk_open(&d->tp, &c, msg, sizeof(msg));
 	if (r)
 		r = open_fail(r, "DPDK: %s", msg);

@@ -2,7 +2,8 @@
 /*
  * dpdk_open_test.c - opening a context on the DPDK transport through the
  * public API: what the caller gets when the EAL, the port or the
- * neighbour list is wrong (-errno and a message naming the cause), and a
+ * neighbour list is wrong or a peer does not answer ARP (-errno and a
+ * message naming the cause), and a
  * one-rank job on a net_null port, opened twice in one process. The
  * harness forks each test, so each brings up an EAL of its own.
  */
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gradnet/gradnet.h>
@@ -73,21 +75,65 @@ TEST(unknown_transport_is_einval)
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "use udp or dpdk")) TH_LOG("%s", gn_last_errmsg());
 }
 
-TEST(neighbour_list_required)
+TEST(neighbour_list_entries_checked)
 {
 	struct gn_ctx *ctx;
 
 	eal_env("");
-	unsetenv("GN_DPDK_PEERS");
-	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
-	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_DPDK_PEERS")) TH_LOG("%s", gn_last_errmsg());
 	setenv("GN_DPDK_PEERS", "-,02:00:00:00:00:0g", 1);
 	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "entry 1")) TH_LOG("%s", gn_last_errmsg());
 	setenv("GN_DPDK_PEERS", "-", 1);
 	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "lists 1 MAC")) TH_LOG("%s", gn_last_errmsg());
+	setenv("GN_DPDK_PEERS", "-,arp,ar", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 3, "10.1.0.1:7000,10.1.0.2:7000,10.1.0.3:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "entry 2")) TH_LOG("%s", gn_last_errmsg());
 	eal_dir_rm();
+}
+
+/*
+ * Without a MAC for a peer the transport asks by ARP; on a net_null port
+ * nobody answers, so the open fails once the job's timeout (1 s) passed,
+ * naming the ranks that stayed silent, and not those the list gave.
+ */
+static void arp_silence(struct __test_metadata *_metadata, const char *peers)
+{
+	struct gn_ctx *ctx;
+	struct timespec t0, t1;
+	double secs;
+
+	eal_env("--vdev=net_null0");
+	if (peers)
+		setenv("GN_DPDK_PEERS", peers, 1);
+	else
+		unsetenv("GN_DPDK_PEERS");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(-EHOSTUNREACH, open_dpdk(&ctx, 3,
+					   "10.1.0.1:7000,10.1.0.2:7000,10.1.0.3:7001"));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	TH_LOG("%s (after %.2f s)", gn_last_errmsg(), secs);
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "no ARP reply within 1000 ms")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 2 (10.1.0.3)")) TH_LOG("%s", gn_last_errmsg());
+	if (peers) {
+		ASSERT_EQ(NULL, strstr(gn_last_errmsg(), "rank 1")) TH_LOG("%s", gn_last_errmsg());
+	} else {
+		ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 1 (10.1.0.2)")) TH_LOG("%s", gn_last_errmsg());
+	}
+	ASSERT_EQ(NULL, strstr(gn_last_errmsg(), "rank 0")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_LE(1.0, secs);
+	eal_dir_rm();
+}
+
+TEST(arp_unanswered_names_the_ranks)
+{
+	arp_silence(_metadata, NULL);
+}
+
+TEST(arp_only_for_ranks_the_list_leaves_out)
+{
+	arp_silence(_metadata, "-,02:00:00:00:00:02,arp");
 }
 
 TEST(eal_failure_names_the_eal)
