@@ -589,8 +589,13 @@ static u32 pool_size(u32 n)
 static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 			int socket, char *msg, size_t len)
 {
-	/* Room for a whole frame of the MTU (and a VLAN tag) in one segment. */
-	u32 room = PAYLOAD_OFF + RTE_ALIGN(ETH_LEN + c->mtu + 8, 64);
+	/*
+	 * Room for a whole frame of the MTU (and a VLAN tag) in one segment,
+	 * and at least DPDK's default 2 KiB: drivers such as net_af_packet
+	 * refuse smaller rx buffers than their frames.
+	 */
+	u32 frame = RTE_ALIGN(ETH_LEN + c->mtu + 8, 64);
+	u32 room = PAYLOAD_OFF + RTE_MAX(frame, (u32)RTE_MBUF_DEFAULT_DATAROOM);
 	u32 elt = (u32)sizeof(struct rte_mbuf) + RTE_CACHE_LINE_SIZE + room;
 	u32 ntx = c->mbufs ? c->mbufs : pool_size(TX_POOL_BYTES / elt);
 	unsigned int seq = __atomic_fetch_add(&pool_seq, 1, __ATOMIC_RELAXED);

@@ -10,6 +10,8 @@
 #         steps: both ranks end with exactly gn-ref's single-process
 #         reference (tests/job.h), bit for bit; and one job also over UDP
 #         on loopback, which gives the same bytes.
+#  arp    no static neighbour list: the ranks resolve each other by ARP
+#         (GN_DPDK_STATS shows the requests), results exact.
 #  loss   loss, duplication and reordering in the sender (GN_TEST_FAULTS,
 #         which wraps any transport): results still bit-identical to the
 #         reference, and the ranks did retransmit.
@@ -155,7 +157,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..18"
+echo "1..19"
 diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -174,6 +176,20 @@ for codec in none 3lc; do
 		done
 	done
 done
+
+# No neighbour list: the ranks find each other's MAC by ARP at open.
+name=arp
+ok=1
+start_pair "$name" "GN_DPDK_PEERS=arp,arp GN_DPDK_STATS=$tmp/arp.%k.stats" \
+	--elems 1000003 --steps "$STEPS" --codec 3lc
+wait_pair "$name" || ok=0
+[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-3lc-sum-1000003.ref" || ok=0
+for k in 0 1; do
+	diag "$name: rank $k $(cat "$tmp/arp.$k.stats" 2>/dev/null)"
+	n=$(field arp_asked "$tmp/arp.$k.stats")
+	[ "${n:-0}" -gt 0 ] || ok=0
+done
+result "$ok" "memif, no GN_DPDK_PEERS: peers resolved by ARP, bit-identical to the reference"
 
 # The same job over the UDP socket path on loopback: the same bytes.
 name=udp-3lc
