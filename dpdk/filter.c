@@ -125,10 +125,11 @@ static int ipv4_in(const struct gn_dpdk_filter *f, const u8 *ip, u32 len,
 		   unsigned int ip_csum, unsigned int l4_csum,
 		   struct gn_dpdk_rx *rx)
 {
-	u32 ihl = (u32)(ip[0] & 0xf) * 4, tot;
+	u32 ihl, tot;
 
 	if (len < IPV4_HDR + UDP_HDR)
 		return drop(rx, GN_DDROP_SHORT);
+	ihl = (u32)(ip[0] & 0xf) * 4;
 	tot = be16(ip + 2);
 	if ((ip[0] >> 4) != 4 || ihl < IPV4_HDR || tot < ihl + UDP_HDR ||
 	    tot > len)
