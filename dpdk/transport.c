@@ -649,6 +649,14 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 			 c->mtu);
 		return -EINVAL;
 	}
+	/* memif in DPDK 22.11, for one, takes no frame over 1518 bytes. */
+	if (info.max_rx_pktlen &&
+	    ETH_LEN + c->mtu + RTE_ETHER_CRC_LEN > info.max_rx_pktlen) {
+		snprintf(msg, len, "DPDK port %u (%s) takes frames of at most %u bytes (an MTU of %u), the job's MTU is %u",
+			 d->port, info.driver_name, info.max_rx_pktlen,
+			 info.max_rx_pktlen - ETH_LEN - RTE_ETHER_CRC_LEN, c->mtu);
+		return -EINVAL;
+	}
 	r = pools_create(d, c, socket, msg, len);
 	if (r)
 		return r;

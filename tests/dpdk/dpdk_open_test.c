@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,11 @@ static void eal_dir_rm(void)
 		fprintf(stderr, "cannot remove the EAL runtime directory\n");
 }
 
-/* EAL arguments for this process: no hugepages, no PCI, no shared config. */
-static void eal_env(const char *extra)
+/*
+ * EAL arguments for this process: no hugepages, no PCI, no shared config
+ * (unless @shconf: memif needs it).
+ */
+static void eal_env_with(const char *extra, bool shconf)
 {
 	char args[512];
 	cpu_set_t set;
@@ -51,10 +55,15 @@ static void eal_env(const char *extra)
 		while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set))
 			cpu++;
 	snprintf(args, sizeof(args),
-		 "--no-huge -m 512 --no-pci --no-shconf --no-telemetry -l %d --file-prefix=gnopen%d --log-level=*:error %s",
-		 cpu, (int)getpid(), extra);
+		 "--no-huge -m 512 --no-pci %s --no-telemetry -l %d --file-prefix=gnopen%d --log-level=*:error %s",
+		 shconf ? "" : "--no-shconf", cpu, (int)getpid(), extra);
 	setenv("GN_DPDK_EAL", args, 1);
 	setenv("GN_TRANSPORT", "dpdk", 1);
+}
+
+static void eal_env(const char *extra)
+{
+	eal_env_with(extra, false);
 }
 
 static int open_dpdk(struct gn_ctx **ctx, int world, const char *peers)
@@ -183,6 +192,25 @@ TEST(ipv6_peers_refused)
 	setenv("GN_DPDK_PEERS", "-", 1);
 	ASSERT_EQ(-EAFNOSUPPORT, open_dpdk(&ctx, 1, "[::1]:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "IPv4 only")) TH_LOG("%s", gn_last_errmsg());
+	eal_dir_rm();
+}
+
+/* A port that takes no jumbo frames says so, with its limit. */
+TEST(mtu_over_the_port_limit_is_einval)
+{
+	char vdev[256], sock[64];
+	struct gn_ctx *ctx;
+
+	snprintf(sock, sizeof(sock), "/tmp/gnopen%d.sock", (int)getpid());
+	snprintf(vdev, sizeof(vdev),
+		 "--vdev=net_memif0,role=server,socket=%s,socket-abstract=no", sock);
+	eal_env_with(vdev, true);
+	setenv("GN_DPDK_PEERS", "-", 1);
+	setenv("GN_MTU", "9000", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "takes frames of at most 1518 bytes (an MTU of 1500), the job's MTU is 9000")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_MTU");
+	unlink(sock);
 	eal_dir_rm();
 }
 
