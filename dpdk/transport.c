@@ -591,10 +591,12 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 {
 	/*
 	 * Room for a whole frame of the MTU (and a VLAN tag) in one segment,
-	 * and at least DPDK's default 2 KiB: drivers such as net_af_packet
-	 * refuse smaller rx buffers than their frames.
+	 * so the MAC and the decoder read contiguous bytes (a frame in
+	 * several segments is dropped as "segmented"); in whole KiB and at
+	 * least DPDK's default 2 KiB: drivers such as net_af_packet refuse rx
+	 * buffers smaller than their frame slots, which hold a header too.
 	 */
-	u32 frame = RTE_ALIGN(ETH_LEN + c->mtu + 8, 64);
+	u32 frame = RTE_ALIGN(ETH_LEN + c->mtu + 8, 1024);
 	u32 room = PAYLOAD_OFF + RTE_MAX(frame, (u32)RTE_MBUF_DEFAULT_DATAROOM);
 	u32 elt = (u32)sizeof(struct rte_mbuf) + RTE_CACHE_LINE_SIZE + room;
 	u32 ntx = c->mbufs ? c->mbufs : pool_size(TX_POOL_BYTES / elt);
