@@ -28,6 +28,9 @@ struct dtp_neigh {
 
 struct dtp {
 	u16 port;
+	u16 queue;			/* the rx and tx queue */
+	bool shared;			/* the application's port: never configured,
+					   started or stopped here */
 	u16 rank, world;
 	u32 max_pkt;
 	u32 poll_ns;			/* longest idle sleep; 0: never sleep */

@@ -68,7 +68,7 @@ void dtp_ctl_flush(struct dtp *d)
 
 	if (!d->ctl_n)
 		return;
-	r = rte_eth_tx_burst(d->port, 0, d->ctl, (u16)d->ctl_n);
+	r = rte_eth_tx_burst(d->port, d->queue, d->ctl, (u16)d->ctl_n);
 	for (i = r; i < d->ctl_n; i++)
 		rte_pktmbuf_free(d->ctl[i]);
 	d->ctl_n = 0;
@@ -157,7 +157,7 @@ static void neigh_rx(struct dtp *d)
 	struct gn_dpdk_rx rx;
 	u16 n, i;
 
-	n = rte_eth_rx_burst(d->port, 0, m, BURST);
+	n = rte_eth_rx_burst(d->port, d->queue, m, BURST);
 	for (i = 0; i < n; i++) {
 		if (m[i]->nb_segs == 1 &&
 		    gn_dpdk_classify(&d->filt, rte_pktmbuf_mtod(m[i], u8 *),

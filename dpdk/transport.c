@@ -96,9 +96,52 @@ struct mbuf_priv {
 	u16 hdr_len;			/* and this payload length */
 };
 
-/* One context per port: the queues are not shared. */
+/*
+ * One context per port it owns, or per queue of an application's port:
+ * a queue has one user.
+ */
 static pthread_mutex_t ports_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool port_busy[RTE_MAX_ETHPORTS];
+static u64 queue_busy[RTE_MAX_ETHPORTS][RTE_MAX_QUEUES_PER_PORT / 64];
+
+static bool queues_idle(u16 port)
+{
+	u32 i;
+
+	for (i = 0; i < RTE_DIM(queue_busy[port]); i++)
+		if (queue_busy[port][i])
+			return false;
+	return true;
+}
+
+/* Claim @port (@queue < 0) or one queue of it; false if taken. */
+static bool port_claim(u16 port, int queue)
+{
+	bool ok;
+
+	pthread_mutex_lock(&ports_lock);
+	if (queue < 0) {
+		ok = !port_busy[port] && queues_idle(port);
+		port_busy[port] |= ok;
+	} else {
+		ok = !port_busy[port] &&
+		     !(queue_busy[port][queue / 64] & (1ull << (queue % 64)));
+		if (ok)
+			queue_busy[port][queue / 64] |= 1ull << (queue % 64);
+	}
+	pthread_mutex_unlock(&ports_lock);
+	return ok;
+}
+
+static void port_release(u16 port, int queue)
+{
+	pthread_mutex_lock(&ports_lock);
+	if (queue < 0)
+		port_busy[port] = false;
+	else
+		queue_busy[port][queue / 64] &= ~(1ull << (queue % 64));
+	pthread_mutex_unlock(&ports_lock);
+}
 static unsigned int pool_seq;
 
 static struct mbuf_priv *priv_of(struct rte_mbuf *m)
@@ -281,7 +324,7 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		}
 		if (!k)
 			continue;
-		r = rte_eth_tx_burst(d->port, 0, d->tx, (u16)k);
+		r = rte_eth_tx_burst(d->port, d->queue, d->tx, (u16)k);
 		/* A full ring is back-pressure: the rest go back to the core. */
 		for (i = r; i < k; i++)
 			rte_pktmbuf_free(d->tx[i]);
@@ -337,6 +380,15 @@ static u8 *rx_filter(struct dtp *d, struct rte_mbuf *m, u16 *len, u16 *peer)
 	}
 }
 
+/*
+ * Few mbufs left in @mp, the pool an rx queue fills from: ours, or the
+ * application's when the port is (a quarter of it, if it is small).
+ */
+static bool pool_low(struct rte_mempool *mp)
+{
+	return rte_mempool_avail_count(mp) < RTE_MIN((u32)RX_LOW, mp->size / 4);
+}
+
 /* @m as a gn_buf for the core, or NULL if it was not for us (freed). */
 static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
 {
@@ -350,6 +402,8 @@ static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
 		return NULL;
 	}
 	/* The rx pool runs low: the core may hold this one for long. */
+	if (!d->rx_pool)
+		copy = pool_low(m->pool);
 	if (copy && (c = rte_pktmbuf_alloc(d->tx_pool))) {
 		b = buf_init(c, (u8 *)c->buf_addr + PAYLOAD_OFF, len);
 		memcpy(b->data, data, len);
@@ -364,7 +418,7 @@ static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
 static bool rx_fill(struct dtp *d)
 {
 	d->rx_i = 0;
-	d->rx_n = rte_eth_rx_burst(d->port, 0, d->rx, BURST);
+	d->rx_n = rte_eth_rx_burst(d->port, d->queue, d->rx, BURST);
 	return d->rx_n;
 }
 
@@ -379,6 +433,8 @@ static void link_watch(struct dtp *d)
 	u64 now = rte_get_timer_cycles();
 	struct rte_eth_link link;
 
+	if (d->shared)
+		return;
 	if (now - d->link_check_tsc < d->tsc_hz / 1000 * LINK_CHECK_MS)
 		return;
 	d->link_check_tsc = now;
@@ -410,7 +466,7 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 	bool copy;
 
 	link_watch(d);
-	copy = rte_mempool_avail_count(d->rx_pool) < RX_LOW;
+	copy = d->rx_pool && pool_low(d->rx_pool);
 	while (n < max) {
 		if (d->rx_i == d->rx_n &&
 		    (bursts++ == RX_BURSTS || !rx_fill(d)))
@@ -556,16 +612,23 @@ static void dtp_free(struct dtp *d)
 	for (i = d->rx_i; i < d->rx_n; i++)
 		rte_pktmbuf_free(d->rx[i]);
 	stats_write(d);
-	/* The queues may hold mbufs of the pools until the port stops. */
-	rte_eth_dev_stop(d->port);
-	rte_mempool_free(d->tx_pool);
-	rte_mempool_free(d->rx_pool);
+	if (!d->shared) {
+		/* The queues may hold mbufs of the pools until the port stops. */
+		rte_eth_dev_stop(d->port);
+		rte_mempool_free(d->tx_pool);
+		rte_mempool_free(d->rx_pool);
+	} else if (rte_eth_tx_done_cleanup(d->port, d->queue, 0) >= 0) {
+		rte_mempool_free(d->tx_pool);
+	}
+	/*
+	 * Else the application's running tx queue may still hold mbufs of
+	 * the tx pool, and the driver cannot say when it lets them go: the
+	 * pool stays, once per context.
+	 */
 	free(d->peers);
 	free(d->peer_tab);
 	free(d->neigh);
-	pthread_mutex_lock(&ports_lock);
-	port_busy[d->port] = false;
-	pthread_mutex_unlock(&ports_lock);
+	port_release(d->port, d->shared ? d->queue : -1);
 	free(d);
 }
 
@@ -629,6 +692,9 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 			 ntx, room, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
+	/* An application's port receives into the application's pool. */
+	if (c->queue >= 0)
+		return 0;
 	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
 	d->rx_pool = rte_pktmbuf_pool_create(name, RX_POOL, POOL_CACHE,
 					     RTE_CACHE_LINE_SIZE, (u16)room,
@@ -717,6 +783,52 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 	return rte_eth_macaddr_get(d->port, &d->mac);
 }
 
+/*
+ * The application's port: queue @c->queue of it is ours, as the
+ * application configured it; only the tx pool is ours to make.
+ */
+static int port_attach(struct dtp *d, const struct gn_dpdk_conf *c,
+		       char *msg, size_t len)
+{
+	const u64 tx_csum = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
+			    RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+	struct rte_eth_txq_info qi;
+	struct rte_eth_dev_info info;
+	u16 mtu = 0;
+	int r;
+
+	r = rte_eth_dev_info_get(d->port, &info);
+	if (r) {
+		snprintf(msg, len, "DPDK port %u: cannot read its capabilities: %s",
+			 d->port, rte_strerror(-r));
+		return r;
+	}
+	if (c->queue >= info.nb_rx_queues || c->queue >= info.nb_tx_queues) {
+		snprintf(msg, len, "DPDK port %u (%s) has %u rx and %u tx queues configured, GN_DPDK_QUEUE is %d",
+			 d->port, info.driver_name, info.nb_rx_queues,
+			 info.nb_tx_queues, c->queue);
+		return -EINVAL;
+	}
+	if (!rte_eth_dev_get_mtu(d->port, &mtu) && mtu < c->mtu) {
+		snprintf(msg, len, "DPDK port %u (%s) has MTU %u, the job's is %u: the application sets the MTU of its port",
+			 d->port, info.driver_name, mtu, c->mtu);
+		return -EINVAL;
+	}
+	/*
+	 * The queue's own offloads say nothing of the port's (and reading
+	 * the port's configuration is experimental API in DPDK 22.11):
+	 * checksums are computed here unless the queue itself offloads them.
+	 */
+	if (!rte_eth_tx_queue_info_get(d->port, (u16)c->queue, &qi))
+		d->tx_csum = (qi.conf.offloads & tx_csum) == tx_csum;
+	r = pools_create(d, c, rte_eth_dev_socket_id(d->port), msg, len);
+	if (r)
+		return r;
+	/* Pinning is the application's: it placed its own lcores. */
+	d->pinned = true;
+	return rte_eth_macaddr_get(d->port, &d->mac);
+}
+
 static bool mac_zero(const u8 *mac)
 {
 	static const u8 zero[6];
@@ -756,14 +868,19 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 			 c->port_id, rte_eth_dev_count_avail());
 		return -ENODEV;
 	}
-	pthread_mutex_lock(&ports_lock);
-	r = port_busy[c->port_id] ? -EBUSY : 0;
-	port_busy[c->port_id] = true;
-	pthread_mutex_unlock(&ports_lock);
-	if (r) {
-		snprintf(msg, len, "DPDK port %u is in use by another gradnet context",
-			 c->port_id);
-		return r;
+	if (c->queue >= RTE_MAX_QUEUES_PER_PORT) {
+		snprintf(msg, len, "DPDK queue %d: at most %d queues per port",
+			 c->queue, RTE_MAX_QUEUES_PER_PORT);
+		return -EINVAL;
+	}
+	if (!port_claim(c->port_id, c->queue)) {
+		if (c->queue < 0)
+			snprintf(msg, len, "DPDK port %u is in use by another gradnet context",
+				 c->port_id);
+		else
+			snprintf(msg, len, "DPDK port %u queue %d is in use by another gradnet context",
+				 c->port_id, c->queue);
+		return -EBUSY;
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -772,6 +889,8 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 		goto out_port;
 	}
 	d->port = c->port_id;
+	d->queue = c->queue < 0 ? 0 : (u16)c->queue;
+	d->shared = c->queue >= 0;
 	d->rank = (u16)c->rank;
 	d->world = (u16)c->world;
 	d->max_pkt = c->max_pkt;
@@ -787,7 +906,7 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 		snprintf(msg, len, "out of memory");
 		goto out_free;
 	}
-	r = port_start(d, c, msg, len);
+	r = d->shared ? port_attach(d, c, msg, len) : port_start(d, c, msg, len);
 	if (r)
 		goto out_free;
 	if (!mac_zero(self->mac) && memcmp(self->mac, d->mac.addr_bytes, 6)) {
@@ -818,9 +937,7 @@ out_free:
 	free(d->neigh);
 	free(d);
 out_port:
-	pthread_mutex_lock(&ports_lock);
-	port_busy[c->port_id] = false;
-	pthread_mutex_unlock(&ports_lock);
+	port_release(c->port_id, c->queue);
 	return r;
 }
 

@@ -55,7 +55,7 @@ static void eal_env_with(const char *extra, bool shconf)
 		while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set))
 			cpu++;
 	snprintf(args, sizeof(args),
-		 "--no-huge -m 512 --no-pci %s --no-telemetry -l %d --file-prefix=gnopen%d --log-level=*:error %s",
+		 "--no-huge -m 1024 --no-pci %s --no-telemetry -l %d --file-prefix=gnopen%d --log-level=*:error %s",
 		 shconf ? "" : "--no-shconf", cpu, (int)getpid(), extra);
 	setenv("GN_DPDK_EAL", args, 1);
 	setenv("GN_TRANSPORT", "dpdk", 1);

@@ -10,6 +10,7 @@
 #         steps: both ranks end with exactly gn-ref's single-process
 #         reference (tests/job.h), bit for bit; and one job also over UDP
 #         on loopback, which gives the same bytes.
+#  big    dense, 26214400 floats: the default tx pool holds a whole step
 #  arp    no static neighbour list: the ranks resolve each other by ARP
 #         (GN_DPDK_STATS shows the requests), results exact.
 #  loss   loss, duplication and reordering in the sender (GN_TEST_FAULTS,
@@ -20,16 +21,21 @@
 #  race   the client connects while the server is still filling its mbuf
 #         pool, before its port started, and is turned away: the job still
 #         runs (the transport restarts a port whose link stays down).
+#  app    gn-app-port: an application with its own EAL and a memif port
+#         of two queue pairs hands gradnet queue 1 (GN_DPDK_QUEUE):
+#         results exact, a missing or taken queue refused, and the port
+#         still carries the application's frames on queue 0 afterwards.
 #  kill   SIGKILL rank 1 in the middle of a long run: rank 0 fails with
 #         -ETIMEDOUT (gradnet-rank exits 3) within the timeout plus slack.
 #
-# usage: memif_allreduce.sh GN_RANK_TEST GN_REF
+# usage: memif_allreduce.sh GN_RANK_TEST GN_REF GN_APP_PORT
 # Nothing skips: a machine that cannot run DPDK fails the test.
 
 set -eu
 
 RANK_BIN=$1
 REF_BIN=$2
+APP_BIN=$3
 STEPS=3
 KILL_TIMEOUT_MS=2000
 RUN_LIMIT=120
@@ -157,7 +163,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..19"
+echo "1..21"
 diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -176,6 +182,16 @@ for codec in none 3lc; do
 		done
 	done
 done
+
+# A dense step of 25 M floats: ~71 k packets per rank, all packed before
+# the first is acknowledged; the default tx pool holds them.
+name=big-none
+ok=1
+ref "$tmp/$name.ref" --elems 26214400 --codec none
+start_pair "$name" "" --elems 26214400 --steps "$STEPS" --codec none
+wait_pair "$name" || ok=0
+[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/$name.ref" || ok=0
+result "$ok" "memif, none, 26214400 floats (the default tx pool): bit-identical to the reference"
 
 # No neighbour list: the ranks find each other's MAC by ARP at open.
 name=arp
@@ -261,6 +277,27 @@ mem=1024
 wait_pair "$name" || ok=0
 [ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-none-sum-5.ref" || ok=0
 result "$ok" "memif: a client turned away before the server's port started still joins"
+
+# An application's own port, one queue of it gradnet's.
+name=app
+ok=1
+case=$((case + 1))
+for k in 0 1; do
+	if [ "$k" -eq 1 ]; then
+		for _ in $(seq 100); do
+			[ -S "$tmp/$name.sock" ] && break
+			sleep 0.1
+		done
+	fi
+	cpu=$CPU0
+	[ "$k" -eq 1 ] && cpu=$CPU1
+	env GN_PEERS=10.77.0.1:7000,10.77.0.2:7000 GN_DPDK_PEERS=$MAC0,$MAC1 \
+		"$APP_BIN" "$k" "$tmp/$name.sock" "$cpu" "$prefix.$case.$k" \
+		>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
+	pids[k]=$!
+done
+wait_pair "$name" || ok=0
+result "$ok" "memif: an application's port, queue 1 handed to gradnet: results exact, the port the application's after"
 
 # A killed rank: the other one gives up with -ETIMEDOUT, in time.
 name=kill

@@ -120,7 +120,7 @@ start_rank() {
 	shift 3
 	if [ "$path" = dpdk ]; then
 		dpdk=(GN_DPDK_STATS="$tmp/$name.$k.stats"
-		      GN_DPDK_EAL="--no-huge -m 512 --no-pci --no-telemetry -l $cpu --file-prefix=$GN_NS_PREFIX.$name.$k --vdev=net_af_packet0,iface=eth0 --log-level=*:warning")
+		      GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l $cpu --file-prefix=$GN_NS_PREFIX.$name.$k --vdev=net_af_packet0,iface=eth0 --log-level=*:warning")
 	fi
 	session=
 	[ "$k" -eq 0 ] && session=$tmp/$name.session
