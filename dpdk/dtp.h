@@ -62,6 +62,7 @@ struct dtp {
 
 	/* The link: checked every LINK_CHECK_NS, when it went down. */
 	u64 link_check_tsc, link_down_tsc;
+	bool stopped;			/* a restart failed: not polled */
 	u64 tsc_hz;
 
 	/* wait() sleeps on @wake_word; wake() sets it. */

@@ -68,7 +68,8 @@ void dtp_ctl_flush(struct dtp *d)
 
 	if (!d->ctl_n)
 		return;
-	r = rte_eth_tx_burst(d->port, d->queue, d->ctl, (u16)d->ctl_n);
+	r = d->stopped ? 0 :
+	    rte_eth_tx_burst(d->port, d->queue, d->ctl, (u16)d->ctl_n);
 	for (i = r; i < d->ctl_n; i++)
 		rte_pktmbuf_free(d->ctl[i]);
 	d->ctl_n = 0;

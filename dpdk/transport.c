@@ -299,6 +299,8 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 	struct dtp *d = tp;
 	int done = 0;
 
+	if (d->stopped)
+		return 0;
 	while (done < n) {
 		int k = 0, at = done, r, i;
 
@@ -418,7 +420,8 @@ static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
 static bool rx_fill(struct dtp *d)
 {
 	d->rx_i = 0;
-	d->rx_n = rte_eth_rx_burst(d->port, d->queue, d->rx, BURST);
+	d->rx_n = d->stopped ? 0 :
+		  rte_eth_rx_burst(d->port, d->queue, d->rx, BURST);
 	return d->rx_n;
 }
 
@@ -451,9 +454,14 @@ static void link_watch(struct dtp *d)
 		return;
 	d->link_down_tsc = now;
 	rte_eth_dev_stop(d->port);
-	if (rte_eth_dev_start(d->port))
+	/* A stopped port is not polled (DPDK complains) until it starts. */
+	if (!rte_eth_dev_start(d->port)) {
+		d->stopped = false;
+	} else if (!d->stopped) {
+		d->stopped = true;
 		fprintf(stderr, "gradnet: dpdk: port %u does not restart\n",
 			d->port);
+	}
 }
 
 /* Bursts read per call at most, so a flood of others' frames ends it. */

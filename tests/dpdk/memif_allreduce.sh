@@ -26,7 +26,10 @@
 #         results exact, a missing or taken queue refused, and the port
 #         still carries the application's frames on queue 0 afterwards.
 #  kill   SIGKILL rank 1 in the middle of a long run: rank 0 fails with
-#         -ETIMEDOUT (gradnet-rank exits 3) within the timeout plus slack.
+#         -ETIMEDOUT (gradnet-rank exits 3) within the timeout plus slack;
+#         SIGKILL rank 0, the memif server: rank 1, whose port cannot
+#         restart without a server, fails the same way and never polls
+#         the stopped port.
 #
 # usage: memif_allreduce.sh GN_RANK_TEST GN_REF GN_APP_PORT
 # Nothing skips: a machine that cannot run DPDK fails the test.
@@ -163,7 +166,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..21"
+echo "1..22"
 diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -318,5 +321,26 @@ diag "$name: rank 0 exited $rc after ${secs}s: $(tr '\n' ' ' <"$tmp/$name.0.json
 grep -q '"error": "a peer went silent"' "$tmp/$name.0.json" || ok=0
 awk -v s="$secs" -v t="$KILL_TIMEOUT_MS" 'BEGIN { exit !(s >= t / 2000 && s <= t / 1000 + 2) }' || ok=0
 result "$ok" "memif: rank 1 killed, rank 0 fails with -ETIMEDOUT within the timeout"
+
+# The server killed: the client's port stays down, its restarts fail.
+name=kill-server
+ok=1
+start_pair "$name" "GN_TIMEOUT_MS=$KILL_TIMEOUT_MS" --elems 1000003 \
+	--steps 100000 --codec 3lc
+sleep 3
+kill -9 "${pids[0]}" 2>/dev/null || ok=0
+wait "${pids[0]}" 2>/dev/null || true
+rc=0
+wait "${pids[1]}" || rc=$?
+pids=()
+diag "$name: rank 1 exited $rc: $(tr '\n' ' ' <"$tmp/$name.1.json")"
+[ "$rc" -eq 3 ] || ok=0
+# The restart was tried (a second after the link went down) and failed.
+grep -q "does not restart" "$tmp/$name.1.err" || ok=0
+if grep -q "not ready port" "$tmp/$name.1.err"; then
+	diag "$name: rank 1 polled its stopped port: $(grep -m1 "not ready" "$tmp/$name.1.err")"
+	ok=0
+fi
+result "$ok" "memif: rank 0 (the server) killed, rank 1 fails with -ETIMEDOUT and leaves its stopped port alone"
 
 [ "$failed" -eq 0 ]
