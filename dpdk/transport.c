@@ -979,6 +979,7 @@ static int eal_up(const char *args)
 		if (argc == EAL_ARGS_MAX) {
 			snprintf(eal_err, sizeof(eal_err), "more than %d EAL arguments",
 				 EAL_ARGS_MAX - 1);
+			free(copy);
 			return -E2BIG;
 		}
 		argv[argc++] = tok;
@@ -990,7 +991,11 @@ static int eal_up(const char *args)
 	r = rte_eal_init(argc, argv);
 	if (have_mine)
 		pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine);
-	if (r >= 0 || rte_errno == EALREADY)
+	if (r >= 0)
+		return 1;
+	/* Only an EAL that came up keeps pointers into its arguments. */
+	free(copy);
+	if (rte_errno == EALREADY)
 		return 1;
 	r = rte_errno ? -rte_errno : -EINVAL;
 	/*
