@@ -11,6 +11,7 @@
 #define IPV4_HDR 20
 #define UDP_HDR 8
 #define PROTO_UDP 17
+#define PROTO_ICMP 1
 #define ARP_REQUEST 1
 #define ARP_REPLY 2
 
@@ -22,6 +23,7 @@ static const char *const drop_names[GN_DDROP_N] = {
 	[GN_DDROP_IP_HDR] = "ip_header",
 	[GN_DDROP_FRAGMENT] = "fragment",
 	[GN_DDROP_NOT_UDP] = "not_udp",
+	[GN_DDROP_ICMP] = "icmp",
 	[GN_DDROP_DST_IP] = "dst_ip",
 	[GN_DDROP_IP_CSUM] = "ip_csum",
 	[GN_DDROP_UDP_LEN] = "udp_len",
@@ -165,7 +167,8 @@ static int ipv4_in(const struct gn_dpdk_filter *f, const u8 *ip, u32 len,
 	if (be16(ip + 6) & 0x3fff)
 		return drop(rx, GN_DDROP_FRAGMENT);
 	if (ip[9] != PROTO_UDP)
-		return drop(rx, GN_DDROP_NOT_UDP);
+		return drop(rx, ip[9] == PROTO_ICMP ? GN_DDROP_ICMP :
+						   GN_DDROP_NOT_UDP);
 	if (memcmp(ip + 16, &f->ip, 4))
 		return drop(rx, GN_DDROP_DST_IP);
 	if (ip_csum == GN_DCS_BAD ||

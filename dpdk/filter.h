@@ -32,6 +32,8 @@ enum gn_dpdk_drop {
 	GN_DDROP_IP_HDR,		/* IPv4 version or lengths wrong */
 	GN_DDROP_FRAGMENT,		/* an IPv4 fragment */
 	GN_DDROP_NOT_UDP,		/* another IP protocol */
+	GN_DDROP_ICMP,			/* ICMP: a kernel peer's port unreachable,
+					   say, when its rank has left */
 	GN_DDROP_DST_IP,		/* to another IPv4 address */
 	GN_DDROP_IP_CSUM,		/* IPv4 header checksum wrong */
 	GN_DDROP_UDP_LEN,		/* UDP length wrong or over max_pkt */

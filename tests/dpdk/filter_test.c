@@ -146,6 +146,7 @@ static void m_total_short(u8 *f, size_t *len) { put16(f + 16, 20 + 7); }
 static void m_fragment(u8 *f, size_t *len) { put16(f + 20, 0x2000); }
 static void m_offset(u8 *f, size_t *len) { put16(f + 20, 0x0001); }
 static void m_proto(u8 *f, size_t *len) { f[23] = 6; }
+static void m_icmp(u8 *f, size_t *len) { f[23] = 1; }
 static void m_dst_ip(u8 *f, size_t *len) { f[33] ^= 1; }
 static void m_ip_csum(u8 *f, size_t *len) { f[25] ^= 1; }
 static void m_udp_long(u8 *f, size_t *len) { put16(f + 38, 8 + PAYLOAD + 1); }
@@ -167,6 +168,7 @@ TEST(each_defect_has_its_reason)
 	expect_drop(_metadata, "MF set", m_fragment, GN_DDROP_FRAGMENT);
 	expect_drop(_metadata, "fragment offset", m_offset, GN_DDROP_FRAGMENT);
 	expect_drop(_metadata, "TCP", m_proto, GN_DDROP_NOT_UDP);
+	expect_drop(_metadata, "ICMP", m_icmp, GN_DDROP_ICMP);
 	expect_drop(_metadata, "another IP", m_dst_ip, GN_DDROP_DST_IP);
 	expect_drop(_metadata, "IP checksum", m_ip_csum, GN_DDROP_IP_CSUM);
 	expect_drop(_metadata, "UDP length past IP", m_udp_long, GN_DDROP_UDP_LEN);
