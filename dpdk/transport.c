@@ -971,6 +971,14 @@ static int eal_up(const char *args)
 	bool have_mine;
 	int argc = 0, r;
 
+	/*
+	 * An EAL that is up (the application's) has lcores; asking it again
+	 * would only make it log a FATAL line.
+	 */
+	if (rte_lcore_count()) {
+		free(copy);
+		return 1;
+	}
 	if (!copy)
 		return -ENOMEM;
 	argv[argc++] = "gradnet";
