@@ -36,6 +36,8 @@ struct dtp {
 	u32 poll_ns;			/* longest idle sleep; 0: never sleep */
 	bool tx_csum;			/* the port computes IPv4 and UDP checksums */
 	bool pinned;
+	int lcore;			/* whose CPUs the poll loop takes; -1: the
+					   main lcore's (none on a shared port) */
 	struct rte_mempool *tx_pool, *rx_pool;
 	struct rte_ether_addr mac;
 	u32 ip;				/* ours, network byte order */

@@ -32,6 +32,9 @@ struct gn_dpdk_conf {
 	u32 mbufs;			/* tx pool size; 0: sized from the MTU */
 	u32 poll_us;			/* longest idle sleep; 0: poll, never sleep */
 	u32 arp_timeout_ms;		/* resolving peers without a MAC gives up */
+	int lcore;			/* the poll loop runs on this lcore's CPUs;
+					   -1: the main lcore's, or, on the
+					   application's port, where it is */
 	int queue;			/* -1: the transport configures, starts and
 					   stops the port, one queue pair; >= 0:
 					   the application did, and this rx and

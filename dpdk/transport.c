@@ -497,8 +497,10 @@ static u64 mono_ns(void)
 }
 
 /*
- * The poll loop runs on the EAL's main lcore, whatever thread drives it,
- * so two ranks on one host given -l 0 and -l 1 do not share a core.
+ * The poll loop runs on the CPUs of an lcore, whatever thread drives it:
+ * the EAL's main lcore, so two ranks on one host given -l 0 and -l 1 do
+ * not share a core, or the one GN_DPDK_LCORE dedicates to it. The thread
+ * is named, for top -H and the tests.
  */
 static void pin_once(struct dtp *d)
 {
@@ -507,7 +509,11 @@ static void pin_once(struct dtp *d)
 	if (d->pinned)
 		return;
 	d->pinned = true;
-	set = rte_lcore_cpuset(rte_get_main_lcore());
+	pthread_setname_np(pthread_self(), "gn-dpdk-poll");
+	if (d->shared && d->lcore < 0)
+		return;
+	set = rte_lcore_cpuset(d->lcore >= 0 ? (unsigned int)d->lcore :
+						rte_get_main_lcore());
 	if (CPU_COUNT(&set))
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
@@ -832,8 +838,6 @@ static int port_attach(struct dtp *d, const struct gn_dpdk_conf *c,
 	r = pools_create(d, c, rte_eth_dev_socket_id(d->port), msg, len);
 	if (r)
 		return r;
-	/* Pinning is the application's: it placed its own lcores. */
-	d->pinned = true;
 	return rte_eth_macaddr_get(d->port, &d->mac);
 }
 
@@ -876,6 +880,12 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 			 c->port_id, rte_eth_dev_count_avail());
 		return -ENODEV;
 	}
+	if (c->lcore >= 0 && (c->lcore >= RTE_MAX_LCORE ||
+			      !rte_lcore_is_enabled((unsigned int)c->lcore))) {
+		snprintf(msg, len, "GN_DPDK_LCORE=%d is not one of the EAL's lcores (its -l or --lcores)",
+			 c->lcore);
+		return -EINVAL;
+	}
 	if (c->queue >= RTE_MAX_QUEUES_PER_PORT) {
 		snprintf(msg, len, "DPDK queue %d: at most %d queues per port",
 			 c->queue, RTE_MAX_QUEUES_PER_PORT);
@@ -899,6 +909,7 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	d->port = c->port_id;
 	d->queue = c->queue < 0 ? 0 : (u16)c->queue;
 	d->shared = c->queue >= 0;
+	d->lcore = c->lcore;
 	d->rank = (u16)c->rank;
 	d->world = (u16)c->world;
 	d->max_pkt = c->max_pkt;

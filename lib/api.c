@@ -651,9 +651,10 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	static const char *const mbuf_vars[] = { "GN_DPDK_MBUFS", NULL };
 	static const char *const poll_vars[] = { "GN_DPDK_POLL_US", NULL };
 	static const char *const queue_vars[] = { "GN_DPDK_QUEUE", NULL };
+	static const char *const lcore_vars[] = { "GN_DPDK_LCORE", NULL };
 	struct gn_dpdk_conf c = { .world = a->conf.world, .rank = a->conf.rank,
 				  .mtu = a->conf.mtu, .max_pkt = max_pkt };
-	long port = 0, mbufs = 0, poll_us = 1000, queue = -1;
+	long port = 0, mbufs = 0, poll_us = 1000, queue = -1, lcore = -1;
 	char msg[GN_ERRMSG_LEN] = "";
 	struct gn_dpdk_peer *dp;
 	int r;
@@ -661,7 +662,8 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	if ((r = env_int(port_vars, 0, 65535, &port)) < 0 ||
 	    (r = env_int(mbuf_vars, 1023, 1 << 24, &mbufs)) < 0 ||
 	    (r = env_int(poll_vars, 0, 1000000, &poll_us)) < 0 ||
-	    (r = env_int(queue_vars, 0, 65535, &queue)) < 0)
+	    (r = env_int(queue_vars, 0, 65535, &queue)) < 0 ||
+	    (r = env_int(lcore_vars, 0, 65535, &lcore)) < 0)
 		return r;
 	dp = calloc((size_t)a->conf.world, sizeof(*dp));
 	if (!dp)
@@ -683,6 +685,7 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	c.stats_path = getenv("GN_DPDK_STATS");
 	/* GN_DPDK_QUEUE: the application's port, this queue gradnet's. */
 	c.queue = (int)queue;
+	c.lcore = (int)lcore;
 	r = gn_dpdk_open(&d->tp, &c, msg, sizeof(msg));
 	if (r)
 		r = open_fail(r, "DPDK: %s", msg);

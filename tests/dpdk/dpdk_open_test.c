@@ -7,6 +7,7 @@
  * one-rank job on a net_null port, opened twice in one process. The
  * harness forks each test, so each brings up an EAL of its own.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -211,6 +212,81 @@ TEST(mtu_over_the_port_limit_is_einval)
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "takes frames of at most 1518 bytes (an MTU of 1500), the job's MTU is 9000")) TH_LOG("%s", gn_last_errmsg());
 	unsetenv("GN_MTU");
 	unlink(sock);
+	eal_dir_rm();
+}
+
+TEST(lcore_not_the_eals_is_einval)
+{
+	struct gn_ctx *ctx;
+
+	eal_env("--vdev=net_null0");
+	setenv("GN_DPDK_PEERS", "-", 1);
+	setenv("GN_DPDK_LCORE", "200", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_DPDK_LCORE=200 is not one of the EAL's lcores")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_DPDK_LCORE");
+	eal_dir_rm();
+}
+
+/* The CPUs of the thread named @name in this process: its tid, or -1. */
+static int thread_cpus(const char *name, cpu_set_t *set)
+{
+	DIR *dir = opendir("/proc/self/task");
+	char path[300], comm[32];
+	struct dirent *e;
+	int found = -1;
+	FILE *f;
+
+	while (dir && found < 0 && (e = readdir(dir))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)) &&
+		    !sched_getaffinity(atoi(e->d_name), sizeof(*set), set))
+			found = atoi(e->d_name);
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/*
+ * GN_DPDK_LCORE: the poll loop runs on that lcore's CPU, not the main
+ * lcore's. Needs two CPUs: the EAL gets -l A,B and the loop lcore B.
+ */
+TEST(poll_loop_on_the_dedicated_lcore)
+{
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 8, .codec = GN_CODEC_NONE);
+	float x[8] = { 0 };
+	char args[512], lc[16];
+	int cpu[2] = { -1, -1 }, n = 0, c;
+	struct gn_ctx *ctx;
+	cpu_set_t set;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
+	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &set))
+			cpu[n++] = c;
+	ASSERT_EQ(2, n) TH_LOG("this test needs two CPUs");
+	snprintf(args, sizeof(args),
+		 "--no-huge -m 1024 --no-pci --no-shconf --no-telemetry -l %d,%d --file-prefix=gnopen%d --log-level=*:error --vdev=net_null0",
+		 cpu[0], cpu[1], (int)getpid());
+	setenv("GN_DPDK_EAL", args, 1);
+	setenv("GN_TRANSPORT", "dpdk", 1);
+	setenv("GN_DPDK_PEERS", "-", 1);
+	snprintf(lc, sizeof(lc), "%d", cpu[1]);
+	setenv("GN_DPDK_LCORE", lc, 1);
+	ASSERT_EQ(0, open_dpdk(&ctx, 1, "10.1.0.1:7000")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+	ASSERT_EQ(0, gn_allreduce(ctx, 1, x));
+	usleep(100000);
+	ASSERT_LT(0, thread_cpus("gn-dpdk-poll", &set));
+	ASSERT_EQ(1, CPU_COUNT(&set));
+	ASSERT_TRUE(CPU_ISSET(cpu[1], &set));
+	gn_ctx_close(ctx);
+	unsetenv("GN_DPDK_LCORE");
 	eal_dir_rm();
 }
 
