@@ -2,7 +2,7 @@
 /*
  * gn_dpdk.h - gradnet's DPDK poll-mode transport as libgradnet sees it: the
  * EAL brought up once per process, and lib/transport/transport.h's table
- * over one port, one rx and one tx queue. No DPDK type appears here
+ * over one port, one rx and one tx queue, peers found by ARP or a list. No DPDK type appears here
  * (SPDK's env.h boundary): the caller passes plain addresses.
  *
  * Built without libdpdk (absent.c), both functions fail with -EOPNOTSUPP
@@ -17,7 +17,8 @@
 
 /* Where rank j is on the wire; what the static neighbour list holds. */
 struct gn_dpdk_peer {
-	u8 mac[6];			/* all zero for the own rank: the port's */
+	u8 mac[6];			/* all zero: resolved by ARP at open (and
+					   for the own rank: the port's) */
 	u32 ip;				/* IPv4 address, network byte order */
 	u16 port;			/* UDP port, network byte order */
 };
@@ -30,6 +31,16 @@ struct gn_dpdk_conf {
 	u32 max_pkt;			/* largest UDP payload, <= mtu - 28 */
 	u32 mbufs;			/* tx pool size; 0: sized from the MTU */
 	u32 poll_us;			/* longest idle sleep; 0: poll, never sleep */
+	u32 arp_timeout_ms;		/* resolving peers without a MAC gives up */
+	int lcore;			/* the poll loop runs on this lcore's CPUs;
+					   -1: the main lcore's, or, on the
+					   application's port, where it is */
+	int queue;			/* -1: the transport configures, starts and
+					   stops the port, one queue pair; >= 0:
+					   the application did, and this rx and
+					   tx queue are the transport's */
+	const char *stats_path;		/* NULL, or a file for the filter's
+					   counters, written at close */
 };
 
 /*
@@ -49,10 +60,24 @@ int gn_dpdk_eal_init(const char *args, char *msg, size_t len);
  * @conf: addresses and sizes, copied
  * @msg: why it failed, @len bytes
  *
- * Return: 0, -EINVAL (bad arguments, a peer MAC missing), -ENODEV (no such
- * port), -EBUSY (the port is in use by another context), -ENOMEM (no
- * memory for the mbuf pools), or the -errno of the port's configuration
- * (an MTU it refuses, for one).
+ * With @conf->queue >= 0 the port is the application's, configured and
+ * started by it with that rx and tx queue left to gradnet: the transport
+ * takes the port's MTU and offloads as they are, receives into the
+ * application's rx mempool, pins no thread and never stops the port. ARP
+ * and gradnet's UDP port must reach that queue (the application's flow
+ * rules), or @conf gives every peer's MAC.
+ *
+ * Peers whose MAC @conf does not give are resolved by ARP before it
+ * returns: requests are sent again until each answers or
+ * @conf->arp_timeout_ms passes (meanwhile ARP requests for our address
+ * are answered, so ranks that resolve each other meet).
+ *
+ * Return: 0, -EINVAL (bad arguments, a queue the port lacks, an MTU over
+ * the port's), -ENODEV (no such port), -EBUSY (the port or queue is in use
+ * by another context), -ENOMEM (no memory for the mbuf
+ * pools), -EHOSTUNREACH (a peer did not answer ARP: the message names
+ * its rank and address), or the -errno of the port's configuration (an
+ * MTU it refuses, for one).
  */
 int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *conf,
 		 char *msg, size_t len);

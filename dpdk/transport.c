@@ -56,7 +56,7 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
-#include "gn_dpdk.h"
+#include "dtp.h"
 #include "gradnet/wire.h"
 
 #define ETH_LEN RTE_ETHER_HDR_LEN
@@ -67,14 +67,13 @@
  * header on a 4-byte boundary too.
  */
 #define PAYLOAD_OFF RTE_PKTMBUF_HEADROOM
-#define BURST 64
 #define RX_DESC 1024
 #define TX_DESC 1024
 #define RX_POOL 8191
 /* Below this many free rx mbufs, received packets are copied out. */
 #define RX_LOW 2048
 #define TX_POOL_MAX 131071
-/* The tx pool's share of memory when its size is not given. */
+/* The tx pool's share of memory when its size is not given (rounded up). */
 #define TX_POOL_BYTES (256u << 20)
 #define POOL_CACHE 256
 /* Idle wait: poll this long before the first sleep, then sleep from
@@ -97,42 +96,52 @@ struct mbuf_priv {
 	u16 hdr_len;			/* and this payload length */
 };
 
-struct dtp {
-	u16 port;
-	u16 rank, world;
-	u32 max_pkt;
-	u32 poll_ns;			/* longest idle sleep; 0: never sleep */
-	bool tx_csum;			/* the port computes IPv4 and UDP checksums */
-	bool pinned;
-	struct rte_mempool *tx_pool, *rx_pool;
-	struct rte_ether_addr mac;
-	u32 ip;				/* ours, network byte order */
-	u16 udp_port;
-	struct gn_dpdk_peer *peers;
-
-	/* Senders by (IP, port): open addressing, at most half full. */
-	u16 *peer_tab;
-	u32 peer_mask;
-
-	/* A burst received and not yet handed out (wait reads ahead). */
-	struct rte_mbuf *rx[BURST];
-	u16 rx_n, rx_i;
-	struct rte_mbuf *tx[BURST];
-	struct rte_mbuf *ctl[BURST];	/* ARP replies of one recv */
-	int ctl_n;
-
-	/* The link: checked every LINK_CHECK_NS, when it went down. */
-	u64 link_check_tsc, link_down_tsc;
-	u64 tsc_hz;
-
-	/* wait() sleeps on @wake_word; wake() sets it. */
-	u32 wake_word;
-	u32 sleeping;
-};
-
-/* One context per port: the queues are not shared. */
+/*
+ * One context per port it owns, or per queue of an application's port:
+ * a queue has one user.
+ */
 static pthread_mutex_t ports_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool port_busy[RTE_MAX_ETHPORTS];
+static u64 queue_busy[RTE_MAX_ETHPORTS][RTE_MAX_QUEUES_PER_PORT / 64];
+
+static bool queues_idle(u16 port)
+{
+	u32 i;
+
+	for (i = 0; i < RTE_DIM(queue_busy[port]); i++)
+		if (queue_busy[port][i])
+			return false;
+	return true;
+}
+
+/* Claim @port (@queue < 0) or one queue of it; false if taken. */
+static bool port_claim(u16 port, int queue)
+{
+	bool ok;
+
+	pthread_mutex_lock(&ports_lock);
+	if (queue < 0) {
+		ok = !port_busy[port] && queues_idle(port);
+		port_busy[port] |= ok;
+	} else {
+		ok = !port_busy[port] &&
+		     !(queue_busy[port][queue / 64] & (1ull << (queue % 64)));
+		if (ok)
+			queue_busy[port][queue / 64] |= 1ull << (queue % 64);
+	}
+	pthread_mutex_unlock(&ports_lock);
+	return ok;
+}
+
+static void port_release(u16 port, int queue)
+{
+	pthread_mutex_lock(&ports_lock);
+	if (queue < 0)
+		port_busy[port] = false;
+	else
+		queue_busy[port][queue / 64] &= ~(1ull << (queue % 64));
+	pthread_mutex_unlock(&ports_lock);
+}
 static unsigned int pool_seq;
 
 static struct mbuf_priv *priv_of(struct rte_mbuf *m)
@@ -290,6 +299,8 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 	struct dtp *d = tp;
 	int done = 0;
 
+	if (d->stopped)
+		return 0;
 	while (done < n) {
 		int k = 0, at = done, r, i;
 
@@ -315,7 +326,7 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		}
 		if (!k)
 			continue;
-		r = rte_eth_tx_burst(d->port, 0, d->tx, (u16)k);
+		r = rte_eth_tx_burst(d->port, d->queue, d->tx, (u16)k);
 		/* A full ring is back-pressure: the rest go back to the core. */
 		for (i = r; i < k; i++)
 			rte_pktmbuf_free(d->tx[i]);
@@ -328,119 +339,56 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 
 /* ---- receive ---- */
 
-/* An ARP request for our address gets a reply, sent after the burst. */
-static void arp_in(struct dtp *d, struct rte_mbuf *m)
+/* What the port verified of a checksum, in filter.h's terms. */
+static unsigned int csum_state(u64 flags, u64 good, u64 bad)
 {
-	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	struct rte_arp_hdr *a = (void *)(eth + 1), *ra;
-	struct rte_ether_hdr *reth;
-	struct rte_mbuf *r;
-
-	if (m->data_len < ETH_LEN + sizeof(*a) ||
-	    a->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
-	    a->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    a->arp_hlen != RTE_ETHER_ADDR_LEN || a->arp_plen != 4 ||
-	    a->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) ||
-	    a->arp_data.arp_tip != d->ip || d->ctl_n == BURST)
-		return;
-	r = rte_pktmbuf_alloc(d->tx_pool);
-	if (!r)
-		return;
-	/* The shortest Ethernet frame, zero padded. */
-	reth = (void *)rte_pktmbuf_append(r, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
-	memset(reth, 0, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
-	rte_ether_addr_copy(&a->arp_data.arp_sha, &reth->dst_addr);
-	rte_ether_addr_copy(&d->mac, &reth->src_addr);
-	reth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-	ra = (void *)(reth + 1);
-	ra->arp_hardware = a->arp_hardware;
-	ra->arp_protocol = a->arp_protocol;
-	ra->arp_hlen = RTE_ETHER_ADDR_LEN;
-	ra->arp_plen = 4;
-	ra->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
-	rte_ether_addr_copy(&d->mac, &ra->arp_data.arp_sha);
-	ra->arp_data.arp_sip = d->ip;
-	rte_ether_addr_copy(&a->arp_data.arp_sha, &ra->arp_data.arp_tha);
-	ra->arp_data.arp_tip = a->arp_data.arp_sip;
-	d->ctl[d->ctl_n++] = r;
-}
-
-static void ctl_flush(struct dtp *d)
-{
-	int r, i;
-
-	if (!d->ctl_n)
-		return;
-	r = rte_eth_tx_burst(d->port, 0, d->ctl, (u16)d->ctl_n);
-	for (i = r; i < d->ctl_n; i++)
-		rte_pktmbuf_free(d->ctl[i]);
-	d->ctl_n = 0;
-}
-
-/* The ones' complement sum of @ip's pseudo header and @len bytes at @l4. */
-static bool udp_csum_ok(const struct rte_ipv4_hdr *ip, const void *l4, u16 len)
-{
-	u32 sum = rte_raw_cksum(l4, len);
-
-	sum += rte_raw_cksum(&ip->src_addr, 8);
-	sum += rte_cpu_to_be_16(IPPROTO_UDP) + rte_cpu_to_be_16(len);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return sum == 0xffff;
+	if (flags == good)
+		return GN_DCS_GOOD;
+	return flags == bad ? GN_DCS_BAD : GN_DCS_UNKNOWN;
 }
 
 /*
- * The UDP payload of @m if it is a datagram to us, else NULL (and ARP
- * requests answered). Bounds: every length is checked against the bytes
- * the mbuf really holds, in one segment.
+ * The UDP payload of @m if it is a datagram to us, else NULL: ARP handed
+ * to neigh.c, everything else counted by reason (filter.c checks every
+ * length against the bytes the mbuf holds, in one segment).
  */
 static u8 *rx_filter(struct dtp *d, struct rte_mbuf *m, u16 *len, u16 *peer)
 {
-	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	struct rte_ipv4_hdr *ip = (void *)(eth + 1);
-	struct rte_udp_hdr *udp;
-	u32 have = m->data_len, ihl, tot, ulen;
-	u64 ipf = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
-	u64 l4f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+	u8 *frame = rte_pktmbuf_mtod(m, u8 *);
+	struct gn_dpdk_rx rx;
 
-	if (m->nb_segs != 1 || have < HDRS)
-		return NULL;
-	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
-		arp_in(d, m);
+	if (unlikely(m->nb_segs != 1)) {
+		d->drops[GN_DDROP_SEGMENTED]++;
 		return NULL;
 	}
-	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    !rte_is_same_ether_addr(&eth->dst_addr, &d->mac))
+	switch (gn_dpdk_classify(&d->filt, frame, m->data_len,
+				 csum_state(m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK,
+					    RTE_MBUF_F_RX_IP_CKSUM_GOOD,
+					    RTE_MBUF_F_RX_IP_CKSUM_BAD),
+				 csum_state(m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK,
+					    RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+					    RTE_MBUF_F_RX_L4_CKSUM_BAD), &rx)) {
+	case GN_DRX_UDP:
+		*len = rx.len;
+		*peer = peer_of(d, rx.src_ip, rx.src_port);
+		return frame + rx.off;
+	case GN_DRX_ARP_REQUEST:
+	case GN_DRX_ARP_REPLY:
+		dtp_arp_in(d, &rx);
 		return NULL;
-	ihl = (u32)(ip->version_ihl & 0xf) * 4;
-	tot = rte_be_to_cpu_16(ip->total_length);
-	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) ||
-	    tot < ihl + sizeof(*udp) || ETH_LEN + tot > have ||
-	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
-						    RTE_IPV4_HDR_OFFSET_MASK)) ||
-	    ip->next_proto_id != IPPROTO_UDP || ip->dst_addr != d->ip)
+	default:
+		d->drops[rx.drop]++;
 		return NULL;
-	if (ipf == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
-	    (ipf != RTE_MBUF_F_RX_IP_CKSUM_GOOD && rte_raw_cksum(ip, ihl) != 0xffff))
-		return NULL;
-	udp = (void *)((u8 *)ip + ihl);
-	ulen = rte_be_to_cpu_16(udp->dgram_len);
-	if (udp->dst_port != d->udp_port || ulen < sizeof(*udp) ||
-	    ulen > tot - ihl || ulen - sizeof(*udp) > d->max_pkt)
-		return NULL;
-	/*
-	 * A zero checksum is IPv4's "none". The MAC would catch a corrupted
-	 * payload too, but not in an insecure job, so software checks what
-	 * the port did not.
-	 */
-	if (udp->dgram_cksum &&
-	    (l4f == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
-	     (l4f != RTE_MBUF_F_RX_L4_CKSUM_GOOD &&
-	      !udp_csum_ok(ip, udp, (u16)ulen))))
-		return NULL;
-	*len = (u16)(ulen - sizeof(*udp));
-	*peer = peer_of(d, ip->src_addr, udp->src_port);
-	return (u8 *)(udp + 1);
+	}
+}
+
+/*
+ * Few mbufs left in @mp, the pool an rx queue fills from: ours, or the
+ * application's when the port is (a quarter of it, if it is small).
+ */
+static bool pool_low(struct rte_mempool *mp)
+{
+	return rte_mempool_avail_count(mp) < RTE_MIN((u32)RX_LOW, mp->size / 4);
 }
 
 /* @m as a gn_buf for the core, or NULL if it was not for us (freed). */
@@ -456,6 +404,8 @@ static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
 		return NULL;
 	}
 	/* The rx pool runs low: the core may hold this one for long. */
+	if (!d->rx_pool)
+		copy = pool_low(m->pool);
 	if (copy && (c = rte_pktmbuf_alloc(d->tx_pool))) {
 		b = buf_init(c, (u8 *)c->buf_addr + PAYLOAD_OFF, len);
 		memcpy(b->data, data, len);
@@ -470,7 +420,8 @@ static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
 static bool rx_fill(struct dtp *d)
 {
 	d->rx_i = 0;
-	d->rx_n = rte_eth_rx_burst(d->port, 0, d->rx, BURST);
+	d->rx_n = d->stopped ? 0 :
+		  rte_eth_rx_burst(d->port, d->queue, d->rx, BURST);
 	return d->rx_n;
 }
 
@@ -485,6 +436,8 @@ static void link_watch(struct dtp *d)
 	u64 now = rte_get_timer_cycles();
 	struct rte_eth_link link;
 
+	if (d->shared)
+		return;
 	if (now - d->link_check_tsc < d->tsc_hz / 1000 * LINK_CHECK_MS)
 		return;
 	d->link_check_tsc = now;
@@ -501,9 +454,14 @@ static void link_watch(struct dtp *d)
 		return;
 	d->link_down_tsc = now;
 	rte_eth_dev_stop(d->port);
-	if (rte_eth_dev_start(d->port))
+	/* A stopped port is not polled (DPDK complains) until it starts. */
+	if (!rte_eth_dev_start(d->port)) {
+		d->stopped = false;
+	} else if (!d->stopped) {
+		d->stopped = true;
 		fprintf(stderr, "gradnet: dpdk: port %u does not restart\n",
 			d->port);
+	}
 }
 
 /* Bursts read per call at most, so a flood of others' frames ends it. */
@@ -516,7 +474,7 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 	bool copy;
 
 	link_watch(d);
-	copy = rte_mempool_avail_count(d->rx_pool) < RX_LOW;
+	copy = d->rx_pool && pool_low(d->rx_pool);
 	while (n < max) {
 		if (d->rx_i == d->rx_n &&
 		    (bursts++ == RX_BURSTS || !rx_fill(d)))
@@ -524,7 +482,7 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 		b[n] = rx_one(d, d->rx[d->rx_i++], copy);
 		n += b[n] != NULL;
 	}
-	ctl_flush(d);
+	dtp_ctl_flush(d);
 	return n;
 }
 
@@ -539,8 +497,10 @@ static u64 mono_ns(void)
 }
 
 /*
- * The poll loop runs on the EAL's main lcore, whatever thread drives it,
- * so two ranks on one host given -l 0 and -l 1 do not share a core.
+ * The poll loop runs on the CPUs of an lcore, whatever thread drives it:
+ * the EAL's main lcore, so two ranks on one host given -l 0 and -l 1 do
+ * not share a core, or the one GN_DPDK_LCORE dedicates to it. The thread
+ * is named, for top -H and the tests.
  */
 static void pin_once(struct dtp *d)
 {
@@ -549,7 +509,11 @@ static void pin_once(struct dtp *d)
 	if (d->pinned)
 		return;
 	d->pinned = true;
-	set = rte_lcore_cpuset(rte_get_main_lcore());
+	pthread_setname_np(pthread_self(), "gn-dpdk-poll");
+	if (d->shared && d->lcore < 0)
+		return;
+	set = rte_lcore_cpuset(d->lcore >= 0 ? (unsigned int)d->lcore :
+						rte_get_main_lcore());
 	if (CPU_COUNT(&set))
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
@@ -609,21 +573,76 @@ static void dtp_wake(void *tp)
 
 /* ---- open and close ---- */
 
+/*
+ * The filter's counters as one JSON line in d->stats_path (GN_DPDK_STATS),
+ * for tests and operators: frames dropped by reason, ARP traffic.
+ */
+static void stats_write(const struct dtp *d)
+{
+	struct rte_eth_stats es;
+	FILE *f;
+	int i;
+
+	if (!d->stats_path)
+		return;
+	f = fopen(d->stats_path, "w");
+	if (!f) {
+		fprintf(stderr, "gradnet: dpdk: cannot write %s\n", d->stats_path);
+		return;
+	}
+	fprintf(f, "{\"rank\": %u, \"arp_answered\": %llu, \"arp_asked\": %llu, \"drops\": {",
+		d->rank, (unsigned long long)d->arp_answered,
+		(unsigned long long)d->arp_asked);
+	for (i = 0; i < GN_DDROP_N; i++)
+		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", gn_dpdk_drop_name(i),
+			(unsigned long long)d->drops[i]);
+	fprintf(f, "}");
+	/* The port's own counters: what it missed or could not place. */
+	if (!rte_eth_stats_get(d->port, &es))
+		fprintf(f, ", \"port\": {\"ipackets\": %llu, \"opackets\": %llu, \"imissed\": %llu, \"ierrors\": %llu, \"oerrors\": %llu, \"rx_nombuf\": %llu}",
+			(unsigned long long)es.ipackets,
+			(unsigned long long)es.opackets,
+			(unsigned long long)es.imissed,
+			(unsigned long long)es.ierrors,
+			(unsigned long long)es.oerrors,
+			(unsigned long long)es.rx_nombuf);
+	fprintf(f, "}\n");
+	fclose(f);
+}
+
+/* Who we are, for the receive filter. */
+static void filter_init(struct dtp *d)
+{
+	memcpy(d->filt.mac, d->mac.addr_bytes, sizeof(d->filt.mac));
+	d->filt.ip = d->ip;
+	d->filt.udp_port = d->udp_port;
+	d->filt.max_pkt = d->max_pkt;
+}
+
 static void dtp_free(struct dtp *d)
 {
 	int i;
 
 	for (i = d->rx_i; i < d->rx_n; i++)
 		rte_pktmbuf_free(d->rx[i]);
-	/* The queues may hold mbufs of the pools until the port stops. */
-	rte_eth_dev_stop(d->port);
-	rte_mempool_free(d->tx_pool);
-	rte_mempool_free(d->rx_pool);
+	stats_write(d);
+	if (!d->shared) {
+		/* The queues may hold mbufs of the pools until the port stops. */
+		rte_eth_dev_stop(d->port);
+		rte_mempool_free(d->tx_pool);
+		rte_mempool_free(d->rx_pool);
+	} else if (rte_eth_tx_done_cleanup(d->port, d->queue, 0) >= 0) {
+		rte_mempool_free(d->tx_pool);
+	}
+	/*
+	 * Else the application's running tx queue may still hold mbufs of
+	 * the tx pool, and the driver cannot say when it lets them go: the
+	 * pool stays, once per context.
+	 */
 	free(d->peers);
 	free(d->peer_tab);
-	pthread_mutex_lock(&ports_lock);
-	port_busy[d->port] = false;
-	pthread_mutex_unlock(&ports_lock);
+	free(d->neigh);
+	port_release(d->port, d->shared ? d->queue : -1);
 	free(d);
 }
 
@@ -645,12 +664,16 @@ static const struct gn_transport_ops dtp_ops = {
 	.close = dtp_close,
 };
 
-/* The largest 2^k - 1 (a mempool's best size) not over @n, at least 1023. */
+/*
+ * The smallest 2^k - 1 (a mempool's best size) not under @n, at least
+ * 1023: rounding down would halve the pool of 2 KiB mbufs at MTU 1500
+ * (65535), fewer than a dense step of 25 M floats packs (71 k).
+ */
 static u32 pool_size(u32 n)
 {
 	u32 s = 1023;
 
-	while (2 * s + 1 <= n)
+	while (s < n)
 		s = 2 * s + 1;
 	return s;
 }
@@ -658,8 +681,15 @@ static u32 pool_size(u32 n)
 static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 			int socket, char *msg, size_t len)
 {
-	/* Room for a whole frame of the MTU (and a VLAN tag) in one segment. */
-	u32 room = PAYLOAD_OFF + RTE_ALIGN(ETH_LEN + c->mtu + 8, 64);
+	/*
+	 * Room for a whole frame of the MTU (and a VLAN tag) in one segment,
+	 * so the MAC and the decoder read contiguous bytes (a frame in
+	 * several segments is dropped as "segmented"); in whole KiB and at
+	 * least DPDK's default 2 KiB: drivers such as net_af_packet refuse rx
+	 * buffers smaller than their frame slots, which hold a header too.
+	 */
+	u32 frame = RTE_ALIGN(ETH_LEN + c->mtu + 8, 1024);
+	u32 room = PAYLOAD_OFF + RTE_MAX(frame, (u32)RTE_MBUF_DEFAULT_DATAROOM);
 	u32 elt = (u32)sizeof(struct rte_mbuf) + RTE_CACHE_LINE_SIZE + room;
 	u32 ntx = c->mbufs ? c->mbufs : pool_size(TX_POOL_BYTES / elt);
 	unsigned int seq = __atomic_fetch_add(&pool_seq, 1, __ATOMIC_RELAXED);
@@ -676,6 +706,9 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 			 ntx, room, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
+	/* An application's port receives into the application's pool. */
+	if (c->queue >= 0)
+		return 0;
 	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
 	d->rx_pool = rte_pktmbuf_pool_create(name, RX_POOL, POOL_CACHE,
 					     RTE_CACHE_LINE_SIZE, (u16)room,
@@ -711,6 +744,14 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 		snprintf(msg, len, "DPDK port %u (%s) takes an MTU of %u..%u, the job's is %u",
 			 d->port, info.driver_name, info.min_mtu, info.max_mtu,
 			 c->mtu);
+		return -EINVAL;
+	}
+	/* memif in DPDK 22.11, for one, takes no frame over 1518 bytes. */
+	if (info.max_rx_pktlen &&
+	    ETH_LEN + c->mtu + RTE_ETHER_CRC_LEN > info.max_rx_pktlen) {
+		snprintf(msg, len, "DPDK port %u (%s) takes frames of at most %u bytes (an MTU of %u), the job's MTU is %u",
+			 d->port, info.driver_name, info.max_rx_pktlen,
+			 info.max_rx_pktlen - ETH_LEN - RTE_ETHER_CRC_LEN, c->mtu);
 		return -EINVAL;
 	}
 	r = pools_create(d, c, socket, msg, len);
@@ -756,6 +797,50 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 	return rte_eth_macaddr_get(d->port, &d->mac);
 }
 
+/*
+ * The application's port: queue @c->queue of it is ours, as the
+ * application configured it; only the tx pool is ours to make.
+ */
+static int port_attach(struct dtp *d, const struct gn_dpdk_conf *c,
+		       char *msg, size_t len)
+{
+	const u64 tx_csum = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
+			    RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+	struct rte_eth_txq_info qi;
+	struct rte_eth_dev_info info;
+	u16 mtu = 0;
+	int r;
+
+	r = rte_eth_dev_info_get(d->port, &info);
+	if (r) {
+		snprintf(msg, len, "DPDK port %u: cannot read its capabilities: %s",
+			 d->port, rte_strerror(-r));
+		return r;
+	}
+	if (c->queue >= info.nb_rx_queues || c->queue >= info.nb_tx_queues) {
+		snprintf(msg, len, "DPDK port %u (%s) has %u rx and %u tx queues configured, GN_DPDK_QUEUE is %d",
+			 d->port, info.driver_name, info.nb_rx_queues,
+			 info.nb_tx_queues, c->queue);
+		return -EINVAL;
+	}
+	if (!rte_eth_dev_get_mtu(d->port, &mtu) && mtu < c->mtu) {
+		snprintf(msg, len, "DPDK port %u (%s) has MTU %u, the job's is %u: the application sets the MTU of its port",
+			 d->port, info.driver_name, mtu, c->mtu);
+		return -EINVAL;
+	}
+	/*
+	 * The queue's own offloads say nothing of the port's (and reading
+	 * the port's configuration is experimental API in DPDK 22.11):
+	 * checksums are computed here unless the queue itself offloads them.
+	 */
+	if (!rte_eth_tx_queue_info_get(d->port, (u16)c->queue, &qi))
+		d->tx_csum = (qi.conf.offloads & tx_csum) == tx_csum;
+	r = pools_create(d, c, rte_eth_dev_socket_id(d->port), msg, len);
+	if (r)
+		return r;
+	return rte_eth_macaddr_get(d->port, &d->mac);
+}
+
 static bool mac_zero(const u8 *mac)
 {
 	static const u8 zero[6];
@@ -765,8 +850,6 @@ static bool mac_zero(const u8 *mac)
 
 static int conf_check(const struct gn_dpdk_conf *c, char *msg, size_t len)
 {
-	int j;
-
 	if (!c->peers || c->world < 1 || c->world >= (int)GN_PEER_NONE ||
 	    c->rank < 0 || c->rank >= c->world || !c->max_pkt ||
 	    c->max_pkt > c->mtu - GN_WIRE_IPUDP || c->mtu > GN_WIRE_MAX_PKT + GN_WIRE_IPUDP) {
@@ -778,12 +861,6 @@ static int conf_check(const struct gn_dpdk_conf *c, char *msg, size_t len)
 			 c->rank);
 		return -EINVAL;
 	}
-	for (j = 0; j < c->world; j++)
-		if (j != c->rank && mac_zero(c->peers[j].mac)) {
-			snprintf(msg, len, "DPDK transport: no MAC address for rank %d (GN_DPDK_PEERS)",
-				 j);
-			return -EINVAL;
-		}
 	return 0;
 }
 
@@ -803,14 +880,25 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 			 c->port_id, rte_eth_dev_count_avail());
 		return -ENODEV;
 	}
-	pthread_mutex_lock(&ports_lock);
-	r = port_busy[c->port_id] ? -EBUSY : 0;
-	port_busy[c->port_id] = true;
-	pthread_mutex_unlock(&ports_lock);
-	if (r) {
-		snprintf(msg, len, "DPDK port %u is in use by another gradnet context",
-			 c->port_id);
-		return r;
+	if (c->lcore >= 0 && (c->lcore >= RTE_MAX_LCORE ||
+			      !rte_lcore_is_enabled((unsigned int)c->lcore))) {
+		snprintf(msg, len, "GN_DPDK_LCORE=%d is not one of the EAL's lcores (its -l or --lcores)",
+			 c->lcore);
+		return -EINVAL;
+	}
+	if (c->queue >= RTE_MAX_QUEUES_PER_PORT) {
+		snprintf(msg, len, "DPDK queue %d: at most %d queues per port",
+			 c->queue, RTE_MAX_QUEUES_PER_PORT);
+		return -EINVAL;
+	}
+	if (!port_claim(c->port_id, c->queue)) {
+		if (c->queue < 0)
+			snprintf(msg, len, "DPDK port %u is in use by another gradnet context",
+				 c->port_id);
+		else
+			snprintf(msg, len, "DPDK port %u queue %d is in use by another gradnet context",
+				 c->port_id, c->queue);
+		return -EBUSY;
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -819,6 +907,9 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 		goto out_port;
 	}
 	d->port = c->port_id;
+	d->queue = c->queue < 0 ? 0 : (u16)c->queue;
+	d->shared = c->queue >= 0;
+	d->lcore = c->lcore;
 	d->rank = (u16)c->rank;
 	d->world = (u16)c->world;
 	d->max_pkt = c->max_pkt;
@@ -826,12 +917,15 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	d->tsc_hz = rte_get_timer_hz();
 	d->ip = self->ip;
 	d->udp_port = self->port;
+	d->stats_path = c->stats_path;
 	r = peers_init(d, c->peers, c->world);
+	if (!r)
+		r = dtp_neigh_init(d, c);
 	if (r) {
 		snprintf(msg, len, "out of memory");
 		goto out_free;
 	}
-	r = port_start(d, c, msg, len);
+	r = d->shared ? port_attach(d, c, msg, len) : port_start(d, c, msg, len);
 	if (r)
 		goto out_free;
 	if (!mac_zero(self->mac) && memcmp(self->mac, d->mac.addr_bytes, 6)) {
@@ -842,6 +936,10 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 		r = -EINVAL;
 		goto out_free;
 	}
+	filter_init(d);
+	r = dtp_neigh_resolve(d, c->arp_timeout_ms, msg, len);
+	if (r)
+		goto out_free;
 	tp->ops = &dtp_ops;
 	tp->state = d;
 	tp->caps.max_pkt = c->max_pkt;
@@ -855,11 +953,10 @@ out_free:
 	}
 	free(d->peers);
 	free(d->peer_tab);
+	free(d->neigh);
 	free(d);
 out_port:
-	pthread_mutex_lock(&ports_lock);
-	port_busy[c->port_id] = false;
-	pthread_mutex_unlock(&ports_lock);
+	port_release(c->port_id, c->queue);
 	return r;
 }
 
@@ -885,6 +982,14 @@ static int eal_up(const char *args)
 	bool have_mine;
 	int argc = 0, r;
 
+	/*
+	 * An EAL that is up (the application's) has lcores; asking it again
+	 * would only make it log a FATAL line.
+	 */
+	if (rte_lcore_count()) {
+		free(copy);
+		return 1;
+	}
 	if (!copy)
 		return -ENOMEM;
 	argv[argc++] = "gradnet";
@@ -893,6 +998,7 @@ static int eal_up(const char *args)
 		if (argc == EAL_ARGS_MAX) {
 			snprintf(eal_err, sizeof(eal_err), "more than %d EAL arguments",
 				 EAL_ARGS_MAX - 1);
+			free(copy);
 			return -E2BIG;
 		}
 		argv[argc++] = tok;
@@ -904,7 +1010,11 @@ static int eal_up(const char *args)
 	r = rte_eal_init(argc, argv);
 	if (have_mine)
 		pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine);
-	if (r >= 0 || rte_errno == EALREADY)
+	if (r >= 0)
+		return 1;
+	/* Only an EAL that came up keeps pointers into its arguments. */
+	free(copy);
+	if (rte_errno == EALREADY)
 		return 1;
 	r = rte_errno ? -rte_errno : -EINVAL;
 	/*

@@ -627,7 +627,9 @@ static int parse_mac(const char *s, size_t len, u8 mac[6])
 
 /*
  * The static neighbour list: GN_DPDK_PEERS, one MAC per rank in rank
- * order, "-" (or nothing) for this rank, whose MAC is its port's.
+ * order, "-" (or nothing) for this rank, whose MAC is its port's, "arp"
+ * for a rank to resolve. Without GN_DPDK_PEERS every peer is resolved by
+ * ARP when the transport opens.
  */
 static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
 {
@@ -645,8 +647,7 @@ static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
 		dp[i].port = in->sin_port;
 	}
 	if (!p || !*p)
-		return open_fail(-EINVAL,
-				 "GN_TRANSPORT=dpdk needs GN_DPDK_PEERS: every rank's MAC address, rank order, comma-separated (\"-\" for this rank)");
+		return 0;
 	while (*p) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -655,8 +656,9 @@ static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
 			return open_fail(-EINVAL, "GN_DPDK_PEERS lists more than world size %d MAC addresses",
 					 a->conf.world);
 		if (!(n == a->conf.rank && (!len || (len == 1 && *p == '-'))) &&
+		    !(len == 3 && !strncmp(p, "arp", 3)) &&
 		    parse_mac(p, len, dp[n].mac))
-			return open_fail(-EINVAL, "GN_DPDK_PEERS entry %d \"%.*s\" is not a MAC address (aa:bb:cc:dd:ee:ff)",
+			return open_fail(-EINVAL, "GN_DPDK_PEERS entry %d \"%.*s\" is not a MAC address (aa:bb:cc:dd:ee:ff) nor \"arp\"",
 					 n, (int)len, p);
 		n++;
 		p += len + (end != NULL);
@@ -673,16 +675,20 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	static const char *const port_vars[] = { "GN_DPDK_PORT", NULL };
 	static const char *const mbuf_vars[] = { "GN_DPDK_MBUFS", NULL };
 	static const char *const poll_vars[] = { "GN_DPDK_POLL_US", NULL };
+	static const char *const queue_vars[] = { "GN_DPDK_QUEUE", NULL };
+	static const char *const lcore_vars[] = { "GN_DPDK_LCORE", NULL };
 	struct gn_dpdk_conf c = { .world = a->conf.world, .rank = a->conf.rank,
 				  .mtu = a->conf.mtu, .max_pkt = max_pkt };
-	long port = 0, mbufs = 0, poll_us = 1000;
+	long port = 0, mbufs = 0, poll_us = 1000, queue = -1, lcore = -1;
 	char msg[GN_ERRMSG_LEN] = "";
 	struct gn_dpdk_peer *dp;
 	int r;
 
 	if ((r = env_int(port_vars, 0, 65535, &port)) < 0 ||
 	    (r = env_int(mbuf_vars, 1023, 1 << 24, &mbufs)) < 0 ||
-	    (r = env_int(poll_vars, 0, 1000000, &poll_us)) < 0)
+	    (r = env_int(poll_vars, 0, 1000000, &poll_us)) < 0 ||
+	    (r = env_int(queue_vars, 0, 65535, &queue)) < 0 ||
+	    (r = env_int(lcore_vars, 0, 65535, &lcore)) < 0)
 		return r;
 	dp = calloc((size_t)a->conf.world, sizeof(*dp));
 	if (!dp)
@@ -700,6 +706,11 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	c.peers = dp;
 	c.mbufs = (u32)mbufs;
 	c.poll_us = (u32)poll_us;
+	c.arp_timeout_ms = (u32)(a->conf.timeout_ns / 1000000);
+	c.stats_path = getenv("GN_DPDK_STATS");
+	/* GN_DPDK_QUEUE: the application's port, this queue gradnet's. */
+	c.queue = (int)queue;
+	c.lcore = (int)lcore;
 	r = gn_dpdk_open(&d->tp, &c, msg, sizeof(msg));
 	if (r)
 		r = open_fail(r, "DPDK: %s", msg);

@@ -11,12 +11,17 @@
 # usage: bench-allreduce.sh [--ranks 2,4] [--link none,1gbit,10gbit]
 #                           [--elems 1048576,26214400] [--loss 0,0.01]
 #                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
-#                           [--workers 1,2]
+#                           [--workers 1,2] [--transport udp,dpdk]
 #                           [--json] [--build DIR] [--rank-bin P]
 #                           [--mpi-bin P] [--loss-bin P] [--where]
 # Each value list is swept; every configuration gets a fresh topology.
 # --workers sets each gradnet rank's GN_CODEC_WORKERS (gradnet 3LC and
 # dense alike; default 1).
+# --transport dpdk adds, for each size, 2 ranks on the DPDK transport over
+# a net_memif pair (no hugepages, rank k's poll loop on CPU k; no link,
+# loss or MPI there): rows with "transport": "dpdk", "link": "memif".
+# Every row has pps (packets sent per second of allreduce) and cpu_s (CPU
+# seconds per allreduce, all threads of a rank), means over the ranks.
 # gradnet-bench allreduce runs this with the paths of gradnet-rank,
 # mpi-allreduce and gn-loss, in the build tree or where they are installed
 # (--build DIR takes them from a build directory); --where prints the
@@ -54,6 +59,7 @@ mtu=1500
 json=
 mpi=1
 dense=1
+transport_list=udp
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -72,6 +78,7 @@ while [ $# -gt 0 ]; do
 	--json)		json=1; shift ;;
 	--no-mpi)	mpi=; shift ;;
 	--no-dense)	dense=; shift ;;
+	--transport)	transport_list=$2; shift 2 ;;
 	*)		echo "bench-allreduce.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -92,6 +99,17 @@ if [ -n "$mpi" ] && { [ ! -x "$mpi_bin" ] || ! command -v mpirun >/dev/null; }; 
 	mpi=
 fi
 
+case ",$transport_list," in
+*,udp,* | *,dpdk,*) ;;
+*) echo "bench-allreduce.sh: --transport takes udp, dpdk or both" >&2; exit 2 ;;
+esac
+has_transport() {
+	case ",$transport_list," in
+	*",$1,"*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
 gn_require_net
 port=7100
 job=$$
@@ -108,6 +126,73 @@ per_step() {
 
 	grep -o "\"$field\": [0-9]*" |
 		awk -v n="$n" '{ s += $2; k++ } END { printf "%.0f\n", s / k / n }'
+}
+
+# Mean over ranks of a decimal JSON field.
+mean() {
+	grep -o "\"$1\": [0-9.]*" | awk '{ s += $2; k++ } END { printf "%.6g\n", k ? s / k : 0 }'
+}
+
+# run_dpdk ELEMS CODEC STEPS WARMUP: two ranks on the DPDK transport over
+# net_memif (rank 0 the server), JSON lines out.
+run_dpdk() {
+	local elems=$1 codec=$2 st=$3 wu=$4 out k role mac pids=()
+
+	out=$(mktemp -d)
+	for k in 0 1; do
+		role=server mac=02:00:00:00:00:01
+		if [ "$k" -eq 1 ]; then
+			role=client mac=02:00:00:00:00:02
+			for _ in $(seq 100); do
+				[ -S "$out/memif.sock" ] && break
+				sleep 0.1
+			done
+		fi
+		env GN_KEY="$key" GN_RANK=$k GN_WORLD_SIZE=2 GN_TRANSPORT=dpdk \
+			GN_PEERS=10.77.0.1:$port,10.77.0.2:$port \
+			GN_DPDK_PEERS=02:00:00:00:00:01,02:00:00:00:00:02 \
+			GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l $k --file-prefix=gnbench$$.$k --vdev=net_memif0,role=$role,socket=$out/memif.sock,socket-abstract=no,mac=$mac --log-level=*:warning" \
+			GN_MTU=$mtu GN_TIMEOUT_MS=30000 \
+			"$rank_bin" --elems "$elems" --codec "$codec" \
+			--steps "$st" --warmup "$wu" >"$out/$k.json" &
+		pids+=($!)
+	done
+	for k in "${pids[@]}"; do
+		wait "$k" || true
+	done
+	cat "$out"/*.json
+	rm -rf "$out" /var/run/dpdk/gnbench$$.*
+}
+
+# dpdk_rows: the DPDK rows, one per size.
+dpdk_rows() {
+	local elems st wu g d gs ds dp dc
+
+	for elems in "${E[@]}"; do
+		if [ "$elems" -ge 8388608 ]; then
+			st=${steps:-6} wu=2
+		else
+			st=${steps:-20} wu=3
+		fi
+		g=$(run_dpdk "$elems" 3lc "$st" "$wu")
+		if ! echo "$g" | grep -q median_s; then
+			echo "gradnet (dpdk) failed: $g" >&2
+			exit 1
+		fi
+		gs=$(echo "$g" | slowest)
+		ds=null dp=null dc=null dbytes=null
+		if [ -n "$dense" ]; then
+			d=$(run_dpdk "$elems" none "$st" "$wu")
+			ds=$(echo "$d" | slowest)
+			dp=$(echo "$d" | mean pps)
+			dc=$(echo "$d" | mean cpu_s)
+			dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
+		fi
+		rows+=("{\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif\", \"elems\": $elems, \"loss\": 0, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": null, \"mpi_s\": null, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes $((st + wu))), \"stream_bytes\": $(echo "$g" | per_step stream_bytes $((st + wu))), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes $((st + wu))), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }'), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
+		if [ -z "$json" ]; then
+			echo "${rows[-1]}"
+		fi
+	done
 }
 
 # run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [insecure]: one job, JSON
@@ -173,6 +258,7 @@ IFS=, read -r -a L <<<"$link_list"
 IFS=, read -r -a E <<<"$elems_list"
 IFS=, read -r -a P <<<"$loss_list"
 IFS=, read -r -a W <<<"$workers_list"
+has_transport udp || R=()
 for ranks in "${R[@]}"; do
 for link in "${L[@]}"; do
 for elems in "${E[@]}"; do
@@ -197,13 +283,15 @@ for workers in "${W[@]}"; do
 	stream=$(echo "$g" | per_step stream_bytes $((st + wu)))
 	ctl=$(echo "$g" | per_step ctl_bytes $((st + wu)))
 	rtx=$(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
-	ds=null dbytes=null ms=null
+	ds=null dbytes=null ms=null dp=null dc=null
 	i=$(run_gradnet "$ranks" "$elems" 3lc "$st" "$wu" $((job + 100000)) insecure)
 	is=$(echo "$i" | slowest)
 	if [ -n "$dense" ]; then
 		d=$(run_gradnet "$ranks" "$elems" none "$st" "$wu" $((job + 1)))
 		ds=$(echo "$d" | slowest)
 		dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
+		dp=$(echo "$d" | mean pps)
+		dc=$(echo "$d" | mean cpu_s)
 	fi
 	if [ -n "$mpi" ] && [ "$ppm" -eq 0 ] && [ "$workers" = "${W[0]}" ]; then
 		ms=$(run_mpi "$ranks" "$elems" "$it" "$wu")
@@ -211,7 +299,7 @@ for workers in "${W[@]}"; do
 	fi
 	cleanup
 	trap - EXIT
-	rows+=("{\"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"workers\": $workers, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx}")
+	rows+=("{\"transport\": \"udp\", \"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"workers\": $workers, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx, \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
 	if [ -z "$json" ]; then
 		echo "${rows[-1]}"
 	fi
@@ -220,6 +308,8 @@ done
 done
 done
 done
+
+has_transport dpdk && dpdk_rows
 
 if [ -n "$json" ]; then
 	printf '[\n'

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <gradnet/gradnet.h>
@@ -46,6 +47,17 @@ static void die(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fputc('\n', stderr);
 	exit(1);
+}
+
+/* CPU seconds this process (every thread) has used so far. */
+static double cpu_now(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static double now(void)
@@ -199,8 +211,9 @@ int main(int argc, char **argv)
 			  .codec = GN_CODEC_3LC };
 	struct gn_tool_paths paths;
 	GN_OPTS(gn_stats, st);
+	GN_OPTS(gn_stats, st0);
 	float *seq[SEQ_STEPS], *x;
-	double *sec;
+	double *sec, cpu = 0, wall = 0;
 	size_t seq_n = 0;
 	struct gn_ctx *ctx;
 	int k, r, rank, total;
@@ -235,12 +248,23 @@ int main(int argc, char **argv)
 	if (!x || !sec)
 		die("out of %s", "memory");
 	for (k = 0; k < total; k++) {
-		double t0;
+		double t0, c0;
 
 		fill(x, o.elems, seq, seq_n, rank, k);
+		/*
+		 * The timed steps' packets, wall and CPU time (all threads,
+		 * the fill between steps left out): packets/s and CPU/step.
+		 */
+		if (k == o.warmup)
+			gn_stats_ctx(ctx, &st0);
+		c0 = cpu_now();
 		t0 = now();
 		r = gn_allreduce(ctx, 1, x);
 		sec[k] = now() - t0;
+		if (k >= o.warmup) {
+			wall += sec[k];
+			cpu += cpu_now() - c0;
+		}
 		if (r) {
 			printf("{\"rank\": %d, \"step\": %d, \"error\": \"%s\", \"message\": \"%s\"}\n",
 			       rank, k, gn_strerror(r), gn_ctx_errmsg(ctx));
@@ -262,7 +286,8 @@ int main(int argc, char **argv)
 	printf("{\"rank\": %d, \"world\": %d, \"elems\": %zu, \"steps\": %d, "
 	       "\"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f, "
 	       "\"wire_bytes\": %llu, \"stream_bytes\": %llu, \"ctl_bytes\": %llu, \"raw_bytes\": %llu, "
-	       "\"tx_packets\": %llu, \"retransmits\": %llu, \"hash\": \"%016llx\", ",
+	       "\"tx_packets\": %llu, \"retransmits\": %llu, \"hash\": \"%016llx\", "
+	       "\"cpu_s\": %.6f, \"pps\": %.0f, ",
 	       rank, gn_ctx_world_size(ctx), o.elems, o.steps,
 	       sec[o.warmup + o.steps / 2], sec[o.warmup],
 	       sec[o.warmup + o.steps - 1],
@@ -271,7 +296,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.ctl_bytes,
 	       (unsigned long long)st.raw_bytes,
 	       (unsigned long long)st.tx_packets,
-	       (unsigned long long)st.retransmits, (unsigned long long)hash);
+	       (unsigned long long)st.retransmits, (unsigned long long)hash,
+	       cpu / o.steps,
+	       wall > 0 ? (double)(st.tx_packets - st0.tx_packets) / wall : 0.0);
 	print_drops(&st);
 out:
 	gn_ctx_close(ctx);

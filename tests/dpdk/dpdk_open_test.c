@@ -2,16 +2,20 @@
 /*
  * dpdk_open_test.c - opening a context on the DPDK transport through the
  * public API: what the caller gets when the EAL, the port or the
- * neighbour list is wrong (-errno and a message naming the cause), and a
+ * neighbour list is wrong or a peer does not answer ARP (-errno and a
+ * message naming the cause), and a
  * one-rank job on a net_null port, opened twice in one process. The
  * harness forks each test, so each brings up an EAL of its own.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gradnet/gradnet.h>
@@ -38,8 +42,11 @@ static void eal_dir_rm(void)
 		fprintf(stderr, "cannot remove the EAL runtime directory\n");
 }
 
-/* EAL arguments for this process: no hugepages, no PCI, no shared config. */
-static void eal_env(const char *extra)
+/*
+ * EAL arguments for this process: no hugepages, no PCI, no shared config
+ * (unless @shconf: memif needs it).
+ */
+static void eal_env_with(const char *extra, bool shconf)
 {
 	char args[512];
 	cpu_set_t set;
@@ -49,10 +56,15 @@ static void eal_env(const char *extra)
 		while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set))
 			cpu++;
 	snprintf(args, sizeof(args),
-		 "--no-huge -m 512 --no-pci --no-shconf --no-telemetry -l %d --file-prefix=gnopen%d --log-level=*:error %s",
-		 cpu, (int)getpid(), extra);
+		 "--no-huge -m 1024 --no-pci %s --no-telemetry -l %d --file-prefix=gnopen%d --log-level=*:error %s",
+		 shconf ? "" : "--no-shconf", cpu, (int)getpid(), extra);
 	setenv("GN_DPDK_EAL", args, 1);
 	setenv("GN_TRANSPORT", "dpdk", 1);
+}
+
+static void eal_env(const char *extra)
+{
+	eal_env_with(extra, false);
 }
 
 static int open_dpdk(struct gn_ctx **ctx, int world, const char *peers)
@@ -73,21 +85,65 @@ TEST(unknown_transport_is_einval)
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "use udp or dpdk")) TH_LOG("%s", gn_last_errmsg());
 }
 
-TEST(neighbour_list_required)
+TEST(neighbour_list_entries_checked)
 {
 	struct gn_ctx *ctx;
 
 	eal_env("");
-	unsetenv("GN_DPDK_PEERS");
-	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
-	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_DPDK_PEERS")) TH_LOG("%s", gn_last_errmsg());
 	setenv("GN_DPDK_PEERS", "-,02:00:00:00:00:0g", 1);
 	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "entry 1")) TH_LOG("%s", gn_last_errmsg());
 	setenv("GN_DPDK_PEERS", "-", 1);
 	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 2, "10.1.0.1:7000,10.1.0.2:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "lists 1 MAC")) TH_LOG("%s", gn_last_errmsg());
+	setenv("GN_DPDK_PEERS", "-,arp,ar", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 3, "10.1.0.1:7000,10.1.0.2:7000,10.1.0.3:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "entry 2")) TH_LOG("%s", gn_last_errmsg());
 	eal_dir_rm();
+}
+
+/*
+ * Without a MAC for a peer the transport asks by ARP; on a net_null port
+ * nobody answers, so the open fails once the job's timeout (1 s) passed,
+ * naming the ranks that stayed silent, and not those the list gave.
+ */
+static void arp_silence(struct __test_metadata *_metadata, const char *peers)
+{
+	struct gn_ctx *ctx;
+	struct timespec t0, t1;
+	double secs;
+
+	eal_env("--vdev=net_null0");
+	if (peers)
+		setenv("GN_DPDK_PEERS", peers, 1);
+	else
+		unsetenv("GN_DPDK_PEERS");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(-EHOSTUNREACH, open_dpdk(&ctx, 3,
+					   "10.1.0.1:7000,10.1.0.2:7000,10.1.0.3:7001"));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	TH_LOG("%s (after %.2f s)", gn_last_errmsg(), secs);
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "no ARP reply within 1000 ms")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 2 (10.1.0.3)")) TH_LOG("%s", gn_last_errmsg());
+	if (peers) {
+		ASSERT_EQ(NULL, strstr(gn_last_errmsg(), "rank 1")) TH_LOG("%s", gn_last_errmsg());
+	} else {
+		ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 1 (10.1.0.2)")) TH_LOG("%s", gn_last_errmsg());
+	}
+	ASSERT_EQ(NULL, strstr(gn_last_errmsg(), "rank 0")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_LE(1.0, secs);
+	eal_dir_rm();
+}
+
+TEST(arp_unanswered_names_the_ranks)
+{
+	arp_silence(_metadata, NULL);
+}
+
+TEST(arp_only_for_ranks_the_list_leaves_out)
+{
+	arp_silence(_metadata, "-,02:00:00:00:00:02,arp");
 }
 
 TEST(eal_failure_names_the_eal)
@@ -137,6 +193,100 @@ TEST(ipv6_peers_refused)
 	setenv("GN_DPDK_PEERS", "-", 1);
 	ASSERT_EQ(-EAFNOSUPPORT, open_dpdk(&ctx, 1, "[::1]:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "IPv4 only")) TH_LOG("%s", gn_last_errmsg());
+	eal_dir_rm();
+}
+
+/* A port that takes no jumbo frames says so, with its limit. */
+TEST(mtu_over_the_port_limit_is_einval)
+{
+	char vdev[256], sock[64];
+	struct gn_ctx *ctx;
+
+	snprintf(sock, sizeof(sock), "/tmp/gnopen%d.sock", (int)getpid());
+	snprintf(vdev, sizeof(vdev),
+		 "--vdev=net_memif0,role=server,socket=%s,socket-abstract=no", sock);
+	eal_env_with(vdev, true);
+	setenv("GN_DPDK_PEERS", "-", 1);
+	setenv("GN_MTU", "9000", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "takes frames of at most 1518 bytes (an MTU of 1500), the job's MTU is 9000")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_MTU");
+	unlink(sock);
+	eal_dir_rm();
+}
+
+TEST(lcore_not_the_eals_is_einval)
+{
+	struct gn_ctx *ctx;
+
+	eal_env("--vdev=net_null0");
+	setenv("GN_DPDK_PEERS", "-", 1);
+	setenv("GN_DPDK_LCORE", "200", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_DPDK_LCORE=200 is not one of the EAL's lcores")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_DPDK_LCORE");
+	eal_dir_rm();
+}
+
+/* The CPUs of the thread named @name in this process: its tid, or -1. */
+static int thread_cpus(const char *name, cpu_set_t *set)
+{
+	DIR *dir = opendir("/proc/self/task");
+	char path[300], comm[32];
+	struct dirent *e;
+	int found = -1;
+	FILE *f;
+
+	while (dir && found < 0 && (e = readdir(dir))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)) &&
+		    !sched_getaffinity(atoi(e->d_name), sizeof(*set), set))
+			found = atoi(e->d_name);
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/*
+ * GN_DPDK_LCORE: the poll loop runs on that lcore's CPU, not the main
+ * lcore's. Needs two CPUs: the EAL gets -l A,B and the loop lcore B.
+ */
+TEST(poll_loop_on_the_dedicated_lcore)
+{
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 8, .codec = GN_CODEC_NONE);
+	float x[8] = { 0 };
+	char args[512], lc[16];
+	int cpu[2] = { -1, -1 }, n = 0, c;
+	struct gn_ctx *ctx;
+	cpu_set_t set;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
+	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &set))
+			cpu[n++] = c;
+	ASSERT_EQ(2, n) TH_LOG("this test needs two CPUs");
+	snprintf(args, sizeof(args),
+		 "--no-huge -m 1024 --no-pci --no-shconf --no-telemetry -l %d,%d --file-prefix=gnopen%d --log-level=*:error --vdev=net_null0",
+		 cpu[0], cpu[1], (int)getpid());
+	setenv("GN_DPDK_EAL", args, 1);
+	setenv("GN_TRANSPORT", "dpdk", 1);
+	setenv("GN_DPDK_PEERS", "-", 1);
+	snprintf(lc, sizeof(lc), "%d", cpu[1]);
+	setenv("GN_DPDK_LCORE", lc, 1);
+	ASSERT_EQ(0, open_dpdk(&ctx, 1, "10.1.0.1:7000")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+	ASSERT_EQ(0, gn_allreduce(ctx, 1, x));
+	usleep(100000);
+	ASSERT_LT(0, thread_cpus("gn-dpdk-poll", &set));
+	ASSERT_EQ(1, CPU_COUNT(&set));
+	ASSERT_TRUE(CPU_ISSET(cpu[1], &set));
+	gn_ctx_close(ctx);
+	unsetenv("GN_DPDK_LCORE");
 	eal_dir_rm();
 }
 

@@ -10,6 +10,9 @@
 #         steps: both ranks end with exactly gn-ref's single-process
 #         reference (tests/job.h), bit for bit; and one job also over UDP
 #         on loopback, which gives the same bytes.
+#  big    dense, 26214400 floats: the default tx pool holds a whole step
+#  arp    no static neighbour list: the ranks resolve each other by ARP
+#         (GN_DPDK_STATS shows the requests), results exact.
 #  loss   loss, duplication and reordering in the sender (GN_TEST_FAULTS,
 #         which wraps any transport): results still bit-identical to the
 #         reference, and the ranks did retransmit.
@@ -18,16 +21,24 @@
 #  race   the client connects while the server is still filling its mbuf
 #         pool, before its port started, and is turned away: the job still
 #         runs (the transport restarts a port whose link stays down).
+#  app    gn-app-port: an application with its own EAL and a memif port
+#         of two queue pairs hands gradnet queue 1 (GN_DPDK_QUEUE):
+#         results exact, a missing or taken queue refused, and the port
+#         still carries the application's frames on queue 0 afterwards.
 #  kill   SIGKILL rank 1 in the middle of a long run: rank 0 fails with
-#         -ETIMEDOUT (gradnet-rank exits 3) within the timeout plus slack.
+#         -ETIMEDOUT (gradnet-rank exits 3) within the timeout plus slack;
+#         SIGKILL rank 0, the memif server: rank 1, whose port cannot
+#         restart without a server, fails the same way and never polls
+#         the stopped port.
 #
-# usage: memif_allreduce.sh GN_RANK_TEST GN_REF
+# usage: memif_allreduce.sh GN_RANK_TEST GN_REF GN_APP_PORT
 # Nothing skips: a machine that cannot run DPDK fails the test.
 
 set -eu
 
 RANK_BIN=$1
 REF_BIN=$2
+APP_BIN=$3
 STEPS=3
 KILL_TIMEOUT_MS=2000
 RUN_LIMIT=120
@@ -155,7 +166,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..18"
+echo "1..22"
 diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -174,6 +185,30 @@ for codec in none 3lc; do
 		done
 	done
 done
+
+# A dense step of 25 M floats: ~71 k packets per rank, all packed before
+# the first is acknowledged; the default tx pool holds them.
+name=big-none
+ok=1
+ref "$tmp/$name.ref" --elems 26214400 --codec none
+start_pair "$name" "" --elems 26214400 --steps "$STEPS" --codec none
+wait_pair "$name" || ok=0
+[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/$name.ref" || ok=0
+result "$ok" "memif, none, 26214400 floats (the default tx pool): bit-identical to the reference"
+
+# No neighbour list: the ranks find each other's MAC by ARP at open.
+name=arp
+ok=1
+start_pair "$name" "GN_DPDK_PEERS=arp,arp GN_DPDK_STATS=$tmp/arp.%k.stats" \
+	--elems 1000003 --steps "$STEPS" --codec 3lc
+wait_pair "$name" || ok=0
+[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-3lc-sum-1000003.ref" || ok=0
+for k in 0 1; do
+	diag "$name: rank $k $(cat "$tmp/arp.$k.stats" 2>/dev/null)"
+	n=$(field arp_asked "$tmp/arp.$k.stats")
+	[ "${n:-0}" -gt 0 ] || ok=0
+done
+result "$ok" "memif, no GN_DPDK_PEERS: peers resolved by ARP, bit-identical to the reference"
 
 # The same job over the UDP socket path on loopback: the same bytes.
 name=udp-3lc
@@ -246,6 +281,27 @@ wait_pair "$name" || ok=0
 [ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-none-sum-5.ref" || ok=0
 result "$ok" "memif: a client turned away before the server's port started still joins"
 
+# An application's own port, one queue of it gradnet's.
+name=app
+ok=1
+case=$((case + 1))
+for k in 0 1; do
+	if [ "$k" -eq 1 ]; then
+		for _ in $(seq 100); do
+			[ -S "$tmp/$name.sock" ] && break
+			sleep 0.1
+		done
+	fi
+	cpu=$CPU0
+	[ "$k" -eq 1 ] && cpu=$CPU1
+	env GN_PEERS=10.77.0.1:7000,10.77.0.2:7000 GN_DPDK_PEERS=$MAC0,$MAC1 \
+		"$APP_BIN" "$k" "$tmp/$name.sock" "$cpu" "$prefix.$case.$k" \
+		>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
+	pids[k]=$!
+done
+wait_pair "$name" || ok=0
+result "$ok" "memif: an application's port, queue 1 handed to gradnet: results exact, the port the application's after"
+
 # A killed rank: the other one gives up with -ETIMEDOUT, in time.
 name=kill
 ok=1
@@ -265,5 +321,26 @@ diag "$name: rank 0 exited $rc after ${secs}s: $(tr '\n' ' ' <"$tmp/$name.0.json
 grep -q '"error": "a peer went silent"' "$tmp/$name.0.json" || ok=0
 awk -v s="$secs" -v t="$KILL_TIMEOUT_MS" 'BEGIN { exit !(s >= t / 2000 && s <= t / 1000 + 2) }' || ok=0
 result "$ok" "memif: rank 1 killed, rank 0 fails with -ETIMEDOUT within the timeout"
+
+# The server killed: the client's port stays down, its restarts fail.
+name=kill-server
+ok=1
+start_pair "$name" "GN_TIMEOUT_MS=$KILL_TIMEOUT_MS" --elems 1000003 \
+	--steps 100000 --codec 3lc
+sleep 3
+kill -9 "${pids[0]}" 2>/dev/null || ok=0
+wait "${pids[0]}" 2>/dev/null || true
+rc=0
+wait "${pids[1]}" || rc=$?
+pids=()
+diag "$name: rank 1 exited $rc: $(tr '\n' ' ' <"$tmp/$name.1.json")"
+[ "$rc" -eq 3 ] || ok=0
+# The restart was tried (a second after the link went down) and failed.
+grep -q "does not restart" "$tmp/$name.1.err" || ok=0
+if grep -q "not ready port" "$tmp/$name.1.err"; then
+	diag "$name: rank 1 polled its stopped port: $(grep -m1 "not ready" "$tmp/$name.1.err")"
+	ok=0
+fi
+result "$ok" "memif: rank 0 (the server) killed, rank 1 fails with -ETIMEDOUT and leaves its stopped port alone"
 
 [ "$failed" -eq 0 ]

@@ -5,8 +5,8 @@
  * streams) and real gradients from data/gradients, encoded with the
  * specification model, in the input layouts of fuzz_input.h.
  *
- * usage: fuzz_seeds OUTDIR    (writes OUTDIR/decode, OUTDIR/roundtrip and
- *                             OUTDIR/rx)
+ * usage: fuzz_seeds OUTDIR    (writes OUTDIR/decode, OUTDIR/roundtrip,
+ *                             OUTDIR/rx and OUTDIR/frame)
  */
 #include <errno.h>
 #include <float.h>
@@ -511,9 +511,80 @@ static void rx_seeds(void)
 	rx_write("rx-bare", &sd);
 }
 
+/* ---- fuzz_frame: frames for the DPDK receive filter ----------------------- */
+
+static void put_be16(uint8_t *p, unsigned int v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static unsigned int csum16(unsigned long s, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		s += (unsigned int)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		s += (unsigned int)p[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (unsigned int)(~s & 0xffff);
+}
+
+/*
+ * fuzz_frame's layout: a flags byte (0: the port checked nothing), then
+ * the frame. fuzz_frame.c is rank 02:00:00:00:00:01, 10.9.0.1:7000.
+ */
+static void frame_seeds(void)
+{
+	static const uint8_t mac[6] = { 2, 0, 0, 0, 0, 1 };
+	static const uint8_t peer[6] = { 2, 0, 0, 0, 0, 2 };
+	static const uint8_t flags;
+	uint8_t f[14 + 20 + 8 + 200], *ip = f + 14, *udp = ip + 20;
+	unsigned int ulen = 8 + 200, c, i;
+
+	memset(f, 0, sizeof(f));
+	memcpy(f, mac, 6);
+	memcpy(f + 6, peer, 6);
+	put_be16(f + 12, 0x0800);
+	ip[0] = 0x45;
+	put_be16(ip + 2, 20 + ulen);
+	put_be16(ip + 6, 0x4000);
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, "\x0a\x09\x00\x02\x0a\x09\x00\x01", 8);
+	put_be16(ip + 10, csum16(0, ip, 20));
+	put_be16(udp, 7001);
+	put_be16(udp + 2, 7000);
+	put_be16(udp + 4, ulen);
+	for (i = 0; i < 200; i++)
+		udp[8 + i] = (uint8_t)(i * 13);
+	c = csum16(0x0a09u + 0x0002u + 0x0a09u + 0x0001u + 17 + ulen, udp, ulen);
+	put_be16(udp + 6, c ? c : 0xffff);
+	seed("frame", "udp", &flags, 1, f, sizeof(f));
+	put_be16(udp + 6, 0);
+	seed("frame", "udp-no-csum", &flags, 1, f, sizeof(f));
+
+	memset(f, 0, 60);
+	memset(f, 0xff, 6);
+	memcpy(f + 6, peer, 6);
+	put_be16(f + 12, 0x0806);
+	put_be16(f + 14, 1);
+	put_be16(f + 16, 0x0800);
+	f[18] = 6;
+	f[19] = 4;
+	put_be16(f + 20, 1);
+	memcpy(f + 22, peer, 6);
+	memcpy(f + 28, "\x0a\x09\x00\x02", 4);
+	memcpy(f + 38, "\x0a\x09\x00\x01", 4);
+	seed("frame", "arp-request", &flags, 1, f, 60);
+}
+
 int main(int argc, char **argv)
 {
-	static const char *const dirs[] = { "", "/decode", "/roundtrip", "/rx" };
+	static const char *const dirs[] = { "", "/decode", "/roundtrip", "/rx",
+					     "/frame" };
 	char path[4096];
 	size_t i;
 
@@ -535,6 +606,7 @@ int main(int argc, char **argv)
 	real_seeds("mlp-small-s00230-fc3.bias.f32", 10);
 	edge_seeds();
 	rx_seeds();
+	frame_seeds();
 	printf("fuzz_seeds: %u seeds in %s\n", written, out_dir);
 	return 0;
 }

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# run.sh - build the libFuzzer targets (the codec's and libgradnet's receive
-# path's) with clang (libFuzzer, ASan and UBSan, no recovery from any
+# run.sh - build the libFuzzer targets (the codec's, libgradnet's receive
+# path's and the DPDK receive filter's) with clang (libFuzzer, ASan and UBSan, no recovery from any
 # finding), write their seed corpora, and run each target in turn for
 # SECONDS. Any crash, sanitizer report, leak,
 # failed check or timeout fails the run; the input is kept as
@@ -12,7 +12,7 @@
 # BUILD_DIR defaults to build-fuzz/ under the source root (ignored by git).
 # The corpus a run finds is kept in BUILD_DIR/corpus/TARGET and reused.
 # Env: CLANG (default clang-14, else clang); GN_FUZZ_TARGETS (default
-# "fuzz_decode fuzz_roundtrip fuzz_rx"); GN_FUZZ_ARGS, extra libFuzzer options.
+# "fuzz_decode fuzz_roundtrip fuzz_rx fuzz_frame"); GN_FUZZ_ARGS, extra libFuzzer options.
 # Exit: 0 pass, 1 fail, 77 (GN_SKIP_RC) if clang cannot build a fuzzer.
 set -eu
 
@@ -31,7 +31,7 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${2:-$root/build-fuzz}
-targets=${GN_FUZZ_TARGETS:-fuzz_decode fuzz_roundtrip fuzz_rx}
+targets=${GN_FUZZ_TARGETS:-fuzz_decode fuzz_roundtrip fuzz_rx fuzz_frame}
 
 if [ -z "${CLANG:-}" ]; then
 	CLANG=clang-14
@@ -80,6 +80,7 @@ for t in $targets; do
 	case $t in
 	fuzz_decode) max_len=16384 ;;
 	fuzz_rx) max_len=65536 ;;
+	fuzz_frame) max_len=9300 ;;
 	*) max_len=8192 ;;
 	esac
 	corpus=$build/corpus/$t

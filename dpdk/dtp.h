@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dtp.h - the DPDK transport's state, shared by transport.c (the table of
+ * lib/transport/transport.h) and neigh.c (ARP: answering for our address,
+ * resolving the peers'). Private to dpdk/.
+ */
+#ifndef GN_DPDK_DTP_H
+#define GN_DPDK_DTP_H
+
+#include <stdbool.h>
+
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "filter.h"
+#include "gn_dpdk.h"
+
+#define BURST 64
+
+/* Where a peer's MAC address comes from, and when to ask for it again. */
+struct dtp_neigh {
+	bool known;			/* peers[].mac holds it */
+	bool fixed;			/* from the static list: never learnt */
+	u32 tries;			/* ARP requests sent */
+	u64 next_tsc;			/* the next one is due */
+};
+
+struct dtp {
+	u16 port;
+	u16 queue;			/* the rx and tx queue */
+	bool shared;			/* the application's port: never configured,
+					   started or stopped here */
+	u16 rank, world;
+	u32 max_pkt;
+	u32 poll_ns;			/* longest idle sleep; 0: never sleep */
+	bool tx_csum;			/* the port computes IPv4 and UDP checksums */
+	bool pinned;
+	int lcore;			/* whose CPUs the poll loop takes; -1: the
+					   main lcore's (none on a shared port) */
+	struct rte_mempool *tx_pool, *rx_pool;
+	struct rte_ether_addr mac;
+	u32 ip;				/* ours, network byte order */
+	u16 udp_port;
+	struct gn_dpdk_filter filt;	/* the same, for the receive filter */
+	struct gn_dpdk_peer *peers;
+	struct dtp_neigh *neigh;
+
+	/* Senders by (IP, port): open addressing, at most half full. */
+	u16 *peer_tab;
+	u32 peer_mask;
+
+	/* A burst received and not yet handed out (wait reads ahead). */
+	struct rte_mbuf *rx[BURST];
+	u16 rx_n, rx_i;
+	struct rte_mbuf *tx[BURST];
+	struct rte_mbuf *ctl[BURST];	/* ARP frames of one recv */
+	int ctl_n;
+
+	/* Frames the filter dropped, by reason (GN_DDROP_*). */
+	u64 drops[GN_DDROP_N];
+	u64 arp_answered, arp_asked;	/* requests for us, requests sent */
+	const char *stats_path;
+
+	/* The link: checked every LINK_CHECK_NS, when it went down. */
+	u64 link_check_tsc, link_down_tsc;
+	bool stopped;			/* a restart failed: not polled */
+	u64 tsc_hz;
+
+	/* wait() sleeps on @wake_word; wake() sets it. */
+	u32 wake_word;
+	u32 sleeping;
+};
+
+/* neigh.c */
+void dtp_arp_in(struct dtp *d, const struct gn_dpdk_rx *rx);
+void dtp_ctl_flush(struct dtp *d);
+int dtp_neigh_init(struct dtp *d, const struct gn_dpdk_conf *c);
+int dtp_neigh_resolve(struct dtp *d, u32 timeout_ms, char *msg, size_t len);
+
+#endif /* GN_DPDK_DTP_H */
