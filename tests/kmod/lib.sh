@@ -3,15 +3,15 @@
 # shellcheck disable=SC2154,SC2034 # $root, $tmp are the caller's; it reads
 # $qemu_rc, $elapsed
 #
-# lib.sh - sourced by the QEMU tests (selftest.sh, guest.sh): TAP results,
-# the Debian 6.1 kernel to boot, the module built from a copy of the
-# sources, an initramfs put together from host binaries (with the shared
+# lib.sh - sourced by the QEMU tests (selftest.sh, guest.sh, stat.sh): TAP
+# results, the Debian 6.1 kernel to boot, the module built from a copy of
+# the sources, an initramfs put together from host binaries (with the shared
 # libraries ldd names) and kernel modules (with what modules.dep says they
 # need), and one TCG boot whose serial console is the test's output.
 #
 # The caller sets $root (the source tree) and $tmp (a scratch directory it
 # removes), and $missing_rc: the exit code when the host lacks a part
-# (selftest.sh skips with it; guest.sh fails).
+# (selftest.sh skips with it; guest.sh and stat.sh fail).
 
 tests=0
 failed=0

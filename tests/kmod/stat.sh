@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: MIT
 #
 # stat.sh - gradnet-stat on the kernel module's tracepoints, in QEMU:
-# builds the module against Debian's 6.1 headers as selftest.sh does,
-# boots Debian's 6.1 kernel (TCG) with a busybox initramfs that holds the
-# module, gradnet-stat and its shared libraries, and in the guest:
+# with lib.sh, the harness selftest.sh and guest.sh share, builds the
+# module against Debian's 6.1 headers, boots Debian's 6.1 kernel (TCG)
+# with a busybox initramfs that holds the module, the tunnel socket's
+# modules it needs, gradnet-stat and its shared libraries, and in the guest:
 #  - attach --kmod before the module is loaded fails and says why
-#  - insmod (the load-time self-tests run, unobserved), attach --kmod,
+#  - insmod of the tunnel modules, then of gradnet.ko (the load-time
+#    self-tests run, unobserved), attach --kmod,
 #    then a rerun of the core self-test (the rerun_core_selftest module
 #    parameter) sends its packets through the tracepoints
 #  - dump --json, then rmmod fails while the links hold the module,
@@ -24,18 +26,16 @@
 # shellcheck disable=SC2317 # cleanup is called indirectly
 set -eu
 
+missing_rc=1
 root=$(cd "$1" && pwd)
 stat_bin=$2
 qemu_timeout=${GN_QEMU_TIMEOUT:-600}
 tmp=
-qemu_pid=
-tests=0
-failed=0
+# shellcheck source=tests/kmod/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 cleanup() {
-	if [ -n "$qemu_pid" ]; then
-		kill "$qemu_pid" 2>/dev/null || true
-	fi
+	kill_guest
 	if [ -n "$tmp" ]; then
 		rm -rf "$tmp"
 	fi
@@ -43,68 +43,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-cannot_run() {
-	echo "1..1"
-	echo "not ok 1 the test cannot run: $*"
-	exit 1
-}
-
-result() {
-	tests=$((tests + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $tests $2"
-	else
-		echo "not ok $tests $2"
-		failed=$((failed + 1))
-	fi
-}
-
-check() {
-	desc=$1
-	shift
-	if "$@"; then
-		result 0 "$desc"
-	else
-		result 1 "$desc"
-	fi
-}
-
-# The newest 6.1 Debian kernel that has both headers and an image.
-find_kernel() {
-	for d in /lib/modules/6.1.*-amd64; do
-		v=${d##*/}
-		if [ -e "$d/build/Makefile" ] && [ -r "/boot/vmlinuz-$v" ]; then
-			echo "$v"
-		fi
-	done | sort -V | tail -n 1
-}
-
-check_tools() {
-	kver=$(find_kernel)
-	[ -n "$kver" ] ||
-		cannot_run "no 6.1.*-amd64 kernel with headers and /boot/vmlinuz (linux-image-amd64, linux-headers-amd64)"
-	for t in make qemu-system-x86_64 cpio timeout readelf ldd python3; do
-		command -v "$t" >/dev/null || cannot_run "$t not installed"
-	done
-	[ -x "$stat_bin" ] || cannot_run "$stat_bin not built"
-	busybox=/bin/busybox
-	[ -x "$busybox" ] || cannot_run "busybox-static not installed"
-	if readelf -l "$busybox" | grep -q 'Requesting program interpreter'; then
-		cannot_run "$busybox is not static (install busybox-static)"
-	fi
-}
-
-# In a copy of the sources, with the command the README gives.
-build_module() {
-	mkdir -p "$tmp/src/tests"
-	cp -R "$root/Kbuild" "$root/kmod" "$root/lib" "$root/include" "$root/bpf" \
-		"$tmp/src/"
-	cp -R "$root/tests/golden" "$root/tests/core" "$tmp/src/tests/"
-	find "$tmp/src" \( -name '*.o' -o -name '.*.cmd' -o -name '*.ko' \) \
-		-delete
-	(cd "$tmp/src" &&
-	 make -C "/lib/modules/$kver/build" M="$PWD" modules) \
-		>"$tmp/build.log" 2>&1
+check_parts() {
+	check_tools ldd python3 modinfo
+	[ -x "$stat_bin" ] || missing "$stat_bin not built"
 }
 
 # The guest's steps; each marker line is matched on the host.
@@ -116,11 +57,13 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing
-export LD_LIBRARY_PATH=/lib/gn
 st=/bin/gradnet-stat
 marker() { echo "GN-$1: $2"; }
 $st attach --kmod >/early.out 2>&1; marker EARLY-RC $?
 sed 's/^/GN-EARLY: /' /early.out
+for m in $(cat /kmods/order 2>/dev/null); do
+	insmod "/kmods/$m"
+done
 insmod /gradnet.ko; marker INSMOD $?
 marker EVENTS "$(ls /sys/kernel/tracing/events/gradnet | tr '\n' ' ')"
 $st attach --kmod 2>&1 | sed 's/^/GN-ATTACH: /'
@@ -144,40 +87,17 @@ EOF
 	chmod 755 "$1"
 }
 
-# gradnet-stat and every shared library it loads, with the loader.
+# gradnet-stat with its shared libraries, the module, and the tunnel
+# socket's modules it needs (insmod, unlike modprobe, does not load them).
 build_initramfs() {
-	ir=$tmp/initramfs
-	mkdir -p "$ir/bin" "$ir/proc" "$ir/sys" "$ir/dev" "$ir/lib/gn" \
-		"$ir/lib64"
-	cp "$busybox" "$ir/bin/busybox"
-	cp "$stat_bin" "$ir/bin/gradnet-stat"
+	ir_new "$tmp/initramfs"
 	cp "$tmp/src/gradnet.ko" "$ir/gradnet.ko"
-	ldd "$stat_bin" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p' >"$tmp/libs"
-	while read -r lib; do
-		cp -L "$lib" "$ir/lib/gn/"
-	done <"$tmp/libs"
-	interp=$(readelf -l "$stat_bin" |
-		sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
-	mkdir -p "$ir$(dirname "$interp")"
-	cp -L "$interp" "$ir$interp"
+	# shellcheck disable=SC2046 # one module name per word
+	ir_add_kmods udp_tunnel ip6_udp_tunnel \
+		$(modinfo -F depends "$tmp/src/gradnet.ko" | tr ',' ' ') || return 1
+	ir_add_binary "$stat_bin" /bin/gradnet-stat || return 1
 	write_init "$ir/init"
-	(cd "$ir" && find . | cpio -o -H newc --quiet) >"$tmp/initramfs.cpio"
-}
-
-boot_guest() {
-	start=$(date +%s)
-	timeout "$qemu_timeout" qemu-system-x86_64 \
-		-accel tcg -cpu max -m 512M -smp 1 \
-		-nographic -no-reboot -nic none \
-		-kernel "/boot/vmlinuz-$kver" -initrd "$tmp/initramfs.cpio" \
-		-append "console=ttyS0 quiet panic=-1" \
-		</dev/null >"$tmp/console.raw" 2>&1 &
-	qemu_pid=$!
-	qemu_rc=0
-	wait "$qemu_pid" || qemu_rc=$?
-	qemu_pid=
-	elapsed=$(($(date +%s) - start))
-	tr -d '\r' <"$tmp/console.raw" >"$tmp/console.log"
+	ir_pack
 }
 
 # The value of marker $1 (the firmware may leave escapes before a line).
@@ -248,7 +168,7 @@ check_guest() {
 }
 
 main() {
-	check_tools
+	check_parts
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/gradnet-kstat.XXXXXX")
 	echo "TAP version 13"
 	echo "# kernel $kver, sources $root, $stat_bin"
@@ -258,9 +178,14 @@ main() {
 		echo "not ok 1 module builds against $kver headers"
 		exit 1
 	fi
-	build_initramfs
-	boot_guest
 	result 0 "module builds against $kver headers"
+	if ! build_initramfs 2>"$tmp/ir.log"; then
+		sed 's/^/# /' "$tmp/ir.log"
+		result 1 "initramfs: gradnet-stat, its libraries, kernel modules"
+		echo "1..$tests"
+		exit 1
+	fi
+	boot_guest 512M 1
 	check_guest
 	echo "1..$tests"
 	if [ "$failed" -ne 0 ]; then
