@@ -678,6 +678,20 @@ static u32 pool_size(u32 n)
 	return s;
 }
 
+/* A pool of @n mbufs of @room data bytes, or NULL and why in @msg. */
+static struct rte_mempool *pool_new(const char *name, u32 n, u32 room,
+				    int socket, char *msg, size_t len)
+{
+	struct rte_mempool *mp = rte_pktmbuf_pool_create(name, n, POOL_CACHE,
+							 RTE_CACHE_LINE_SIZE,
+							 (u16)room, socket);
+
+	if (!mp)
+		snprintf(msg, len, "cannot create a pool of %u mbufs of %u bytes: %s (EAL memory: -m or hugepages)",
+			 n, room, rte_strerror(rte_errno));
+	return mp;
+}
+
 static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 			int socket, char *msg, size_t len)
 {
@@ -698,27 +712,15 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 	if (ntx > TX_POOL_MAX && !c->mbufs)
 		ntx = TX_POOL_MAX;
 	snprintf(name, sizeof(name), "gn_tx%u_%u", d->port, seq);
-	d->tx_pool = rte_pktmbuf_pool_create(name, ntx, POOL_CACHE,
-					     RTE_CACHE_LINE_SIZE, (u16)room,
-					     socket);
-	if (!d->tx_pool) {
-		snprintf(msg, len, "cannot create a pool of %u mbufs of %u bytes: %s (EAL memory: -m or hugepages)",
-			 ntx, room, rte_strerror(rte_errno));
+	d->tx_pool = pool_new(name, ntx, room, socket, msg, len);
+	if (!d->tx_pool)
 		return -ENOMEM;
-	}
 	/* An application's port receives into the application's pool. */
 	if (c->queue >= 0)
 		return 0;
 	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
-	d->rx_pool = rte_pktmbuf_pool_create(name, RX_POOL, POOL_CACHE,
-					     RTE_CACHE_LINE_SIZE, (u16)room,
-					     socket);
-	if (!d->rx_pool) {
-		snprintf(msg, len, "cannot create a pool of %u mbufs of %u bytes: %s (EAL memory: -m or hugepages)",
-			 RX_POOL, room, rte_strerror(rte_errno));
-		return -ENOMEM;
-	}
-	return 0;
+	d->rx_pool = pool_new(name, RX_POOL, room, socket, msg, len);
+	return d->rx_pool ? 0 : -ENOMEM;
 }
 
 static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
