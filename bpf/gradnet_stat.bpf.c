@@ -39,6 +39,7 @@
 #define GN_MAGIC_LO		0x47
 #define GN_MAGIC_HI		0x4e
 #define GN_PKT_DATA		2
+#define GN_PKT_WHOLE		8
 #define GN_HDR_LEN		24
 
 struct {
@@ -361,7 +362,7 @@ static __always_inline bool count_datagram(struct __sk_buff *skb, __u32 off,
 	k.dst = h[6] | (__u64)h[7] << 8;
 	k.job = h[8] | (__u64)h[9] << 8 | (__u64)h[10] << 16 |
 		(__u64)h[11] << 24;
-	if (h[3] == GN_PKT_DATA) {
+	if (h[3] == GN_PKT_DATA || h[3] == GN_PKT_WHOLE) {
 		k.tensor = h[12] | (__u64)h[13] << 8 | (__u64)h[14] << 16 |
 			   (__u64)h[15] << 24;
 		k.phase = h[22];

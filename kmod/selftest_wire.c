@@ -280,7 +280,7 @@ static void wt_put_data(const struct gn_golden_pkt *g, u8 *p)
 	};
 
 	gn_wire_data_put(&wd, p);
-	memcpy(p + GN_WIRE_DATA_HDR, g->body, g->hdr.body_len);
+	memcpy(p + gn_wire_body_off(g->hdr.type), g->body, g->hdr.body_len);
 }
 
 static void wt_put_ack(const struct gn_golden_pkt *g, u8 *p)
@@ -343,6 +343,7 @@ static long wt_build(const struct wt_run *run, const struct gn_golden_pkt *g)
 		wt_put_hello(g, p);
 		break;
 	case GN_PKT_DATA:
+	case GN_PKT_WHOLE:
 		wt_put_data(g, p);
 		break;
 	case GN_PKT_ACK:
@@ -446,7 +447,7 @@ static int wt_check_data(const struct wt_run *run,
 	bad |= WT_FIELD(run, g, want, &d, s);
 	bad |= WT_FIELD(run, g, want, &d, pkt);
 	bad |= WT_FIELD(run, g, want, &d, npkts);
-	if (memcmp(g->body, p + GN_WIRE_DATA_HDR, h->body_len)) {
+	if (memcmp(g->body, p + gn_wire_body_off(h->type), h->body_len)) {
 		wt_fail(run, "wire", g->name, "body differs");
 		bad = 1;
 	}
@@ -524,6 +525,7 @@ static int wt_check_part(const struct wt_run *run,
 	case GN_PKT_HELLO:
 		return wt_check_hello(run, g, p, h);
 	case GN_PKT_DATA:
+	case GN_PKT_WHOLE:
 		return wt_check_data(run, g, p, h);
 	case GN_PKT_ACK:
 		return wt_check_ack(run, g, p, h);

@@ -140,7 +140,8 @@ static size_t build_golden(const struct gn_golden_pkt *g,
 		gn_wire_hello_put(&wo, p);
 		break;
 	}
-	case GN_PKT_DATA: {
+	case GN_PKT_DATA:
+	case GN_PKT_WHOLE: {
 		const struct gn_golden_pkt_data *d = &g->data;
 		struct gn_wire_data wd = {
 			.chunk_off = d->chunk_off, .chunk_len = d->chunk_len,
@@ -307,6 +308,7 @@ static void golden_parse_one(struct __test_metadata *_metadata,
 		ASSERT_EQ(g->hello.echo, o.echo);
 		break;
 	case GN_PKT_DATA:
+	case GN_PKT_WHOLE:
 		ASSERT_EQ(0, gn_wire_data_get(p, &h, &d));
 		ASSERT_EQ(g->data.chunk_off, d.chunk_off);
 		ASSERT_EQ(g->data.chunk_len, d.chunk_len);
@@ -316,7 +318,8 @@ static void golden_parse_one(struct __test_metadata *_metadata,
 		ASSERT_EQ(g->data.s, d.s);
 		ASSERT_EQ(g->data.pkt, d.pkt);
 		ASSERT_EQ(g->data.npkts, d.npkts);
-		ASSERT_EQ(0, memcmp(g->body, p + GN_WIRE_DATA_HDR, h.body_len));
+		ASSERT_EQ(0, memcmp(g->body, p + gn_wire_body_off(h.type),
+				    h.body_len));
 		break;
 	case GN_PKT_ACK:
 		golden_parse_ack(_metadata, g, p, &h);
@@ -403,6 +406,64 @@ TEST(data_rejects)
 	/* Dense: body exactly 4 bytes a value, no scale, no s. */
 	ASSERT_EQ(-EBADMSG, data_with(44, 0, 4, none, 200));
 	ASSERT_EQ(-EBADMSG, data_with(40, 50, 4, none, 199));
+}
+
+/*
+ * A WHOLE packet of a chunk of @chunk_len values with @body bytes of body
+ * and scale @scale, parsed.
+ */
+static int whole_with(uint8_t codec, uint32_t chunk_len, uint32_t scale,
+		      uint16_t body, struct gn_wire_data *d)
+{
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_WHOLE, .src = 1, .dst = 0, .job = 77,
+		.tensor = 5, .step = 3, .body_len = body, .codec = codec,
+	};
+	struct gn_wire_data w = { .chunk_off = 1000, .chunk_len = chunk_len,
+				  .first = 7, .count = 9, .s = 0x3fc00000,
+				  .pkt = 2, .npkts = 5, .scale = scale };
+	uint8_t p[4096];
+
+	memset(p, 0xa5, sizeof(p));
+	gn_wire_hdr_put(&h, p);
+	gn_wire_data_put(&w, p);
+	memset(p + GN_WIRE_WHOLE_HDR, 121, body);
+	if (gn_wire_hdr_get(p, GN_WIRE_WHOLE_OVERHEAD + body, &h))
+		return -1;
+	return gn_wire_data_get(p, &h, d);
+}
+
+/*
+ * WHOLE writes only chunk_off, chunk_len and scale (the rest of the
+ * fields given to the builder does not reach the wire) and the parser
+ * fills in the rest: the whole chunk, one packet. The same checks hold.
+ */
+TEST(whole_implied)
+{
+	const uint8_t lc = GN_WIRE_CODEC_3LC, none = GN_WIRE_CODEC_NONE;
+	struct gn_wire_data d;
+
+	ASSERT_EQ(0, whole_with(lc, 130, 0x3e000000, 20, &d));
+	ASSERT_EQ(1000, d.chunk_off);
+	ASSERT_EQ(130, d.chunk_len);
+	ASSERT_EQ(0x3e000000, d.scale);
+	ASSERT_EQ(0, d.first);
+	ASSERT_EQ(26, d.count);			/* 130 values, 26 groups */
+	ASSERT_EQ(0, d.pkt);
+	ASSERT_EQ(1, d.npkts);
+	ASSERT_EQ(0, d.s);
+	ASSERT_EQ(0, whole_with(lc, 131, 0, 27, &d));
+	ASSERT_EQ(27, d.count);
+	ASSERT_EQ(-EBADMSG, whole_with(lc, 130, 0, 27, &d));	/* body > groups */
+	ASSERT_EQ(-EBADMSG, whole_with(lc, 130, 0, 0, &d));	/* no body */
+	ASSERT_EQ(-EBADMSG, whole_with(lc, 0, 0, 1, &d));	/* empty chunk */
+	ASSERT_EQ(-EBADMSG, whole_with(lc, 130, 0x7fc00000, 20, &d));	/* M NaN */
+	ASSERT_EQ(0, whole_with(none, 3, 0, 12, &d));
+	ASSERT_EQ(3, d.count);
+	ASSERT_EQ(-EBADMSG, whole_with(none, 3, 0, 8, &d));	/* 2 of 3 values */
+	ASSERT_EQ(-EBADMSG, whole_with(none, 3, 0x3f800000, 12, &d));	/* scale */
+	ASSERT_EQ(-EBADMSG, whole_with(9, 3, 0, 12, &d));	/* unknown codec */
 }
 
 /* Both packets sealed with @m; the ACK body carries @entries entries. */

@@ -30,6 +30,16 @@
  *	60  body: zero-run encoded groups [first, first + count) (3LC), or
  *	    count float32 values (none)
  * So a DATA packet costs 60 header bytes and the 8-byte tag.
+ *
+ * WHOLE, 16 more bytes: a chunk whose message is this one packet (most
+ * small tensors, and the members of a bucket), so that what DATA spells
+ * out is implied: first 0, count all of the chunk's groups (3LC) or
+ * elements (none), pkt 0, npkts 1, and s the tensor's, which its
+ * descriptor carried:
+ *	24  u64 chunk_off	32  u32 chunk_len	36  u32 scale
+ *	40  body, as DATA's
+ * 20 bytes less per packet: on the training demo's bucket, one packet
+ * per chunk, that is a sixth of what the data packets carry.
  */
 #ifndef GRADNET_WIRE_H
 #define GRADNET_WIRE_H
@@ -46,7 +56,7 @@ extern "C" {
 #endif
 
 #define GN_WIRE_MAGIC 0x4e47
-#define GN_WIRE_VERSION 2	/* 2: HELLO echoes the peer's instance; session keys */
+#define GN_WIRE_VERSION 3	/* 3: WHOLE packets; 2: HELLO echoes the peer's instance, session keys */
 #define GN_WIRE_TAG 8
 #define GN_RANK_ALL 0xffff
 #define GN_WIRE_MAX_PKT 9000	/* largest UDP payload gradnet sends */
@@ -67,6 +77,7 @@ enum gn_pkt_type {
 	GN_PKT_CTRL_ACK = 5,	/* acknowledges a CTRL packet */
 	GN_PKT_PING = 6,	/* liveness probe */
 	GN_PKT_PONG = 7,	/* answer to a probe */
+	GN_PKT_WHOLE = 8,	/* a whole chunk in one packet, short header */
 };
 
 /* Phases of an allreduce: contributions to a shard's owner, then the
@@ -97,7 +108,7 @@ struct gn_wire_hdr {
 
 #define GN_WIRE_HDR_LEN 24
 
-/* Decoded DATA part. */
+/* Decoded DATA or WHOLE part (WHOLE: the implied fields filled in, s 0). */
 struct gn_wire_data {
 	uint64_t chunk_off;
 	uint32_t chunk_len;
@@ -113,6 +124,15 @@ struct gn_wire_data {
 #define GN_WIRE_DATA_HDR (GN_WIRE_HDR_LEN + GN_WIRE_DATA_LEN)
 /* Bytes of a DATA packet that are not body. */
 #define GN_WIRE_DATA_OVERHEAD (GN_WIRE_DATA_HDR + GN_WIRE_TAG)
+#define GN_WIRE_WHOLE_LEN 16
+#define GN_WIRE_WHOLE_HDR (GN_WIRE_HDR_LEN + GN_WIRE_WHOLE_LEN)
+#define GN_WIRE_WHOLE_OVERHEAD (GN_WIRE_WHOLE_HDR + GN_WIRE_TAG)
+
+/* Where the body of a DATA or WHOLE packet of @type starts. */
+static inline size_t gn_wire_body_off(uint8_t type)
+{
+	return type == GN_PKT_WHOLE ? GN_WIRE_WHOLE_HDR : GN_WIRE_DATA_HDR;
+}
 
 /*
  * HELLO body, 32 bytes: what peers must agree on, and the fresh random
@@ -252,22 +272,23 @@ GN_EXPORT int gn_wire_hdr_get(const uint8_t *buf, size_t len,
 			      struct gn_wire_hdr *h);
 
 /**
- * gn_wire_data_put() - write the DATA part
- * @d: fields
- * @buf: the packet; the part starts at GN_WIRE_HDR_LEN and takes
- *	GN_WIRE_DATA_LEN bytes, the body follows it
+ * gn_wire_data_put() - write the DATA or WHOLE part
+ * @d: fields (for WHOLE only chunk_off, chunk_len and scale are written)
+ * @buf: the packet, its common header written already: its type says
+ *	which part; the part starts at GN_WIRE_HDR_LEN, the body follows
+ *	it at gn_wire_body_off()
  */
 GN_EXPORT void gn_wire_data_put(const struct gn_wire_data *d, uint8_t *buf);
 /**
- * gn_wire_data_get() - parse and check the DATA part
+ * gn_wire_data_get() - parse and check the DATA or WHOLE part
  * @buf: the packet (the part starts at GN_WIRE_HDR_LEN)
  * @h: its parsed common header
- * @d: out
+ * @d: out; for WHOLE the implied fields too, and s 0
  *
  * Checks what the packet can say about itself: a known codec, count > 0,
  * the slice inside its chunk, a body length that fits the codec (exactly
  * 4*count for none, at most count bytes for 3LC), a finite non-negative
- * scale and a valid s for 3LC, pkt < npkts.
+ * scale and (DATA) a valid s for 3LC, pkt < npkts.
  *
  * Return: 0 or -EBADMSG.
  */

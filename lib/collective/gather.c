@@ -10,7 +10,7 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
 		  struct gn_buf *b)
 {
-	const u8 *body = b->data + GN_WIRE_DATA_HDR;
+	const u8 *body = b->data + gn_wire_body_off(h->type);
 	struct gn_tensor *t = st->t;
 	long c = gn_chunk_of(ctx, t, p->rank, d);
 	struct gn_rx *rx;
@@ -102,7 +102,8 @@ void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		return;
 	}
 	if (!t || !t->desc[p->rank].have || t->proto_err ||
-	    h->codec != t->codec || d.s != t->s_bits ||
+	    h->codec != t->codec ||
+	    (h->type == GN_PKT_DATA && d.s != t->s_bits) ||
 	    d.chunk_off + d.chunk_len > t->n) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_TENSOR);
 		return;

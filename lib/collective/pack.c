@@ -6,9 +6,10 @@
  */
 #include "core.h"
 
+/* @type GN_PKT_WHOLE: the message is this packet, the body at its offset. */
 static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
-		       const struct msg_shape *ms, struct gn_buf *b, u32 first,
-		       u32 count, u32 body, u32 idx, u32 npkts)
+		       const struct msg_shape *ms, struct gn_buf *b, u8 type,
+		       u32 first, u32 count, u32 body, u32 idx, u32 npkts)
 {
 	struct gn_wire_hdr h;
 	struct gn_wire_data d = {
@@ -17,7 +18,7 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 		.s = t->s_bits, .pkt = idx, .npkts = npkts,
 	};
 
-	gn_dl_hdr_init(&ctx->dl, &h, GN_PKT_DATA, ms->to);
+	gn_dl_hdr_init(&ctx->dl, &h, type, ms->to);
 	h.tensor = t->id;
 	h.step = stepno;
 	h.phase = ms->phase;
@@ -25,7 +26,13 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 	h.body_len = (u16)body;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_data_put(&d, b->data);
-	gn_dl_seal(&ctx->dl, b, (u16)(GN_WIRE_DATA_HDR + body), ms->to);
+	gn_dl_seal(&ctx->dl, b, (u16)(gn_wire_body_off(type) + body), ms->to);
+}
+
+/* Bytes of body a WHOLE packet holds. */
+static u32 whole_cap(const struct gn_ctx *ctx)
+{
+	return ctx->max_pkt - GN_WIRE_WHOLE_OVERHEAD;
 }
 
 /* Buffers for @n more packets of @m, or -ENOMEM (the transport has none). */
@@ -38,6 +45,30 @@ static int take_bufs(struct gn_ctx *ctx, struct gn_txmsg *m, u32 n)
 			return -ENOMEM;
 		m->pkt[m->npkts++] = b;
 	}
+	return 0;
+}
+
+/*
+ * A 3LC chunk whose groups fit one WHOLE packet even as literals (a code
+ * byte covers at least one group): encoded straight behind the short
+ * header.
+ */
+static int pack_3lc_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
+			  struct gn_tensor *t, u32 stepno,
+			  const struct msg_shape *ms, const u8 *q, u32 g)
+{
+	size_t used;
+	long len;
+
+	if (take_bufs(ctx, m, 1))
+		return -ENOMEM;
+	len = gn_zre_encode(q, g, m->pkt[0]->data + GN_WIRE_WHOLE_HDR,
+			    whole_cap(ctx), &used);
+	if (len <= 0 || used != g)
+		return -EINVAL;
+	m->stream_bytes = GN_TLC_SCALE_BYTES + (u64)len;
+	put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, g,
+		   (u32)len, 0, 1);
 	return 0;
 }
 
@@ -55,6 +86,8 @@ int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 
 	if (most > m->cap)
 		return -EINVAL;
+	if (g <= whole_cap(ctx))
+		return pack_3lc_whole(ctx, m, t, stepno, ms, q, g);
 	m->stream_bytes = GN_TLC_SCALE_BYTES;
 	while (at < g) {
 		size_t used;
@@ -74,8 +107,8 @@ int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		u32 first = gn_get_le32(m->pkt[i]->data);
 		u32 end = i + 1 < n ? gn_get_le32(m->pkt[i + 1]->data) : g;
 
-		put_packet(ctx, t, stepno, ms, m->pkt[i], first, end - first,
-			   m->pkt[i]->len, i, n);
+		put_packet(ctx, t, stepno, ms, m->pkt[i], GN_PKT_DATA, first,
+			   end - first, m->pkt[i]->len, i, n);
 	}
 	return 0;
 }
@@ -86,16 +119,24 @@ int gn_pack_dense(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	u32 per = (ctx->max_pkt - GN_WIRE_DATA_OVERHEAD) / 4, len = ms->chunk_len;
 	u32 n = gn_pkts_max(ctx, GN_WIRE_CODEC_NONE, len), i;
 
+	if ((u64)len * 4 <= whole_cap(ctx))
+		n = 1;
 	if (n > m->cap || take_bufs(ctx, m, n))
 		return n > m->cap ? -EINVAL : -ENOMEM;
 	m->stream_bytes = (u64)len * 4;
+	if (n == 1 && (u64)len * 4 <= whole_cap(ctx)) {
+		memcpy(m->pkt[0]->data + GN_WIRE_WHOLE_HDR, v, (size_t)len * 4);
+		put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, len,
+			   len * 4, 0, 1);
+		return 0;
+	}
 	for (i = 0; i < n; i++) {
 		u32 count = len - i * per < per ? len - i * per : per;
 
 		memcpy(m->pkt[i]->data + GN_WIRE_DATA_HDR, v + (size_t)i * per,
 		       (size_t)count * 4);
-		put_packet(ctx, t, stepno, ms, m->pkt[i], i * per, count,
-			   count * 4, i, n);
+		put_packet(ctx, t, stepno, ms, m->pkt[i], GN_PKT_DATA, i * per,
+			   count, count * 4, i, n);
 	}
 	return 0;
 }

@@ -61,7 +61,8 @@ bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 {
 	struct gn_event ev = { .type = GN_EV_RX, .phase = h->phase,
 			       .peer = p->rank, .tensor = t->id,
-			       .wire_bytes = h->body_len + GN_WIRE_DATA_OVERHEAD,
+			       .wire_bytes = (u32)(gn_wire_body_off(h->type) +
+						   h->body_len + GN_WIRE_TAG),
 			       .flow = &t->stats };
 	int r;
 
@@ -110,7 +111,7 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 {
 	struct gn_tensor *t = st->t;
 	long c = gn_chunk_of(ctx, t, ctx->rank, d);
-	const u8 *body = b->data + GN_WIRE_DATA_HDR;
+	const u8 *body = b->data + gn_wire_body_off(h->type);
 	struct gn_rx *rx;
 
 	if (c < 0 || h->dst != ctx->rank) {
@@ -154,7 +155,8 @@ void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
 		    !gn_wire_data_get(b->data, &h, &d))
 			gn_fp_add_slice(st->t, st->data + off, len, d.first,
 					d.count, d.scale,
-					b->data + GN_WIRE_DATA_HDR, h.body_len);
+					b->data + gn_wire_body_off(h.type),
+					h.body_len);
 		gn_dl_buf_put(&ctx->dl, b);
 	}
 	rx->held_n = 0;

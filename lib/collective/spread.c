@@ -332,7 +332,7 @@ static void rxq_decode(struct gn_ctx *ctx, const struct rxq_ent *q)
 {
 	struct gn_step *st = q->st;
 	struct gn_tensor *t = st->t;
-	const u8 *body = q->b->data + GN_WIRE_DATA_HDR;
+	const u8 *body = q->b->data + gn_wire_body_off(q->b->data[3]);
 	size_t len;
 
 	if (q->phase == GN_PHASE_REDUCE) {

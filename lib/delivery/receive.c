@@ -466,6 +466,7 @@ void gn_dl_packet_in(struct gn_dl *dl, struct gn_buf *b)
 		ctrl_in(dl, p, &h, b->data);
 		break;
 	case GN_PKT_DATA:
+	case GN_PKT_WHOLE:
 		dl->up->data_in(dl->up_arg, p, &h, b);
 		break;
 	case GN_PKT_ACK:

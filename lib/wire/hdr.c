@@ -13,6 +13,8 @@
 GN_STATIC_ASSERT(GN_WIRE_HDR_LEN == 24, "common header is 24 bytes");
 GN_STATIC_ASSERT(GN_WIRE_DATA_HDR == 60, "DATA header is 60 bytes");
 GN_STATIC_ASSERT(GN_WIRE_DATA_OVERHEAD == 68, "DATA overhead is 68 bytes");
+GN_STATIC_ASSERT(GN_WIRE_WHOLE_HDR == 40 && GN_WIRE_WHOLE_OVERHEAD == 48,
+		 "WHOLE header is 40 bytes, its overhead 48");
 GN_STATIC_ASSERT(GN_WIRE_HELLO_LEN == 32, "HELLO part is 32 bytes");
 GN_STATIC_ASSERT(GN_WIRE_ACK_LEN == 4 && GN_WIRE_ACK_ENTRY == 28,
 		 "ACK part is 4 bytes, an entry 28 before its bitmap");
@@ -29,6 +31,7 @@ static const u8 fixed_len[] = {
 	[GN_PKT_CTRL_ACK] = GN_WIRE_CTRL_ACK_LEN,
 	[GN_PKT_PING] = GN_WIRE_PING_LEN,
 	[GN_PKT_PONG] = GN_WIRE_PING_LEN,
+	[GN_PKT_WHOLE] = GN_WIRE_WHOLE_LEN,
 };
 
 int gn_wire_fixed_len(unsigned int type)
@@ -86,9 +89,15 @@ int gn_wire_hdr_get(const u8 *b, size_t len, struct gn_wire_hdr *h)
 
 void gn_wire_data_put(const struct gn_wire_data *d, u8 *b)
 {
+	bool whole = b[3] == GN_PKT_WHOLE;
+
 	b += GN_WIRE_HDR_LEN;
 	gn_put_le64(d->chunk_off, b);
 	gn_put_le32(d->chunk_len, b + 8);
+	if (whole) {
+		gn_put_le32(d->scale, b + 12);
+		return;
+	}
 	gn_put_le32(d->first, b + 12);
 	gn_put_le32(d->count, b + 16);
 	gn_put_le32(d->scale, b + 20);
@@ -107,7 +116,9 @@ static int data_check(const struct gn_wire_hdr *h, const struct gn_wire_data *d)
 {
 	u64 groups = d->chunk_len / 5 + (d->chunk_len % 5 != 0);
 
-	if (h->type != GN_PKT_DATA || !d->chunk_len || !d->count ||
+	bool whole = h->type == GN_PKT_WHOLE;
+
+	if ((h->type != GN_PKT_DATA && !whole) || !d->chunk_len || !d->count ||
 	    !d->npkts || d->pkt >= d->npkts ||
 	    d->chunk_off + d->chunk_len < d->chunk_off)
 		return -EBADMSG;
@@ -116,7 +127,7 @@ static int data_check(const struct gn_wire_hdr *h, const struct gn_wire_data *d)
 		/* Every code byte covers at least one group. */
 		if ((u64)d->first + d->count > groups || !h->body_len ||
 		    h->body_len > d->count || d->scale >= 0x7f800000u ||
-		    !s_bits_valid(d->s))
+		    (!whole && !s_bits_valid(d->s)))
 			return -EBADMSG;
 		return 0;
 	case GN_WIRE_CODEC_NONE:
@@ -135,6 +146,17 @@ int gn_wire_data_get(const u8 *b, const struct gn_wire_hdr *h,
 	b += GN_WIRE_HDR_LEN;
 	d->chunk_off = gn_get_le64(b);
 	d->chunk_len = gn_get_le32(b + 8);
+	if (h->type == GN_PKT_WHOLE) {
+		d->first = 0;
+		d->count = h->codec == GN_WIRE_CODEC_3LC ?
+				   d->chunk_len / 5 + (d->chunk_len % 5 != 0) :
+				   d->chunk_len;
+		d->scale = gn_get_le32(b + 12);
+		d->s = 0;
+		d->pkt = 0;
+		d->npkts = 1;
+		return data_check(h, d);
+	}
 	d->first = gn_get_le32(b + 12);
 	d->count = gn_get_le32(b + 16);
 	d->scale = gn_get_le32(b + 20);

@@ -194,21 +194,60 @@ static int shard_of(u8 phase, int from)
 	return from >= 0 && from < GN_FZX_WORLD ? from : 0;
 }
 
+/* The tensor a DATA or WHOLE packet names, or NULL. */
+static const struct gn_fzx_tensor *tensor_of(const u8 *b)
+{
+	unsigned int k;
+
+	for (k = 0; k < GN_FZX_NTENSORS; k++)
+		if (gn_fzx_tensors[k].id == gn_fz_le(b + 12, 4))
+			return &gn_fzx_tensors[k];
+	return NULL;
+}
+
+/* GN_FZX_FIX_DATA for WHOLE: a real chunk of the named shard. */
+static void fix_whole(u8 *b, size_t len, int from)
+{
+	const struct gn_fzx_tensor *t = tensor_of(b);
+	u8 *d = b + GN_WIRE_HDR_LEN;
+	size_t lo, hi, off, clen;
+	u32 c, nch;
+	int j;
+
+	if (len < GN_WIRE_WHOLE_OVERHEAD || !t)
+		return;
+	j = shard_of(b[22] & 1, from);
+	lo = gn_fzx_shard_lo(t->elems, (unsigned int)j);
+	hi = gn_fzx_shard_lo(t->elems, (unsigned int)j + 1);
+	nch = (u32)((hi - lo + GN_FZX_CHUNK - 1) / GN_FZX_CHUNK);
+	if (!nch)
+		return;
+	c = gn_fz_le(d, 4) % nch;
+	off = lo + (size_t)c * GN_FZX_CHUNK;
+	clen = hi - off < GN_FZX_CHUNK ? hi - off : GN_FZX_CHUNK;
+	gn_fz_put_le(d, (u32)off, 4);
+	gn_fz_put_le(d + 4, (u32)((u64)off >> 32), 4);
+	gn_fz_put_le(d + 8, (u32)clen, 4);
+	if (t->codec != GN_WIRE_CODEC_3LC)
+		gn_fz_put_le(d + 12, 0, 4);
+}
+
 /* GN_FZX_FIX_DATA: see fuzz_input.h. */
 static void fix_data(u8 *b, size_t len, int from)
 {
-	const struct gn_fzx_tensor *t = NULL;
+	const struct gn_fzx_tensor *t;
 	u32 first, count, npkts, body, c, nch;
 	size_t lo, hi, off, clen;
 	u8 *d = b + GN_WIRE_HDR_LEN;
-	unsigned int k;
 	int j;
 
+	if (len >= GN_WIRE_WHOLE_OVERHEAD && b[3] == GN_PKT_WHOLE) {
+		fix_whole(b, len, from);
+		return;
+	}
 	if (len < GN_WIRE_DATA_OVERHEAD || b[3] != GN_PKT_DATA)
 		return;
-	for (k = 0; k < GN_FZX_NTENSORS; k++)
-		if (gn_fzx_tensors[k].id == gn_fz_le(b + 12, 4))
-			t = &gn_fzx_tensors[k];
+	t = tensor_of(b);
 	if (!t)
 		return;
 	j = shard_of(b[22] & 1, from);
@@ -262,7 +301,8 @@ static void fix_hdr(u8 *b, size_t len, int from)
 	if (from >= 0 && from < GN_FZX_WORLD)
 		gn_fz_put_le(b + 4, (u32)from, 2);
 	b[22] &= 1;
-	gn_fz_put_le(b + 6, b[3] == GN_PKT_DATA && b[22] == GN_PHASE_GATHER ?
+	gn_fz_put_le(b + 6, (b[3] == GN_PKT_DATA || b[3] == GN_PKT_WHOLE) &&
+				    b[22] == GN_PHASE_GATHER ?
 				    GN_RANK_ALL : 0, 2);
 	gn_fz_put_le(b + 8, GN_FZX_JOB, 4);
 	gn_fz_put_le(b + 12, t->id, 4);

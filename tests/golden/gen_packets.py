@@ -17,11 +17,12 @@ import sys
 import gnmac
 
 MAGIC = 0x4e47
-VERSION = 2
-HELLO, DATA, ACK, CTRL, CTRL_ACK, PING, PONG = range(1, 8)
+VERSION = 3
+HELLO, DATA, ACK, CTRL, CTRL_ACK, PING, PONG, WHOLE = range(1, 9)
 TYPE_NAMES = {HELLO: 'GN_PKT_HELLO', DATA: 'GN_PKT_DATA', ACK: 'GN_PKT_ACK',
               CTRL: 'GN_PKT_CTRL', CTRL_ACK: 'GN_PKT_CTRL_ACK',
-              PING: 'GN_PKT_PING', PONG: 'GN_PKT_PONG'}
+              PING: 'GN_PKT_PING', PONG: 'GN_PKT_PONG',
+              WHOLE: 'GN_PKT_WHOLE'}
 REDUCE, GATHER = 0, 1
 CODEC_NONE, CODEC_3LC = 1, 2
 HELLO_REPLY, HELLO_INSECURE, HELLO_ANSWER = 1, 2, 4
@@ -41,6 +42,8 @@ HDR = struct.Struct('<HBBHHIIIHBB')
 HELLO_PART = struct.Struct('<HBBIIHHQQ')
 # DATA: chunk_off, chunk_len, first, count, scale, s, pkt, npkts.
 DATA_PART = struct.Struct('<QIIIIIII')
+# WHOLE: chunk_off, chunk_len, scale; the rest of DATA's fields implied.
+WHOLE_PART = struct.Struct('<QII')
 # ACK: entries, reserved; an entry: tensor, step, chunk_off, npkts, base,
 # phase, reserved, bitmap bytes.
 ACK_PART = struct.Struct('<HH')
@@ -52,7 +55,7 @@ PING_PART = struct.Struct('<Q')
 
 assert (HDR.size, HELLO_PART.size, DATA_PART.size, ACK_PART.size,
         ACK_ENTRY.size, CTRL_PART.size, CTRL_ACK_PART.size,
-        PING_PART.size) == (24, 32, 36, 4, 28, 20, 4, 8)
+        PING_PART.size, WHOLE_PART.size) == (24, 32, 36, 4, 28, 20, 4, 8, 16)
 
 
 def f32(x):
@@ -87,6 +90,16 @@ def data(name, h, f, body):
     part = DATA_PART.pack(f['chunk_off'], f['chunk_len'], f['first'],
                           f['count'], f['scale'], f['s'], f['pkt'],
                           f['npkts'])
+    return packet(name, h, f, part, body)
+
+
+def whole(name, h, f, body):
+    # What a parser fills in: the whole chunk, one packet, s from the
+    # tensor's descriptor (0 here).
+    groups = (f['chunk_len'] + 4) // 5
+    f = dict(f, first=0, pkt=0, npkts=1, s=0,
+             count=groups if h['codec'] == CODEC_3LC else f['chunk_len'])
+    part = WHOLE_PART.pack(f['chunk_off'], f['chunk_len'], f['scale'])
     return packet(name, h, f, part, body)
 
 
@@ -128,6 +141,17 @@ def packets():
              dict(chunk_off=4096, chunk_len=1000, first=996, count=4,
                   scale=0, s=0, pkt=3, npkts=4),
              struct.pack('<4f', 1.0, -2.5, 0.0, 3.0e-3)),
+        # A bias of 130 values past 4 GiB elements, 3LC: 26 groups, the
+        # whole chunk in one packet, five bytes of zero-run code.
+        whole('whole 3lc', hdr(WHOLE, 1, 0, 11, 0x203, REDUCE, CODEC_3LC),
+              dict(chunk_off=(1 << 32) + 0x1234, chunk_len=130,
+                   scale=f32(0.125)),
+              bytes([254, 40, 121, 202, 251])),
+        # A dense result of three values, every rank's.
+        whole('whole none', hdr(WHOLE, 2, RANK_ALL, 12, 0x0302, GATHER,
+                                CODEC_NONE),
+              dict(chunk_off=96, chunk_len=3, scale=0),
+              struct.pack('<3f', -1.0, 0.5, 2.0e-2)),
         # Two entries: a bitmap window over packets 8..23 of 20, and a
         # whole message ("all of it": base == npkts, no bitmap).
         ack('ack', 0, 2, [
@@ -166,6 +190,8 @@ PART_FIELDS = {
                       'instance', 'echo']),
     DATA: ('data', ['chunk_off', 'chunk_len', 'first', 'count', 'scale', 's',
                     'pkt', 'npkts']),
+    WHOLE: ('data', ['chunk_off', 'chunk_len', 'first', 'count', 'scale', 's',
+                     'pkt', 'npkts']),
     ACK: ('ack_entries', None),
     CTRL: ('ctrl', ['seq', 'kind', 'flags', 'value', 'extra']),
     CTRL_ACK: ('ctrl_ack', ['seq']),
@@ -239,7 +265,8 @@ struct gn_golden_pkt_ping {		/* PING and PONG */
 struct gn_golden_pkt {
 	const char *name;
 	struct gn_golden_pkt_hdr hdr;
-	/* The part of hdr.type; the others are zero. */
+	/* The part of hdr.type; the others are zero (WHOLE: data, the
+	 * implied fields as a parser fills them in). */
 	struct gn_golden_pkt_hello hello;
 	struct gn_golden_pkt_data data;
 	unsigned int ack_entries;
