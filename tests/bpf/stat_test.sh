@@ -35,7 +35,9 @@ LIBSO=$4
 LOSS=$5
 WORLD=3
 PORT=7000
-ELEMS=1048576
+# Each rank's shard: five chunks of 65536 values, sent as DATA packets,
+# and one of 3000, sent as one WHOLE packet: both kinds on the wire.
+ELEMS=992040
 STEPS=8
 PPM=10000
 testno=0
