@@ -8,7 +8,7 @@ usage: check_stat.py usdt DUMP JOB STATS...   (GN_TEST_STATS_FILE of each rank)
        check_stat.py bpftool BPFTOOL_JSON
        check_stat.py openmetrics OPENMETRICS DUMP JOB  (dump --openmetrics)
        check_stat.py top TOP DUMP JOB                  (top --count 1)
-       check_stat.py kmod DUMP DMESG SCENARIO_H  (tests/kmod/stat.sh)
+       check_stat.py kmod DUMP DMESG SCENARIO_H [HITS]  (tests/kmod/stat.sh)
        check_stat.py hits DUMP JOB HITS  (runs of the uprobe programs)
 Prints TAP lines from NUMBER (env TAP_FIRST) on; exit 1 if any fails.
 """
@@ -407,4 +407,7 @@ elif cmd == "hits":
     hits(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
 elif cmd == "kmod":
     kmod(sys.argv[2], sys.argv[3], sys.argv[4])
+    if len(sys.argv) > 5:
+        hits(sys.argv[2], scenario_defs(sys.argv[4])["JOB"],
+             int(sys.argv[5] or 0))
 sys.exit(1 if failed else 0)
