@@ -103,16 +103,18 @@ static __always_inline void *lookup_or_init(void *map, const void *key,
 /*
  * An event's arguments, in the order both sources give them (the probes
  * of lib/probes.c and the tracepoints of kmod/trace.h):
- *   msg:    job rank peer tensor phase transport raw_bytes stream_bytes
- *   tx:     job rank peer tensor phase transport wire_bytes again
- *   tx_ctl: job rank peer transport wire_bytes
- *   rx:     job rank peer tensor phase transport wire_bytes
- *   drop:   job rank peer transport reason
+ *   msg:    job rank peer tensor phase transport raw_bytes stream_bytes count
+ *   tx:     job rank peer tensor phase transport wire_bytes again count
+ *   tx_ctl: job rank peer transport wire_bytes count
+ *   rx:     job rank peer tensor phase transport wire_bytes count
+ *   drop:   job rank peer transport reason count
  *   step:   job rank tensor transport step ns
+ * count is how many events of the flow the hit stands for (the core
+ * coalesces them within a poll), the bytes are their sums; a step is one.
  * The handlers below fetch them (from registers or from the tracepoint's
  * arguments) and the count_*() functions fold them into the maps.
  */
-#define GN_EV_ARGS		8
+#define GN_EV_ARGS		9
 
 struct gn_ev {
 	__u64 a[GN_EV_ARGS];
@@ -143,7 +145,7 @@ static __always_inline int count_msg(const struct gn_ev *e)
 	struct gn_stat_flow *f = flow_of(e, e->a[3], e->a[4], e->a[5], false);
 
 	if (f) {
-		f->messages++;
+		f->messages += e->a[8];
 		f->raw_bytes += e->a[6];
 		f->stream_bytes += e->a[7];
 	}
@@ -155,9 +157,9 @@ static __always_inline int count_tx(const struct gn_ev *e)
 	struct gn_stat_flow *f = flow_of(e, e->a[3], e->a[4], e->a[5], false);
 
 	if (f) {
-		f->tx_packets++;
+		f->tx_packets += e->a[8];
 		f->tx_wire_bytes += e->a[6];
-		f->retransmits += e->a[7] ? 1 : 0;
+		f->retransmits += e->a[7] ? e->a[8] : 0;
 	}
 	return 0;
 }
@@ -168,7 +170,7 @@ static __always_inline int count_tx_ctl(const struct gn_ev *e)
 					 false);
 
 	if (f) {
-		f->ctl_packets++;
+		f->ctl_packets += e->a[5];
 		f->ctl_bytes += e->a[4];
 	}
 	return 0;
@@ -179,7 +181,7 @@ static __always_inline int count_rx(const struct gn_ev *e)
 	struct gn_stat_flow *f = flow_of(e, e->a[3], e->a[4], e->a[5], true);
 
 	if (f) {
-		f->rx_packets++;
+		f->rx_packets += e->a[7];
 		f->rx_wire_bytes += e->a[6];
 	}
 	return 0;
@@ -192,7 +194,7 @@ static __always_inline int count_drop(const struct gn_ev *e)
 	__u64 reason = e->a[4];
 
 	if (f && reason < GN_STAT_DROPS)
-		f->drops[reason]++;
+		f->drops[reason] += e->a[5];
 	return 0;
 }
 
@@ -239,11 +241,13 @@ static __always_inline int count_step(const struct gn_ev *e)
 
 /* Registers an argument may be in: the first of uapi x86-64 pt_regs. */
 #define GN_USDT_REGS		15
+/* A cookie's slot for an argument that is the constant 1. */
+#define GN_USDT_ONE		30
 
 /*
  * USDT: argument i is in the pt_regs slot that bits [5i, 5i + 5) of the
  * BPF cookie name (gradnet-stat reads them from the probe's note; 31:
- * none). The registers are copied once with direct context reads at
+ * none, 0; 30: the constant 1, the count of a library without one). The registers are copied once with direct context reads at
  * constant offsets, the only kind the verifier takes, and picked from the
  * copy: far cheaper than a bpf_probe_read_kernel() call per argument.
  */
@@ -261,7 +265,8 @@ static __always_inline void usdt_fetch(struct pt_regs *ctx, struct gn_ev *e,
 #pragma unroll
 	for (i = 0; i < GN_EV_ARGS; i++) {
 		slot = (cookie >> (5 * i)) & 31;
-		e->a[i] = i < n && slot < GN_USDT_REGS ? r[slot] : 0;
+		e->a[i] = i < n && slot < GN_USDT_REGS ? r[slot] :
+			  i < n && slot == GN_USDT_ONE ? 1 : 0;
 	}
 }
 
@@ -304,11 +309,11 @@ int gn_kmod_##ev(struct bpf_raw_tracepoint_args *ctx)			\
 	return count_##ev(&e);						\
 }
 
-GN_EV_HANDLERS(msg, 8)
-GN_EV_HANDLERS(tx, 8)
-GN_EV_HANDLERS(tx_ctl, 5)
-GN_EV_HANDLERS(rx, 7)
-GN_EV_HANDLERS(drop, 5)
+GN_EV_HANDLERS(msg, 9)
+GN_EV_HANDLERS(tx, 9)
+GN_EV_HANDLERS(tx_ctl, 6)
+GN_EV_HANDLERS(rx, 8)
+GN_EV_HANDLERS(drop, 6)
 GN_EV_HANDLERS(step, 6)
 
 /* ---- tc: what crossed the wire ------------------------------------------ */

@@ -18,11 +18,12 @@
 # the command line, so the figure can be measured again elsewhere.
 # With kernel.bpf_stats_enabled on for the run (restored after), it also
 # gives what the programs themselves took, a figure the machine's noise
-# moves much less: nanoseconds per run, runs per allreduce and rank, and
-# their share of the allreduce's time. The uprobe's trap into the kernel
-# is not in it; a probe loop measures that first: a program compiled here
-# fires a gradnet:tx probe (as lib/probes.c builds it) in a loop, with the
-# probe attached and not, and the difference per hit, times the runs per
+# moves much less: nanoseconds per run, runs per allreduce and rank (and
+# how many of them were probe hits, the rest tc's), and their share of
+# the allreduce's time. The uprobe's trap into the kernel is not in it; a
+# probe loop measures that first: a program compiled here fires a
+# gradnet:tx probe (as lib/probes.c builds it) in a loop, with the probe
+# attached and not, and the difference per hit, times the probe hits per
 # allreduce, estimates the whole cost.
 
 set -eu
@@ -113,24 +114,33 @@ attach() {
 	done
 }
 
-# "run_time_ns run_cnt" of the programs the pinned links and the tc
-# filters of gradnet-stat hold.
-bpf_runtime() {
-	local k ids
+# "run_time_ns run_cnt" of programs by id, summed.
+prog_runtime() {
+	local id
 
-	ids=$(for f in "$GN_STAT_PIN_DIR"/links/*; do
-		bpftool link show pinned "$f" -j
-	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2)
-	for ((k = 0; k < ranks; k++)); do
-		ids="$ids $(for d in ingress egress; do
-			tc -n "$(gn_host_ns "$k")" filter show dev eth0 "$d"
-		done | grep -o ' id [0-9]*' | grep -o '[0-9]*')"
-	done
-	for id in $(echo "$ids" | tr ' ' '\n' | sort -u); do
+	for id in $(tr ' ' '\n' | sort -u); do
 		bpftool prog show id "$id" -j
 	done | awk '{ match($0, /"run_time_ns":[0-9]+/); t += substr($0, RSTART + 14, RLENGTH - 14)
 		      match($0, /"run_cnt":[0-9]+/); c += substr($0, RSTART + 10, RLENGTH - 10) }
 		    END { print t + 0, c + 0 }'
+}
+
+# "run_time_ns run_cnt usdt_run_cnt" of the programs the pinned links
+# and the tc filters of gradnet-stat hold: all of them, then the runs of
+# the uprobe programs alone (the probe hits, each a trap; tc runs take
+# none).
+bpf_runtime() {
+	local k usdt tc=
+
+	usdt=$(for f in "$GN_STAT_PIN_DIR"/links/*; do
+		bpftool link show pinned "$f" -j
+	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+	for ((k = 0; k < ranks; k++)); do
+		tc="$tc $(for d in ingress egress; do
+			tc -n "$(gn_host_ns "$k")" filter show dev eth0 "$d"
+		done | grep -o ' id [0-9]*' | grep -o '[0-9]*' | tr '\n' ' ')"
+	done
+	echo "$(echo "$usdt $tc" | prog_runtime) $(echo "$usdt" | prog_runtime | cut -d' ' -f2)"
 }
 
 # Detach, first checking that the attached job $1 was really counted.
@@ -147,7 +157,7 @@ detach() {
 }
 
 # timed on|off ELEMS STEPS WARMUP JOB: one job, gradnet-stat attached or
-# not: "seconds" or, attached, "seconds run_time_ns run_cnt".
+# not: "seconds" or, attached, "seconds run_time_ns run_cnt usdt_run_cnt".
 timed() {
 	local t
 
@@ -174,7 +184,7 @@ probe_cost() {
 
 int main(int argc, char **argv)
 {
-	volatile unsigned long v[8] = { 1, 0, 1, 7, 0, 1, 1400, 0 };
+	volatile unsigned long v[9] = { 1, 0, 1, 7, 0, 1, 1400, 0, 1 };
 	long i, n = argc > 1 ? atol(argv[1]) : 1000000;
 	struct timespec a, b;
 
@@ -182,8 +192,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		unsigned long j = v[0], r = v[1], p = v[2], t = v[3];
 		unsigned long ph = v[4], tp = v[5], w = v[6], ag = v[7];
+		unsigned long c = v[8];
 
-		STAP_PROBE8(gradnet, tx, j, r, p, t, ph, tp, w, ag);
+		STAP_PROBE9(gradnet, tx, j, r, p, t, ph, tp, w, ag, c);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	printf("%.1f\n", ((double)(b.tv_sec - a.tv_sec) * 1e9 +
@@ -221,27 +232,28 @@ for elems in "${E[@]}"; do
 	fi
 	read -r b0 i0 s0 <<<"$(cpu_times)"
 	l0=$(cut -d' ' -f1 /proc/loadavg)
-	offs=() ons=() ratios=() shares=() nsper=() runs=()
+	offs=() ons=() ratios=() shares=() nsper=() runs=() hits=()
 	for ((r = 0; r < rounds; r++)); do
 		job=$((job + 2))
 		if ((r % 2 == 0)); then
 			off=$(timed off "$elems" "$st" "$wu" "$job")
-			read -r on bns bcnt <<<"$(timed on "$elems" "$st" "$wu" $((job + 1)))"
+			read -r on bns bcnt ucnt <<<"$(timed on "$elems" "$st" "$wu" $((job + 1)))"
 		else
-			read -r on bns bcnt <<<"$(timed on "$elems" "$st" "$wu" $((job + 1)))"
+			read -r on bns bcnt ucnt <<<"$(timed on "$elems" "$st" "$wu" $((job + 1)))"
 			off=$(timed off "$elems" "$st" "$wu" "$job")
 		fi
 		# Per rank and allreduce (warm-up steps included, as in the count).
-		read -r nsr runr sharer <<<"$(awk -v t="$bns" -v c="$bcnt" \
-			-v n=$((ranks * (st + wu))) -v s="$on" \
-			'BEGIN { printf "%.0f %.0f %.5f", c ? t / c : 0, c / n, t / n / 1e9 / s }')"
+		read -r nsr runr sharer hitr <<<"$(awk -v t="$bns" -v c="$bcnt" \
+			-v u="$ucnt" -v n=$((ranks * (st + wu))) -v s="$on" \
+			'BEGIN { printf "%.0f %.0f %.5f %.0f", c ? t / c : 0, c / n, t / n / 1e9 / s, u / n }')"
 		nsper+=("$nsr")
 		runs+=("$runr")
+		hits+=("$hitr")
 		shares+=("$sharer")
 		offs+=("$off")
 		ons+=("$on")
 		ratios+=("$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.4f", a / b }')")
-		echo "# $elems floats, round $((r + 1)): not attached $off s, attached $on s, ratio ${ratios[-1]}; BPF $nsr ns per run, $runr runs per allreduce and rank, ${sharer} of the allreduce"
+		echo "# $elems floats, round $((r + 1)): not attached $off s, attached $on s, ratio ${ratios[-1]}; BPF $nsr ns per run, $runr runs per allreduce and rank ($hitr of them probe hits), ${sharer} of the allreduce"
 	done
 	read -r b1 i1 s1 <<<"$(cpu_times)"
 	l1=$(cut -d' ' -f1 /proc/loadavg)
@@ -250,9 +262,10 @@ for elems in "${E[@]}"; do
 	mratio=$(printf '%s\n' "${ratios[@]}" | median)
 	mns=$(printf '%s\n' "${nsper[@]}" | median)
 	mruns=$(printf '%s\n' "${runs[@]}" | median)
+	mhits=$(printf '%s\n' "${hits[@]}" | median)
 	mshare=$(printf '%s\n' "${shares[@]}" | median)
 	busy=$(awk -v b=$((b1 - b0)) -v i=$((i1 - i0)) -v s=$((s1 - s0)) \
 		'BEGIN { printf "%.2f %.2f", b / (b + i + s), s / (b + i + s) }')
-	echo "{\"ranks\": $ranks, \"elems\": $elems, \"steps\": $st, \"rounds\": $rounds, \"off_median_s\": $moff, \"on_median_s\": $mon, \"ratio_median\": $mratio, \"ratios\": [$(IFS=,; echo "${ratios[*]}")], \"bpf_ns_per_run_median\": $mns, \"bpf_runs_per_allreduce_rank\": $mruns, \"bpf_share_median\": $mshare, \"probe_hit_ns\": $hit_ns, \"est_share\": $(awk -v h="$hit_ns" -v r="$mruns" -v t="$moff" 'BEGIN { printf "%.4f", h * r / 1e9 / t }'), \"load1_start\": $l0, \"load1_end\": $l1, \"cpu_busy_share\": ${busy% *}, \"cpu_steal_share\": ${busy#* }}"
+	echo "{\"ranks\": $ranks, \"elems\": $elems, \"steps\": $st, \"rounds\": $rounds, \"off_median_s\": $moff, \"on_median_s\": $mon, \"ratio_median\": $mratio, \"ratios\": [$(IFS=,; echo "${ratios[*]}")], \"bpf_ns_per_run_median\": $mns, \"bpf_runs_per_allreduce_rank\": $mruns, \"probe_hits_per_allreduce_rank\": $mhits, \"bpf_share_median\": $mshare, \"probe_hit_ns\": $hit_ns, \"est_share\": $(awk -v h="$hit_ns" -v r="$mhits" -v t="$moff" 'BEGIN { printf "%.4f", h * r / 1e9 / t }'), \"load1_start\": $l0, \"load1_end\": $l1, \"cpu_busy_share\": ${busy% *}, \"cpu_steal_share\": ${busy#* }}"
 done
 echo "# command: $cmdline"

@@ -86,7 +86,9 @@ static void set_pin_dir(void)
 
 /* An unused argument slot: past struct pt_regs, reads as 0. */
 #define ARG_NONE		31
-#define MAX_ARGS		8
+/* A slot that reads as 1: the count of a library from before it had one. */
+#define ARG_ONE			30
+#define MAX_ARGS		9
 
 struct opts {
 	const char *lib, *dev, *netns;
@@ -290,7 +292,10 @@ static const char *const pt_regs_names[] = {
 	"rax", "rcx", "rdx", "rsi", "rdi",
 };
 
-/* "8@%rdx 8@%rcx ..." as a cookie: 5 bits of pt_regs slot per argument. */
+/*
+ * "8@%rdx 8@%rcx ..." as a cookie: 5 bits of pt_regs slot per argument.
+ * Return: how many arguments, or -EINVAL.
+ */
 static int args_cookie(const char *args, __u64 *cookie)
 {
 	char copy[256], *tok, *save = NULL;
@@ -315,7 +320,7 @@ static int args_cookie(const char *args, __u64 *cookie)
 		*cookie &= ~((__u64)31 << (5 * i));
 		*cookie |= (__u64)r << (5 * i);
 	}
-	return 0;
+	return (int)i;
 }
 
 /* A probe site's virtual address as a file offset, for the uprobe. */
@@ -340,6 +345,7 @@ struct usdt_site {
 	char name[32];
 	long off;
 	__u64 cookie;
+	int nargs;
 };
 
 /* The gradnet probe sites of @path: notes in .note.stapsdt. */
@@ -401,7 +407,8 @@ static int usdt_sites(const char *path, struct usdt_site *out, int cap)
 				pc += base_addr - base;
 			snprintf(out[n].name, sizeof(out[n].name), "%s", probe);
 			out[n].off = vaddr_to_off(e, pc);
-			if (out[n].off < 0 || args_cookie(args, &out[n].cookie)) {
+			out[n].nargs = args_cookie(args, &out[n].cookie);
+			if (out[n].off < 0 || out[n].nargs < 0) {
 				fprintf(stderr, "gradnet-stat: %s: probe %s has arguments '%s' that are not all 64-bit registers (build with -DSTAP_SDT_ARG_CONSTRAINT=nr)\n",
 					path, probe, args);
 				err = -EINVAL;
@@ -416,22 +423,39 @@ out_close:
 	return err ? err : n;
 }
 
+/*
+ * The program of probe @site, or NULL. A probe that lacks its last
+ * argument, the count (a library from before the core coalesced events),
+ * gets a cookie in which the count reads as 1: one hit, one event.
+ */
 static struct bpf_program *usdt_prog(struct gradnet_stat_bpf *s,
-				     const char *name)
+				     struct usdt_site *site)
 {
-	static const struct { const char *name; size_t off; } t[] = {
-		{ "msg", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_msg) },
-		{ "tx", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_tx) },
-		{ "tx_ctl", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_tx_ctl) },
-		{ "rx", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_rx) },
-		{ "drop", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_drop) },
-		{ "step", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_step) },
+	static const struct {
+		const char *name;
+		size_t off;
+		int counted;	/* arguments, the last a count; 0: no count */
+	} t[] = {
+		{ "msg", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_msg), 9 },
+		{ "tx", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_tx), 9 },
+		{ "tx_ctl", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_tx_ctl), 6 },
+		{ "rx", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_rx), 8 },
+		{ "drop", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_drop), 6 },
+		{ "step", offsetof(struct gradnet_stat_bpf, progs.gn_usdt_step), 0 },
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(t) / sizeof(*t); i++)
-		if (!strcmp(name, t[i].name))
-			return *(struct bpf_program **)((char *)s + t[i].off);
+	for (i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		int last = t[i].counted - 1;
+
+		if (strcmp(site->name, t[i].name))
+			continue;
+		if (t[i].counted && site->nargs == last) {
+			site->cookie &= ~((__u64)31 << (5 * last));
+			site->cookie |= (__u64)ARG_ONE << (5 * last);
+		}
+		return *(struct bpf_program **)((char *)s + t[i].off);
+	}
 	return NULL;
 }
 
@@ -498,8 +522,8 @@ static int attach_usdt(const struct opts *o)
 		 o->pid > 0 ? o->pid : 0, (unsigned long)st.st_dev,
 		 (unsigned long)st.st_ino);
 	for (i = 0; i < n; i++) {
+		struct bpf_program *p = usdt_prog(skel, &sites[i]);
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = sites[i].cookie);
-		struct bpf_program *p = usdt_prog(skel, sites[i].name);
 		struct bpf_link *l;
 
 		if (!p)

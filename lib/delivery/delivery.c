@@ -84,6 +84,7 @@ void gn_dl_destroy(struct gn_dl *dl)
 {
 	u32 i;
 
+	gn_dl_account_flush(dl);
 	/* Data messages are freed above; control messages end up here. */
 	for (i = 0; dl->msg_tab && i <= dl->msg_mask; i++)
 		while (dl->msg_tab[i]) {
@@ -219,9 +220,67 @@ struct gn_txmsg *gn_dl_msg_find(struct gn_dl *dl, int peer, u32 tensor,
 	return NULL;
 }
 
+void gn_dl_account_flush(struct gn_dl *dl)
+{
+	u32 i, n = dl->acct_n;
+
+	dl->acct_n = 0;
+	for (i = 0; i < n; i++)
+		dl->up->account(dl->up_arg, &dl->acct[i]);
+}
+
+/* Same kind and flow: @p's count and bytes may take @ev's. */
+static bool acct_same(const struct gn_event *p, const struct gn_event *ev)
+{
+	return p->type == ev->type && p->peer == ev->peer &&
+	       p->tensor == ev->tensor && p->phase == ev->phase &&
+	       p->reason == ev->reason && p->again == ev->again &&
+	       p->count != (u32)-1;
+}
+
+/*
+ * The upcall gets @ev later, folded into a held-back event of its flow:
+ * a probe hit then stands for many packets, and the hits, not the
+ * packets, are what tracing costs. Held back no longer than the poll half
+ * (gn_dl_poll_rx(), gn_dl_poll_tx()) that ends with a flush; a step end
+ * goes at once, after the events before it.
+ */
+static void acct_hold(struct gn_dl *dl, const struct gn_event *ev)
+{
+	struct gn_event *p;
+	u32 i;
+
+	if (ev->type == GN_EV_STEP) {
+		struct gn_event one = *ev;
+
+		gn_dl_account_flush(dl);
+		one.count = 1;
+		one.flow = NULL;
+		dl->up->account(dl->up_arg, &one);
+		return;
+	}
+	for (i = 0; i < dl->acct_n; i++) {
+		p = &dl->acct[i];
+		if (acct_same(p, ev)) {
+			p->count++;
+			p->wire_bytes += ev->wire_bytes;
+			p->raw_bytes += ev->raw_bytes;
+			p->stream_bytes += ev->stream_bytes;
+			return;
+		}
+	}
+	if (dl->acct_n == GN_ACCT_PENDING)
+		gn_dl_account_flush(dl);
+	p = &dl->acct[dl->acct_n++];
+	*p = *ev;
+	p->count = 1;
+	p->flow = NULL;
+}
+
 /*
  * Every packet event is counted here and only here: the context's, the
- * peer's and the tensor's counters, then the upcall (probes).
+ * peer's and the tensor's counters at once, then the upcall (probes),
+ * coalesced.
  */
 void gn_dl_account(struct gn_dl *dl, const struct gn_event *ev)
 {
@@ -261,7 +320,7 @@ void gn_dl_account(struct gn_dl *dl, const struct gn_event *ev)
 		}
 	}
 	if (dl->up->account)
-		dl->up->account(dl->up_arg, ev);
+		acct_hold(dl, ev);
 }
 
 void gn_dl_drop(struct gn_dl *dl, struct gn_peer *p, int reason)
@@ -283,6 +342,7 @@ void gn_dl_poll_rx(struct gn_dl *dl)
 	dl->now_ns = gn_env_now(dl->env);
 	gn_dl_receive(dl);
 	gn_dl_ack_maybe(dl);
+	gn_dl_account_flush(dl);
 }
 
 /*
@@ -304,5 +364,6 @@ u64 gn_dl_poll_tx(struct gn_dl *dl)
 	}
 	if (dl->ackq_n && dl->ack_due_ns < next)
 		next = dl->ack_due_ns;
+	gn_dl_account_flush(dl);
 	return next;
 }

@@ -179,6 +179,11 @@ enum gn_event_type {
 /*
  * One packet event. A flow is (job, this rank, @peer, @tensor, @phase);
  * the tracing issue hangs its probes on gn_dl_account().
+ *
+ * The account upcall sees events coalesced: @count events of one kind
+ * and flow (same type, peer, tensor, phase, reason and again), their
+ * bytes summed, and @flow NULL (the counters were updated per event
+ * already). Callers of gn_dl_account() pass one event, @count 0.
  */
 struct gn_event {
 	u8 type;
@@ -187,12 +192,20 @@ struct gn_event {
 	bool again;
 	int peer;			/* -1: unknown sender */
 	u32 tensor;
-	u32 wire_bytes;
+	u32 count;			/* upcall: events (packets, messages) */
+	u64 wire_bytes;
 	u64 raw_bytes, stream_bytes;	/* GN_EV_MSG */
 	u32 step;			/* GN_EV_STEP */
 	u64 ns;				/* GN_EV_STEP: since this rank started it */
 	struct gn_stats *flow;		/* the tensor's counters, or NULL */
 };
+
+/*
+ * Events held back from the account upcall, at most one per flow, until
+ * a flush: few enough to scan, enough for the flows one poll interleaves
+ * (two phases from each of a few peers).
+ */
+#define GN_ACCT_PENDING 4
 
 /* ---- what the layer above registers ------------------------------------ */
 
@@ -275,6 +288,9 @@ struct gn_dl {
 	struct gn_ack_out ack_out;
 
 	struct gn_stats stats;
+	/* events not yet given to the account upcall (gn_dl_account()) */
+	struct gn_event acct[GN_ACCT_PENDING];
+	u32 acct_n;
 	struct gn_buf *rx[GN_RX_BATCH];
 	struct gn_buf *tx[GN_TX_BATCH];
 	struct gn_txpkt *tx_pend[GN_TX_BATCH];
@@ -316,6 +332,8 @@ void gn_dl_msg_hash_del(struct gn_dl *dl, struct gn_txmsg *m);
 struct gn_txmsg *gn_dl_msg_find(struct gn_dl *dl, int peer, u32 tensor,
 				u32 step, u8 phase, u64 off);
 void gn_dl_account(struct gn_dl *dl, const struct gn_event *ev);
+/* Give the events held back to the account upcall now. */
+void gn_dl_account_flush(struct gn_dl *dl);
 void gn_dl_drop(struct gn_dl *dl, struct gn_peer *p, int reason);
 bool gn_dl_owes(const struct gn_dl *dl);
 void gn_dl_set_err(char *buf, const char *fmt, ...)

@@ -8,7 +8,8 @@ usage: check_stat.py usdt DUMP JOB STATS...   (GN_TEST_STATS_FILE of each rank)
        check_stat.py bpftool BPFTOOL_JSON
        check_stat.py openmetrics OPENMETRICS DUMP JOB  (dump --openmetrics)
        check_stat.py top TOP DUMP JOB                  (top --count 1)
-       check_stat.py kmod DUMP DMESG SCENARIO_H  (tests/kmod/stat.sh)
+       check_stat.py kmod DUMP DMESG SCENARIO_H [HITS]  (tests/kmod/stat.sh)
+       check_stat.py hits DUMP JOB HITS  (runs of the uprobe programs)
 Prints TAP lines from NUMBER (env TAP_FIRST) on; exit 1 if any fails.
 """
 import json
@@ -377,6 +378,17 @@ def kmod(dump, log, scenario):
            bad + ["histogram count %d" % hist])
 
 
+def hits(dump, job, n):
+    """The job's events came in far fewer probe hits: the core coalesces."""
+    fl = flows(dump, job)
+    pkts = sum(f["tx_packets"] + f["rx_packets"] for f in fl)
+    events = pkts + sum(f["messages"] + f["ctl_packets"] + f["steps"] +
+                        sum(f["drops"].values()) for f in fl)
+    result(0 < n and 2 * n < events,
+           "hits: %d probe hits for %d events (%d data packets sent and "
+           "taken): under half, coalesced" % (n, events, pkts), [])
+
+
 cmd = sys.argv[1]
 if cmd == "usdt":
     usdt(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
@@ -391,6 +403,11 @@ elif cmd == "openmetrics":
     openmetrics(sys.argv[2], sys.argv[3], int(sys.argv[4]))
 elif cmd == "top":
     top(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+elif cmd == "hits":
+    hits(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
 elif cmd == "kmod":
     kmod(sys.argv[2], sys.argv[3], sys.argv[4])
+    if len(sys.argv) > 5:
+        hits(sys.argv[2], scenario_defs(sys.argv[4])["JOB"],
+             int(sys.argv[5] or 0))
 sys.exit(1 if failed else 0)

@@ -8,6 +8,9 @@
 #  - per rank, the flows' sums in the pinned map equal the library's own
 #    final counters exactly (GN_TEST_STATS_FILE: after close, when no
 #    packet can change them): packets, bytes, retransmits, drops by reason
+#  - the probes fired far fewer times than packets went (the core
+#    coalesces a flow's events within a poll; kernel.bpf_stats_enabled
+#    counts the uprobe programs' runs)
 #  - each host's egress, as tc parsed it, equals what its rank sent, and
 #    the datagrams that never arrived are exactly the ones gn-loss dropped
 #  - a job with duplication and reordering in the senders (GN_TEST_FAULTS):
@@ -67,7 +70,7 @@ for ((k = 0; k < WORLD; k++)); do
 done
 
 echo "TAP version 13"
-echo "1..27"
+echo "1..28"
 
 # run_job NAME BIN JOB [FAULTS]: every rank in its host; false if one fails.
 run_job() {
@@ -111,8 +114,25 @@ gn_result "$ok" "attach: USDT on gn-rank-test and libgradnet.so, tc on $WORLD ho
 
 # ---- a job under loss ---------------------------------------------------------
 
+# Runs of the programs behind the pinned uprobe links, summed.
+usdt_runs() {
+	local id
+
+	for id in $(for f in "$GN_STAT_PIN_DIR"/links/*; do
+		bpftool link show pinned "$f" -j
+	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | sort -u); do
+		bpftool prog show id "$id" -j
+	done | grep -o '"run_cnt":[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }'
+}
+
+stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+gn_on_cleanup "echo $stats_was >/proc/sys/kernel/bpf_stats_enabled"
+runs0=$(usdt_runs)
 ok=1
 run_job loss "$RANK_TEST" "$JOB" || ok=0
+hits=$(($(usdt_runs) - runs0))
+echo "$stats_was" >/proc/sys/kernel/bpf_stats_enabled
 dropped=0
 for ((k = 0; k < WORLD; k++)); do
 	st=$(gn_bridge_exec "$LOSS" stats --dev "p$k" --egress)
@@ -133,6 +153,12 @@ TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" wire "$tmp/dump.json" \
 	"$JOB" "$dropped" "$tmp"/loss.*.stats >"$tmp/tap" || true
 cat "$tmp/tap"
 testno=$((testno + WORLD + 1))
+failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+
+TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" hits "$tmp/dump.json" \
+	"$JOB" "$hits" >"$tmp/tap" || true
+cat "$tmp/tap"
+testno=$((testno + 1))
 failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
 
 # ---- OpenMetrics: the same counters, as a textfile collector reads them --------
