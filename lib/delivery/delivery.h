@@ -194,6 +194,15 @@ struct gn_event {
 	struct gn_stats *flow;		/* the tensor's counters, or NULL */
 };
 
+/*
+ * The delivery layer's own counters, for tests and diagnosis, not in the
+ * ABI: why packets went again.
+ */
+struct gn_dl_counts {
+	u64 rtx_lost;			/* RACK: a later send acked */
+	u64 rtx_timeout;		/* the retransmission timeout passed */
+};
+
 /* ---- what the layer above registers ------------------------------------ */
 
 struct gn_dl_up {
@@ -275,6 +284,7 @@ struct gn_dl {
 	struct gn_ack_out ack_out;
 
 	struct gn_stats stats;
+	struct gn_dl_counts counts;
 	struct gn_buf *rx[GN_RX_BATCH];
 	struct gn_buf *tx[GN_TX_BATCH];
 	struct gn_txpkt *tx_pend[GN_TX_BATCH];

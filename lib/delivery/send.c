@@ -446,6 +446,10 @@ static void sent_one(struct gn_dl *dl, struct gn_peer *p, struct gn_txpkt *q,
 		shrink(dl, p, why);
 		q->again = 1;
 		ev.again = true;
+		if (why == DUE_LOST)
+			dl->counts.rtx_lost++;
+		else
+			dl->counts.rtx_timeout++;
 	}
 	q->sent_ns = dl->now_ns;
 	fly_append(p, q);
