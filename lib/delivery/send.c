@@ -473,11 +473,16 @@ static void unsent_one(struct gn_dl *dl, struct gn_peer *p,
 	newq_add(p, row, true);
 }
 
-/* Send what is due to every peer. */
+/*
+ * Send what is due to every peer. The clock is read again: the layer
+ * above may have worked for milliseconds since the poll began, and a send
+ * time taken too early makes the packet look older than it is.
+ */
 void gn_dl_pump(struct gn_dl *dl)
 {
 	int i;
 
+	dl->now_ns = gn_env_now(dl->env);
 	for (i = 0; i < dl->world; i++) {
 		struct gn_peer *p = &dl->peers[i];
 		int n, sent, k;
