@@ -196,11 +196,12 @@ struct gn_event {
 
 /*
  * The delivery layer's own counters, for tests and diagnosis, not in the
- * ABI: why packets went again.
+ * ABI: why packets went again, and what PINGs made this rank send.
  */
 struct gn_dl_counts {
 	u64 rtx_lost;			/* RACK: a later send acked */
 	u64 rtx_timeout;		/* the retransmission timeout passed */
+	u64 ping_flushes;		/* PINGs in that found acknowledgements owed */
 };
 
 /* ---- what the layer above registers ------------------------------------ */
@@ -382,6 +383,8 @@ void gn_dl_rx_take(struct gn_rxmsg *m, u32 pkt);
 /* @m is forgotten (its step is over): a complete one is still acked. */
 void gn_dl_rx_clear(struct gn_dl *dl, struct gn_rxmsg *m);
 void gn_dl_ack_flush(struct gn_dl *dl);
+/* Everything owed to @peer, now, implied or not (a PING asks). */
+void gn_dl_ack_flush_peer(struct gn_dl *dl, int peer);
 void gn_dl_ack_maybe(struct gn_dl *dl);
 /* Acknowledge a whole message of a step that is over, so retries stop. */
 void gn_dl_ack_all(struct gn_dl *dl, int peer, const struct gn_wire_hdr *h,

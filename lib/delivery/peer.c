@@ -297,7 +297,13 @@ void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
 		return;
 	}
 	if (h->type == GN_PKT_PING) {
-		/* Echo the prober's clock: it measures the round trip. */
+		/*
+		 * Acknowledge everything the prober's packets brought so far,
+		 * then echo its clock: the PONG leaves after those ACKs, so it
+		 * says that whatever reached us before the PING is acknowledged
+		 * (send.c's probes rely on it), and it measures the round trip.
+		 */
+		gn_dl_ack_flush_peer(dl, p->rank);
 		send_ping(dl, p, GN_PKT_PONG, o.stamp);
 		return;
 	}
