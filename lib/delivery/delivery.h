@@ -162,6 +162,10 @@ struct gn_peer {
 	u32 inflight;
 	u64 last_loss_ns;
 	u64 rack_ns;			/* latest send time acknowledged */
+	/* tail-loss probes (send.c) */
+	u64 prtt_ns;			/* smoothed round trip of PINGs, 0: none */
+	u64 probe_ns;			/* stamp of a probe not answered, or 0 */
+	u8 probe_backoff;		/* probes since one was answered */
 	struct gn_stats stats;
 };
 
@@ -196,11 +200,14 @@ struct gn_event {
 
 /*
  * The delivery layer's own counters, for tests and diagnosis, not in the
- * ABI: why packets went again, and what PINGs made this rank send.
+ * ABI: why packets went again, and what the tail-loss probes did.
  */
 struct gn_dl_counts {
-	u64 rtx_lost;			/* RACK: a later send acked */
+	u64 rtx_lost;			/* RACK: a later send acked, or a probe answered */
 	u64 rtx_timeout;		/* the retransmission timeout passed */
+	u64 probes;			/* tail-loss probes (PINGs) sent */
+	u64 probe_answers;		/* PONGs that answered one */
+	u64 probe_lost;			/* packets a PONG, not an ACK, showed lost */
 	u64 ping_flushes;		/* PINGs in that found acknowledgements owed */
 };
 
@@ -370,6 +377,11 @@ void gn_dl_ack_implied(struct gn_dl *dl, struct gn_peer *p, u32 tensor,
 bool gn_dl_msg_sent_to(const struct gn_txmsg *m, int peer);
 void gn_dl_ctrl_ack_in(struct gn_dl *dl, struct gn_peer *p,
 		       const struct gn_wire_hdr *h, const u8 *pkt);
+/*
+ * @p answered our PING of @stamp: it has acknowledged every packet that
+ * reached it before the PING did, so RACK's clock moves to @stamp.
+ */
+void gn_dl_pong_in(struct gn_dl *dl, struct gn_peer *p, u64 stamp);
 void gn_dl_drop_peer(struct gn_dl *dl, int peer);
 void gn_dl_peer_rtt(struct gn_peer *p, u64 sample_ns);
 
@@ -397,6 +409,8 @@ void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
 void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
 		   const struct gn_wire_hdr *h, const u8 *pkt);
 void gn_dl_peer_dead(struct gn_dl *dl, struct gn_peer *p);
+/* A PING to @p. Return: its stamp, later than every one before. */
+u64 gn_dl_ping_send(struct gn_dl *dl, struct gn_peer *p);
 u64 gn_dl_peers_deadline(const struct gn_dl *dl);
 
 #endif /* GN_DELIVERY_H */

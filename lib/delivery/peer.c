@@ -270,7 +270,7 @@ static void handshake_tick(struct gn_dl *dl, u64 start, u64 *next)
 	}
 }
 
-/* ---- liveness ------------------------------------------------------------- */
+/* ---- liveness and probes --------------------------------------------------- */
 
 static void send_ping(struct gn_dl *dl, struct gn_peer *p, u8 type, u64 stamp)
 {
@@ -285,6 +285,20 @@ static void send_ping(struct gn_dl *dl, struct gn_peer *p, u8 type, u64 stamp)
 	gn_wire_ping_put(&o, b->data);
 	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN, p->rank);
 	gn_dl_send_now(dl, b);
+}
+
+/*
+ * Liveness PINGs and tail-loss probes (send.c) share one clock of stamps,
+ * strictly increasing, so that a PONG names the one PING it answers.
+ */
+u64 gn_dl_ping_send(struct gn_dl *dl, struct gn_peer *p)
+{
+	u64 stamp = dl->now_ns > p->last_ping_ns ? dl->now_ns :
+						   p->last_ping_ns + 1;
+
+	p->last_ping_ns = stamp;
+	send_ping(dl, p, GN_PKT_PING, stamp);
+	return stamp;
 }
 
 void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
@@ -309,8 +323,8 @@ void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
 	}
 	/*
 	 * A PONG counts only if it echoes a PING of ours later than the last
-	 * one answered: a replayed PONG would fake both the round trip and
-	 * the peer's liveness.
+	 * one answered: a replayed PONG would fake the round trip, the peer's
+	 * liveness and its acknowledgements.
 	 */
 	if (o.stamp <= p->pong_floor || o.stamp > p->last_ping_ns) {
 		gn_dl_drop(dl, p, GN_DROP_REPLAY);
@@ -318,7 +332,8 @@ void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
 	}
 	p->pong_floor = o.stamp;
 	p->last_rx_ns = dl->now_ns;
-	gn_dl_peer_rtt(p, dl->now_ns - o.stamp);
+	gn_dl_peer_rtt(p, dl->now_ns > o.stamp ? dl->now_ns - o.stamp : 0);
+	gn_dl_pong_in(dl, p, o.stamp);
 }
 
 /*
@@ -357,11 +372,9 @@ static void liveness_tick(struct gn_dl *dl)
 			gn_dl_peer_dead(dl, p);
 			continue;
 		}
-		if (quiet > dl->timeout_ns / 4 &&
-		    dl->now_ns - p->last_ping_ns > dl->timeout_ns / 8) {
-			p->last_ping_ns = dl->now_ns;
-			send_ping(dl, p, GN_PKT_PING, dl->now_ns);
-		}
+		if (quiet > dl->timeout_ns / 4 && dl->now_ns > p->last_ping_ns &&
+		    dl->now_ns - p->last_ping_ns > dl->timeout_ns / 8)
+			gn_dl_ping_send(dl, p);
 	}
 }
 

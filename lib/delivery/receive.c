@@ -22,7 +22,8 @@
  * packets for lost) or the held entries cover a burst's worth of packets.
  * Only small messages wait: a large one's entry costs little next to its
  * data, and its sender's window must move. ACK_HOLD_NS stays well under
- * the senders' retransmission floor.
+ * the senders' retransmission backstop; a sender that probes sooner (its
+ * tail-loss probe, send.c) gets every entry at once with the PONG.
  */
 #define ACK_DELAY_NS 2000000ull
 #define ACK_HOLD_NS 4000000ull
