@@ -6,8 +6,9 @@
  * packet is lost is repaired because a probe's answer showed the packet
  * lost, never by the retransmission timeout; a receiver that is not
  * polled for longer than the probe timeout (and than the old 10 ms
- * retransmission floor) is probed, and once it answers nothing is resent.
- * What the core did is read from its internal counters (struct
+ * retransmission floor) is probed, and once it answers nothing is resent;
+ * small steps with pauses between them are not probed beyond a share of
+ * the data. What the core did is read from its internal counters (struct
  * gn_dl_counts), not from the public statistics.
  */
 #include <errno.h>
@@ -32,6 +33,8 @@
 /* Well under the retransmission backstop, well over the old 10 ms floor. */
 #define SILENCE_NS (30 * MS)
 #define LIMIT_NS (150 * MS)
+/* What a probe costs on the wire: a PING, its PONG and about an ACK. */
+#define PROBE_COST (3 * (GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN + GN_WIRE_TAG))
 
 static const uint8_t key[GN_MAC_KEY_LEN + 1] = "tail probe key!!";
 
@@ -191,7 +194,8 @@ static int rig_open(struct rig *r)
 {
 	struct gn_core_conf conf = {
 		.world = WORLD, .job = JOB, .mtu = MTU, .chunk = CHUNK,
-		.codec = GN_WIRE_CODEC_NONE, .timeout_ns = 5000 * MS,
+		.codec = GN_WIRE_CODEC_NONE, .s_bits = 0x3fc00000u,
+		.timeout_ns = 5000 * MS,
 		.step_timeout_ns = 10000 * MS, .key = key,
 	};
 	int k, err;
@@ -305,11 +309,10 @@ static bool run(struct rig *r, unsigned int mask, until_fn until, uint64_t limit
 }
 
 /* Both ranks registered and know each other's tensor: data may flow. */
-static int rig_start(struct rig *r)
+static int rig_register(struct rig *r, int codec)
 {
 	struct gn_tensor_opts o = { .sz = sizeof(o), .id = TENSOR,
-				    .elems = ELEMS, .codec = GN_CODEC_NONE };
-	uint32_t i;
+				    .elems = ELEMS, .codec = codec };
 	int k, err;
 
 	if (!run(r, 3, all_ready, vclock + 1000 * MS))
@@ -320,18 +323,37 @@ static int rig_start(struct rig *r)
 			return err;
 	}
 	run(r, 3, NULL, vclock + 50 * MS);
-	for (i = 0; i < ELEMS; i++) {
-		r->x[0][i] = (float)(i % 97) * 0.25f - 3.0f;
-		r->x[1][i] = (float)(i % 89) * 0.5f + 1.0f;
-		/* Two addends: the same sum in either order. */
-		r->want[i] = r->x[0][i] + r->x[1][i];
-	}
+	return 0;
+}
+
+static int rig_step(struct rig *r)
+{
+	int k, err;
+
+	memset(r->done, 0, sizeof(r->done));
 	for (k = 0; k < WORLD; k++) {
 		err = gn_core_allreduce_start(r->ctx[k], TENSOR, r->x[k]);
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+static int rig_start(struct rig *r)
+{
+	uint32_t i;
+	int err;
+
+	err = rig_register(r, GN_CODEC_NONE);
+	if (err)
+		return err;
+	for (i = 0; i < ELEMS; i++) {
+		r->x[0][i] = (float)(i % 97) * 0.25f - 3.0f;
+		r->x[1][i] = (float)(i % 89) * 0.5f + 1.0f;
+		/* Two addends: the same sum in either order. */
+		r->want[i] = r->x[0][i] + r->x[1][i];
+	}
+	return rig_step(r);
 }
 
 static struct gn_dl_counts counts(struct rig *r, int k)
@@ -422,6 +444,45 @@ TEST_F(probe, silent_receiver_probed_not_resent)
 	EXPECT_EQ(0, c0.rtx_lost + c0.rtx_timeout + c1.rtx_lost + c1.rtx_timeout);
 	EXPECT_EQ(0, c0.probe_lost + c1.probe_lost);
 	EXPECT_EQ(0, dups(r, 0) + dups(r, 1));
+}
+
+/*
+ * Small 3LC steps with a pause between them, as a training loop has: the
+ * receivers hold their acknowledgements for the next step's data, longer
+ * than the probe timeout, so a probe would go out at every step. Probes
+ * are paced by the data sent instead: a probe and what it brings back
+ * (PING, PONG, ACK) cost at most 1/64 of the data bytes, plus a burst of
+ * 8 probes per rank. Unpaced, this job sends 80 probes; paced, 11.
+ */
+TEST_F(probe, paced_within_control_budget)
+{
+	struct rig *r = &self->r;
+	uint64_t ctl = 0, wire = 0, probes = 0, slow = 0;
+	uint32_t i;
+	int step, k;
+
+	ASSERT_EQ(0, rig_register(r, GN_CODEC_3LC));
+	for (step = 0; step < 40; step++) {
+		for (k = 0; k < WORLD; k++)
+			for (i = 0; i < ELEMS; i++)
+				r->x[k][i] = (float)((i * 7 + step * 13 + k) % 101) * 0.01f - 0.5f;
+		ASSERT_EQ(0, rig_step(r));
+		ASSERT_TRUE(run(r, 3, all_done, vclock + LIMIT_NS));
+		ASSERT_EQ(0, memcmp(r->x[0], r->x[1], ELEMS * sizeof(float)));
+		/* The trainer computes for 3 ms; the cores are polled meanwhile. */
+		run(r, 3, NULL, vclock + 3 * MS);
+	}
+	for (k = 0; k < WORLD; k++) {
+		ctl += r->ctx[k]->dl.stats.ctl_bytes;
+		wire += r->ctx[k]->dl.stats.wire_bytes;
+		probes += counts(r, k).probes;
+		slow += counts(r, k).probe_slow;
+	}
+	TH_LOG("%llu data bytes, %llu control bytes (%.2f%%), %llu probes, %llu of them waited for credit",
+	       (unsigned long long)wire, (unsigned long long)ctl,
+	       100.0 * (double)ctl / (double)wire, (unsigned long long)probes,
+	       (unsigned long long)slow);
+	EXPECT_LE(probes * PROBE_COST, wire / 64 + WORLD * 8 * PROBE_COST);
 }
 
 TEST_HARNESS_MAIN

@@ -166,6 +166,7 @@ struct gn_peer {
 	u64 prtt_ns;			/* smoothed round trip of PINGs, 0: none */
 	u64 probe_ns;			/* stamp of a probe not answered, or 0 */
 	u8 probe_backoff;		/* probes since one was answered */
+	u32 probe_credit;		/* bytes of probes the data sent allows */
 	struct gn_stats stats;
 };
 
@@ -208,6 +209,7 @@ struct gn_dl_counts {
 	u64 probes;			/* tail-loss probes (PINGs) sent */
 	u64 probe_answers;		/* PONGs that answered one */
 	u64 probe_lost;			/* packets a PONG, not an ACK, showed lost */
+	u64 probe_slow;			/* probes that waited for credit */
 	u64 ping_flushes;		/* PINGs in that found acknowledgements owed */
 };
 

@@ -33,6 +33,18 @@
 #define RTO_FLOOR_NS 200000000ull
 #define PTO_FLOOR_NS 1000000ull
 #define PTO_BACKOFF_MAX 6
+/*
+ * Probes within a share of the data: a probe costs about a PING, a PONG
+ * and the ACK it brings, and every PROBE_SHARE data bytes sent to a peer
+ * earn that much credit (up to PROBE_BURST probes). Without credit a
+ * probe waits PTO_SLOW_NS more, past the 4 ms a receiver may hold an
+ * acknowledgement (receive.c), so that small steps with a pause between
+ * them (a training loop) are not probed step after step.
+ */
+#define PROBE_COST (3 * (GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN + GN_WIRE_TAG))
+#define PROBE_SHARE 64
+#define PROBE_BURST 8
+#define PTO_SLOW_NS 5000000ull
 
 enum due { NOT_DUE, DUE_NEW, DUE_LOST, DUE_TIMEOUT };
 
@@ -400,15 +412,28 @@ static u64 probe_at(const struct gn_peer *p)
 	u32 k = p->probe_backoff < PTO_BACKOFF_MAX ? p->probe_backoff :
 						     PTO_BACKOFF_MAX;
 
-	return base + (pto_of(p) << k);
+	return base + (pto_of(p) << k) +
+	       (p->probe_credit < PROBE_COST ? PTO_SLOW_NS : 0);
 }
 
 static void probe(struct gn_dl *dl, struct gn_peer *p)
 {
+	if (p->probe_credit < PROBE_COST)
+		dl->counts.probe_slow++;
+	else
+		p->probe_credit -= PROBE_COST;
 	p->probe_ns = gn_dl_ping_send(dl, p);
 	if (p->probe_backoff < 255)
 		p->probe_backoff++;
 	dl->counts.probes++;
+}
+
+static void probe_earn(struct gn_peer *p, u32 wire_bytes)
+{
+	u32 c = p->probe_credit + wire_bytes / PROBE_SHARE;
+
+	p->probe_credit = c < PROBE_BURST * PROBE_COST ? c :
+			  PROBE_BURST * PROBE_COST;
 }
 
 /*
@@ -499,6 +524,8 @@ static void sent_one(struct gn_dl *dl, struct gn_peer *p, struct gn_txpkt *q,
 			dl->counts.rtx_lost++;
 		else
 			dl->counts.rtx_timeout++;
+	} else if (!m->ctl) {
+		probe_earn(p, ev.wire_bytes);
 	}
 	q->sent_ns = dl->now_ns;
 	fly_append(p, q);
