@@ -162,6 +162,11 @@ struct gn_peer {
 	u32 inflight;
 	u64 last_loss_ns;
 	u64 rack_ns;			/* latest send time acknowledged */
+	/* tail-loss probes (send.c) */
+	u64 prtt_ns;			/* smoothed round trip of PINGs, 0: none */
+	u64 probe_ns;			/* stamp of a probe not answered, or 0 */
+	u8 probe_backoff;		/* probes since one was answered */
+	u32 probe_credit;		/* bytes of probes the data sent allows */
 	struct gn_stats stats;
 };
 
@@ -206,6 +211,20 @@ struct gn_event {
  * (two phases from each of a few peers).
  */
 #define GN_ACCT_PENDING 4
+
+/*
+ * The delivery layer's own counters, for tests and diagnosis, not in the
+ * ABI: why packets went again, and what the tail-loss probes did.
+ */
+struct gn_dl_counts {
+	u64 rtx_lost;			/* RACK: a later send acked, or a probe answered */
+	u64 rtx_timeout;		/* the retransmission timeout passed */
+	u64 probes;			/* tail-loss probes (PINGs) sent */
+	u64 probe_answers;		/* PONGs that answered one */
+	u64 probe_lost;			/* packets a PONG, not an ACK, showed lost */
+	u64 probe_slow;			/* probes that waited for credit */
+	u64 ping_flushes;		/* PINGs in that found acknowledgements owed */
+};
 
 /* ---- what the layer above registers ------------------------------------ */
 
@@ -291,6 +310,7 @@ struct gn_dl {
 	/* events not yet given to the account upcall (gn_dl_account()) */
 	struct gn_event acct[GN_ACCT_PENDING];
 	u32 acct_n;
+	struct gn_dl_counts counts;
 	struct gn_buf *rx[GN_RX_BATCH];
 	struct gn_buf *tx[GN_TX_BATCH];
 	struct gn_txpkt *tx_pend[GN_TX_BATCH];
@@ -377,6 +397,11 @@ void gn_dl_ack_implied(struct gn_dl *dl, struct gn_peer *p, u32 tensor,
 bool gn_dl_msg_sent_to(const struct gn_txmsg *m, int peer);
 void gn_dl_ctrl_ack_in(struct gn_dl *dl, struct gn_peer *p,
 		       const struct gn_wire_hdr *h, const u8 *pkt);
+/*
+ * @p answered our PING of @stamp: it has acknowledged every packet that
+ * reached it before the PING did, so RACK's clock moves to @stamp.
+ */
+void gn_dl_pong_in(struct gn_dl *dl, struct gn_peer *p, u64 stamp);
 void gn_dl_drop_peer(struct gn_dl *dl, int peer);
 void gn_dl_peer_rtt(struct gn_peer *p, u64 sample_ns);
 
@@ -390,6 +415,8 @@ void gn_dl_rx_take(struct gn_rxmsg *m, u32 pkt);
 /* @m is forgotten (its step is over): a complete one is still acked. */
 void gn_dl_rx_clear(struct gn_dl *dl, struct gn_rxmsg *m);
 void gn_dl_ack_flush(struct gn_dl *dl);
+/* Everything owed to @peer, now, implied or not (a PING asks). */
+void gn_dl_ack_flush_peer(struct gn_dl *dl, int peer);
 void gn_dl_ack_maybe(struct gn_dl *dl);
 /* Acknowledge a whole message of a step that is over, so retries stop. */
 void gn_dl_ack_all(struct gn_dl *dl, int peer, const struct gn_wire_hdr *h,
@@ -402,6 +429,8 @@ void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
 void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
 		   const struct gn_wire_hdr *h, const u8 *pkt);
 void gn_dl_peer_dead(struct gn_dl *dl, struct gn_peer *p);
+/* A PING to @p. Return: its stamp, later than every one before. */
+u64 gn_dl_ping_send(struct gn_dl *dl, struct gn_peer *p);
 u64 gn_dl_peers_deadline(const struct gn_dl *dl);
 
 #endif /* GN_DELIVERY_H */

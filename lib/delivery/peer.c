@@ -270,7 +270,7 @@ static void handshake_tick(struct gn_dl *dl, u64 start, u64 *next)
 	}
 }
 
-/* ---- liveness ------------------------------------------------------------- */
+/* ---- liveness and probes --------------------------------------------------- */
 
 static void send_ping(struct gn_dl *dl, struct gn_peer *p, u8 type, u64 stamp)
 {
@@ -287,6 +287,20 @@ static void send_ping(struct gn_dl *dl, struct gn_peer *p, u8 type, u64 stamp)
 	gn_dl_send_now(dl, b);
 }
 
+/*
+ * Liveness PINGs and tail-loss probes (send.c) share one clock of stamps,
+ * strictly increasing, so that a PONG names the one PING it answers.
+ */
+u64 gn_dl_ping_send(struct gn_dl *dl, struct gn_peer *p)
+{
+	u64 stamp = dl->now_ns > p->last_ping_ns ? dl->now_ns :
+						   p->last_ping_ns + 1;
+
+	p->last_ping_ns = stamp;
+	send_ping(dl, p, GN_PKT_PING, stamp);
+	return stamp;
+}
+
 void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
 		    const struct gn_wire_hdr *h, const u8 *pkt)
 {
@@ -297,14 +311,20 @@ void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
 		return;
 	}
 	if (h->type == GN_PKT_PING) {
-		/* Echo the prober's clock: it measures the round trip. */
+		/*
+		 * Acknowledge everything the prober's packets brought so far,
+		 * then echo its clock: the PONG leaves after those ACKs, so it
+		 * says that whatever reached us before the PING is acknowledged
+		 * (send.c's probes rely on it), and it measures the round trip.
+		 */
+		gn_dl_ack_flush_peer(dl, p->rank);
 		send_ping(dl, p, GN_PKT_PONG, o.stamp);
 		return;
 	}
 	/*
 	 * A PONG counts only if it echoes a PING of ours later than the last
-	 * one answered: a replayed PONG would fake both the round trip and
-	 * the peer's liveness.
+	 * one answered: a replayed PONG would fake the round trip, the peer's
+	 * liveness and its acknowledgements.
 	 */
 	if (o.stamp <= p->pong_floor || o.stamp > p->last_ping_ns) {
 		gn_dl_drop(dl, p, GN_DROP_REPLAY);
@@ -312,7 +332,8 @@ void gn_dl_ping_in(struct gn_dl *dl, struct gn_peer *p,
 	}
 	p->pong_floor = o.stamp;
 	p->last_rx_ns = dl->now_ns;
-	gn_dl_peer_rtt(p, dl->now_ns - o.stamp);
+	gn_dl_peer_rtt(p, dl->now_ns > o.stamp ? dl->now_ns - o.stamp : 0);
+	gn_dl_pong_in(dl, p, o.stamp);
 }
 
 /*
@@ -351,11 +372,9 @@ static void liveness_tick(struct gn_dl *dl)
 			gn_dl_peer_dead(dl, p);
 			continue;
 		}
-		if (quiet > dl->timeout_ns / 4 &&
-		    dl->now_ns - p->last_ping_ns > dl->timeout_ns / 8) {
-			p->last_ping_ns = dl->now_ns;
-			send_ping(dl, p, GN_PKT_PING, dl->now_ns);
-		}
+		if (quiet > dl->timeout_ns / 4 && dl->now_ns > p->last_ping_ns &&
+		    dl->now_ns - p->last_ping_ns > dl->timeout_ns / 8)
+			gn_dl_ping_send(dl, p);
 	}
 }
 

@@ -22,7 +22,8 @@
  * packets for lost) or the held entries cover a burst's worth of packets.
  * Only small messages wait: a large one's entry costs little next to its
  * data, and its sender's window must move. ACK_HOLD_NS stays well under
- * the senders' retransmission floor.
+ * the senders' retransmission backstop; a sender that probes sooner (its
+ * tail-loss probe, send.c) gets every entry at once with the PONG.
  */
 #define ACK_DELAY_NS 2000000ull
 #define ACK_HOLD_NS 4000000ull
@@ -284,6 +285,47 @@ static void ack_flush(struct gn_dl *dl, bool hold)
 void gn_dl_ack_flush(struct gn_dl *dl)
 {
 	ack_flush(dl, false);
+}
+
+/*
+ * A PING from @peer: every entry of @peer goes now, held, delayed or
+ * implied alike, so that the PONG behind it is the whole truth (an
+ * implying packet may itself be lost). The other peers' entries stay
+ * queued as they were.
+ */
+void gn_dl_ack_flush_peer(struct gn_dl *dl, int peer)
+{
+	struct gn_ack_out *o = &dl->ack_out;
+	u32 i, kept = 0;
+
+	o->peer = peer;
+	for (i = 0; i < dl->ackq_n; i++) {
+		struct gn_ackq *q = &dl->ackq[i];
+		struct gn_wire_ack a = { q->tensor, q->step, q->chunk_off,
+					 q->npkts, 0, q->phase, 0 };
+
+		if (q->dead || q->peer != peer)
+			continue;
+		ack_add(dl, o, &a, ack_whole(q) ? NULL : q->m->seen);
+		q->dead = true;
+	}
+	if (o->b) {
+		dl->counts.ping_flushes++;
+		ack_send(dl, o);
+	}
+	for (i = 0; i < dl->ackq_n; i++) {
+		struct gn_ackq q = dl->ackq[i];
+
+		if (q.dead) {
+			if (q.m)
+				q.m->ack_due = false;
+			continue;
+		}
+		if (q.m)
+			q.m->ackq_idx = kept;
+		dl->ackq[kept++] = q;
+	}
+	dl->ackq_n = kept;
 }
 
 void gn_dl_ack_maybe(struct gn_dl *dl)

@@ -7,20 +7,44 @@
  * Each peer keeps the packets it has in flight on a list in the order
  * they were (re)sent. A packet is sent again when a packet sent after it
  * by more than a reordering window has been acknowledged (time-based loss
- * detection, as RACK does for TCP), or when the retransmission timeout
- * passes, which is for lost tails. Both conditions hold for a prefix of
- * the list, so the pump looks at the head only, and the next deadline is
- * the head's send time plus the timeout: the list is the timer queue.
- * The timeout has a floor so that a receiver that is busy for a few
- * milliseconds (two ranks on two cores) does not cause spurious
- * retransmissions.
+ * detection, as RACK does for TCP). That condition holds for a prefix of
+ * the list, so the pump looks at the head only: the list is the timer
+ * queue.
+ *
+ * A lost tail has no later packet to reveal it, and a sender cannot tell
+ * it from a receiver that is not running (two ranks on one core, for
+ * milliseconds): both are silent. So when the head has waited a probe
+ * timeout (PTO, a few round trips) the sender asks instead of resending:
+ * it sends a PING, which the receiver answers with a PONG only after
+ * acknowledging everything that reached it before the PING. The PONG's
+ * stamp then moves RACK's clock as an acknowledgement of a packet sent at
+ * that time would, and what is still unacknowledged is resent as lost. A
+ * receiver that was descheduled answers when it runs again, after its
+ * ACKs, and nothing is resent. Unanswered probes are repeated with
+ * exponential backoff. The retransmission timeout stays as a backstop,
+ * with a floor far above any descheduling, for when probes fail too.
  */
 #include "delivery.h"
 
 #define CWND_MIN (32 * GN_CWND_ONE)
 #define CWND_MAX (8192 * GN_CWND_ONE)
-#define RTO_FLOOR_NS 10000000ull
 #define REORDER_MIN_NS 500000ull
+/* The backstop: far above a receiver descheduled on a busy host. */
+#define RTO_FLOOR_NS 200000000ull
+#define PTO_FLOOR_NS 1000000ull
+#define PTO_BACKOFF_MAX 6
+/*
+ * Probes within a share of the data: a probe costs about a PING, a PONG
+ * and the ACK it brings, and every PROBE_SHARE data bytes sent to a peer
+ * earn that much credit (up to PROBE_BURST probes). Without credit a
+ * probe waits PTO_SLOW_NS more, past the 4 ms a receiver may hold an
+ * acknowledgement (receive.c), so that small steps with a pause between
+ * them (a training loop) are not probed step after step.
+ */
+#define PROBE_COST (3 * (GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN + GN_WIRE_TAG))
+#define PROBE_SHARE 64
+#define PROBE_BURST 8
+#define PTO_SLOW_NS 5000000ull
 
 enum due { NOT_DUE, DUE_NEW, DUE_LOST, DUE_TIMEOUT };
 
@@ -351,15 +375,65 @@ static u64 rto_of(const struct gn_peer *p)
 	return p->rto_ns > RTO_FLOOR_NS ? p->rto_ns : RTO_FLOOR_NS;
 }
 
+static u64 reorder_of(const struct gn_peer *p)
+{
+	return p->srtt_ns / 4 > REORDER_MIN_NS ? p->srtt_ns / 4 :
+						 REORDER_MIN_NS;
+}
+
 static enum due due(const struct gn_dl *dl, const struct gn_peer *p,
 		    const struct gn_txpkt *q)
 {
-	u64 reo = p->srtt_ns / 4 > REORDER_MIN_NS ? p->srtt_ns / 4 :
-						     REORDER_MIN_NS;
-
-	if (q->sent_ns + reo < p->rack_ns)
+	if (q->sent_ns + reorder_of(p) < p->rack_ns)
 		return DUE_LOST;
 	return dl->now_ns - q->sent_ns >= rto_of(p) ? DUE_TIMEOUT : NOT_DUE;
+}
+
+/*
+ * Twice the round trip of PINGs: a PONG is sent at once, while an ACK may
+ * wait for company or for the data that imply it (receive.c), so the
+ * round trips of ACKs say little about how soon a lost tail can show.
+ * The floor keeps the probe beyond the reordering window, which a PONG
+ * must clear to show a packet lost.
+ */
+static u64 pto_of(const struct gn_peer *p)
+{
+	return 2 * p->prtt_ns > PTO_FLOOR_NS ? 2 * p->prtt_ns : PTO_FLOOR_NS;
+}
+
+/*
+ * When @p is to be probed: a PTO after the oldest packet in flight was
+ * sent, or after the last probe if it is not answered yet; doubled for
+ * every probe since one was answered or the oldest packet acknowledged.
+ */
+static u64 probe_at(const struct gn_peer *p)
+{
+	u64 base = p->probe_ns ? p->probe_ns : p->fly_head->sent_ns;
+	u32 k = p->probe_backoff < PTO_BACKOFF_MAX ? p->probe_backoff :
+						     PTO_BACKOFF_MAX;
+
+	return base + (pto_of(p) << k) +
+	       (p->probe_credit < PROBE_COST ? PTO_SLOW_NS : 0);
+}
+
+static void probe(struct gn_dl *dl, struct gn_peer *p)
+{
+	if (p->probe_credit < PROBE_COST)
+		dl->counts.probe_slow++;
+	else
+		p->probe_credit -= PROBE_COST;
+	p->probe_ns = gn_dl_ping_send(dl, p);
+	if (p->probe_backoff < 255)
+		p->probe_backoff++;
+	dl->counts.probes++;
+}
+
+static void probe_earn(struct gn_peer *p, u32 wire_bytes)
+{
+	u32 c = p->probe_credit + wire_bytes / PROBE_SHARE;
+
+	p->probe_credit = c < PROBE_BURST * PROBE_COST ? c :
+			  PROBE_BURST * PROBE_COST;
 }
 
 /*
@@ -446,6 +520,12 @@ static void sent_one(struct gn_dl *dl, struct gn_peer *p, struct gn_txpkt *q,
 		shrink(dl, p, why);
 		q->again = 1;
 		ev.again = true;
+		if (why == DUE_LOST)
+			dl->counts.rtx_lost++;
+		else
+			dl->counts.rtx_timeout++;
+	} else if (!m->ctl) {
+		probe_earn(p, ev.wire_bytes);
 	}
 	q->sent_ns = dl->now_ns;
 	fly_append(p, q);
@@ -469,11 +549,17 @@ static void unsent_one(struct gn_dl *dl, struct gn_peer *p,
 	newq_add(p, row, true);
 }
 
-/* Send what is due to every peer. */
+/*
+ * Send what is due to every peer, and probe the peers whose oldest packet
+ * waited too long. The clock is read again: the layer above may have
+ * worked for milliseconds since the poll began, and a send time taken
+ * too early makes the packet look older than it is.
+ */
 void gn_dl_pump(struct gn_dl *dl)
 {
 	int i;
 
+	dl->now_ns = gn_env_now(dl->env);
 	for (i = 0; i < dl->world; i++) {
 		struct gn_peer *p = &dl->peers[i];
 		int n, sent, k;
@@ -481,11 +567,9 @@ void gn_dl_pump(struct gn_dl *dl)
 		if (i == dl->rank || p->dead)
 			continue;
 		n = collect(dl, p);
-		if (!n)
-			continue;
 		for (k = 0; k < n; k++)
 			dl->tx[k]->peer = (u16)i;
-		sent = dl->tp->ops->send(dl->tp->state, dl->tx, n);
+		sent = n ? dl->tp->ops->send(dl->tp->state, dl->tx, n) : 0;
 		if (sent < 0)
 			sent = 0;
 		for (k = 0; k < n; k++) {
@@ -494,6 +578,8 @@ void gn_dl_pump(struct gn_dl *dl)
 			else
 				unsent_one(dl, p, dl->tx_pend[k], dl->tx_why[k]);
 		}
+		if (p->fly_head && dl->now_ns >= probe_at(p))
+			probe(dl, p);
 	}
 }
 
@@ -510,10 +596,11 @@ u64 gn_dl_tx_deadline(struct gn_dl *dl)
 		if (i == dl->rank || p->dead)
 			continue;
 		if (p->fly_head) {
-			u64 at = p->fly_head->sent_ns + rto_of(p);
+			u64 at = p->fly_head->sent_ns + rto_of(p), pr = probe_at(p);
 
 			if (due(dl, p, p->fly_head) != NOT_DUE)
 				return dl->now_ns;
+			at = pr < at ? pr : at;
 			t = at < t ? at : t;
 		}
 		for (row = p->newq_head; row; row = row->next)
@@ -556,6 +643,9 @@ static void acked_one(struct gn_dl *dl, struct gn_peer *p, struct gn_txmsg *m,
 	if (q->acked || i >= m->row[r].next_new)
 		return;
 	q->acked = 1;
+	/* The oldest packet moved: probing starts over. */
+	if (p->fly_head == q)
+		p->probe_backoff = 0;
 	fly_unlink(p, q);
 	m->row[r].unacked--;
 	/* Which send an acknowledgement answers is only clear for one send. */
@@ -621,6 +711,34 @@ void gn_dl_ack_implied(struct gn_dl *dl, struct gn_peer *p, u32 tensor,
 	if (m->row[r].next_new < m->npkts)
 		return;
 	row_done(dl, m, r);
+}
+
+void gn_dl_pong_in(struct gn_dl *dl, struct gn_peer *p, u64 stamp)
+{
+	u64 reo = reorder_of(p), r = dl->now_ns > stamp ? dl->now_ns - stamp : 0;
+	bool again = false;
+	struct gn_txpkt *q;
+
+	p->prtt_ns = p->prtt_ns ? (7 * p->prtt_ns + r) / 8 : r;
+	/* What this PONG shows lost that the ACKs did not: the pump resends it. */
+	for (q = p->fly_head; stamp > p->rack_ns && q &&
+	     q->sent_ns + reo < stamp; q = q->next)
+		if (q->sent_ns + reo >= p->rack_ns) {
+			dl->counts.probe_lost++;
+			again |= q->again;
+		}
+	if (stamp > p->rack_ns)
+		p->rack_ns = stamp;
+	if (!p->probe_ns || stamp < p->probe_ns)
+		return;
+	/*
+	 * Answered: probing starts over, unless a packet sent again is lost
+	 * again (a receiver that refuses it for now): then it backs off.
+	 */
+	p->probe_ns = 0;
+	if (!again)
+		p->probe_backoff = 0;
+	dl->counts.probe_answers++;
 }
 
 bool gn_dl_msg_sent_to(const struct gn_txmsg *m, int peer)
