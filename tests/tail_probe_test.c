@@ -100,6 +100,8 @@ struct rig {
 	/* Lose the first transmission of this many message tails from rank 0. */
 	int tails_to_lose;
 	int tails_lost;
+	/* Lose rank 0's first tensor descriptor (CTRL) to rank 1. */
+	bool lose_desc;
 	bool done[WORLD];
 };
 
@@ -135,7 +137,14 @@ static bool lose(struct lossy *l, const struct gn_buf *b)
 	struct gn_wire_hdr h;
 	struct gn_wire_data d;
 
-	if (l != &r->tp[0] || r->tails_lost >= r->tails_to_lose)
+	if (l != &r->tp[0])
+		return false;
+	if (r->lose_desc && !gn_wire_hdr_get(b->data, b->len, &h) &&
+	    h.type == GN_PKT_CTRL) {
+		r->lose_desc = false;
+		return true;
+	}
+	if (r->tails_lost >= r->tails_to_lose)
 		return false;
 	if (gn_wire_hdr_get(b->data, b->len, &h) || h.type != GN_PKT_DATA ||
 	    h.phase != GN_PHASE_GATHER || gn_wire_data_get(b->data, &h, &d) || d.pkt + 1 != d.npkts ||
@@ -483,6 +492,45 @@ TEST_F(probe, paced_within_control_budget)
 	       100.0 * (double)ctl / (double)wire, (unsigned long long)probes,
 	       (unsigned long long)slow);
 	EXPECT_LE(probes * PROBE_COST, wire / 64 + WORLD * 8 * PROBE_COST);
+}
+
+/*
+ * Rank 0's descriptor of the tensor is lost on its way to rank 1, and the
+ * step starts at once: rank 0 has rank 1's descriptor, but rank 1 cannot
+ * take rank 0's data before it has rank 0's (it would drop it, and it
+ * would go again). So data waits until rank 1 acknowledged the
+ * descriptor: none is dropped, none is resent.
+ */
+TEST_F(probe, data_waits_for_descriptor_ack)
+{
+	struct gn_tensor_opts o = { .sz = sizeof(o), .id = TENSOR,
+				    .elems = ELEMS, .codec = GN_CODEC_NONE };
+	struct rig *r = &self->r;
+	int k;
+
+	ASSERT_TRUE(run(r, 3, all_ready, vclock + 1000 * MS));
+	r->lose_desc = true;
+	for (k = 0; k < WORLD; k++)
+		ASSERT_EQ(0, gn_core_tensor_register(r->ctx[k], &o));
+	for (k = 0; k < WORLD; k++) {
+		uint32_t i;
+
+		for (i = 0; i < ELEMS; i++)
+			r->x[k][i] = (float)((i + (uint32_t)k) % 31) - 7.0f;
+	}
+	for (k = 0; k < ELEMS; k++)
+		r->want[k] = r->x[0][k] + r->x[1][k];
+	ASSERT_EQ(0, rig_step(r));
+	ASSERT_TRUE(run(r, 3, all_done, vclock + LIMIT_NS));
+	ASSERT_FALSE(r->lose_desc);
+	ASSERT_EQ(0, memcmp(r->want, r->x[0], ELEMS * sizeof(float)));
+	ASSERT_EQ(0, memcmp(r->want, r->x[1], ELEMS * sizeof(float)));
+	TH_LOG("rank 1 dropped %llu data packets of a tensor it lacked; "
+	       "rank 0 resent %llu",
+	       (unsigned long long)r->ctx[1]->dl.stats.drops[GN_DROP_TENSOR],
+	       (unsigned long long)r->ctx[0]->dl.stats.retransmits);
+	EXPECT_EQ(0, r->ctx[1]->dl.stats.drops[GN_DROP_TENSOR]);
+	EXPECT_EQ(0, r->ctx[0]->dl.stats.retransmits);
 }
 
 TEST_HARNESS_MAIN

@@ -11,17 +11,42 @@ static const char *codec_name(u8 c)
 	return c == GN_WIRE_CODEC_NONE ? "none" : "3lc";
 }
 
+/*
+ * A peer takes data of a tensor only once it has this rank's descriptor,
+ * so data waits for its acknowledgement (t->ready): a peer that dropped
+ * the descriptor (its handshake was not done yet) would drop the data
+ * too, and both would go again.
+ */
 void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
 {
 	int i;
 
 	for (i = 0; i < ctx->world; i++)
-		if (i != ctx->rank && !ctx->dl.peers[i].dead)
-			gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, (u8)t->flags,
-					t->id, t->base, t->codec,
-					(u64)t->n | (u64)t->layout << GN_DESC_ELEMS_BITS,
-					t->s_bits);
+		if (i != ctx->rank && !ctx->dl.peers[i].dead &&
+		    !gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, (u8)t->flags,
+				     t->id, t->base, t->codec,
+				     (u64)t->n | (u64)t->layout << GN_DESC_ELEMS_BITS,
+				     t->s_bits))
+			t->desc_seq[i] = ctx->dl.peers[i].ctrl_seq;
 	gn_dl_kick(&ctx->dl);
+}
+
+void gn_ctrl_acked(void *up, struct gn_peer *p, u32 seq)
+{
+	struct gn_ctx *ctx = up;
+	u32 i;
+
+	for (i = 0; ctx->tensor_tab && i <= ctx->tensor_mask; i++) {
+		struct gn_tensor *t = ctx->tensor_tab[i];
+
+		if (!t || t->desc_seq[p->rank] != seq)
+			continue;
+		t->desc_seq[p->rank] = 0;
+		if (t->desc[p->rank].have && !t->proto_err) {
+			t->ready[p->rank] = 1;
+			gn_dl_kick(&ctx->dl);
+		}
+	}
 }
 
 /* Compare a peer's registration of @t with ours; name the difference. */
@@ -33,7 +58,7 @@ void gn_desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
 
 	if (!d->have || t->proto_err)
 		return;
-	t->ready[peer] = 1;
+	t->ready[peer] = !t->desc_seq[peer];
 	if (d->elems != t->n)
 		snprintf(msg, sizeof(msg),
 			 "tensor %u has %llu elements on %s, %zu here", t->id,

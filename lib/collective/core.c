@@ -28,6 +28,7 @@ static const struct gn_dl_up collective_up = {
 	.peer_dead = peer_dead,
 	.account = account,
 	.ack_implied = gn_ack_implied,
+	.ctrl_acked = gn_ctrl_acked,
 };
 
 int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,

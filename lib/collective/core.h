@@ -166,7 +166,9 @@ struct gn_tensor {
 	int e_cur;
 	u8 *q;				/* scratch: a span's groups (caller) */
 	float *m;			/* scratch: a span's scales (caller) */
-	u8 *ready;			/* [peer]: it registered this tensor */
+	/* [peer]: it registered this tensor and has our registration */
+	u8 *ready;
+	u32 *desc_seq;			/* [peer]: our descriptor's seq until acked */
 	struct gn_peer_desc *desc;	/* [peer] what each registered */
 	struct gn_stats stats;
 	u32 reserved_msgs, reserved_acks;
@@ -308,6 +310,7 @@ void gn_ctrl_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 void gn_desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer);
 void gn_aborts_due(struct gn_ctx *ctx, struct gn_step *st);
 void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t);
+void gn_ctrl_acked(void *up, struct gn_peer *p, u32 seq);
 
 /*
  * fp.c: the collective's floating-point unit. In the kernel only this

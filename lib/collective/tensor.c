@@ -280,6 +280,7 @@ static void tensor_free(struct gn_ctx *ctx, struct gn_tensor *t)
 	gn_free(ctx->env, t->ck_len);
 	gn_free(ctx->env, t->desc);
 	gn_free(ctx->env, t->ready);
+	gn_free(ctx->env, t->desc_seq);
 	gn_free(ctx->env, t);
 }
 
@@ -316,7 +317,9 @@ static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
 	t->gat_off = gn_alloc_array(ctx->env, (size_t)ctx->world, sizeof(u32));
 	t->desc = gn_alloc_array(ctx->env, (size_t)ctx->world, sizeof(*t->desc));
 	t->ready = gn_alloc(ctx->env, (size_t)ctx->world);
-	if (!t->lo || !t->chunks || !t->gat_off || !t->desc || !t->ready)
+	t->desc_seq = gn_alloc_array(ctx->env, (size_t)ctx->world, sizeof(u32));
+	if (!t->lo || !t->chunks || !t->gat_off || !t->desc || !t->ready ||
+	    !t->desc_seq)
 		goto out_free;
 	for (j = 0; j <= ctx->world; j++)
 		t->lo[j] = shard_lo(t->n, ctx->world, j);

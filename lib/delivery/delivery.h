@@ -238,6 +238,8 @@ struct gn_dl_up {
 			  const struct gn_wire_hdr *h, const struct gn_wire_ctrl *c);
 	void (*ctrl_in)(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 			const struct gn_wire_ctrl *c);
+	/* @p acknowledged this rank's control message @seq (optional). */
+	void (*ctrl_acked)(void *up, struct gn_peer *p, u32 seq);
 	/* @p went silent: its messages are dropped already. */
 	void (*peer_dead)(void *up, struct gn_peer *p, const char *msg);
 	/* Every packet event, after the counters (optional). */

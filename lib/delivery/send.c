@@ -799,4 +799,6 @@ void gn_dl_ctrl_ack_in(struct gn_dl *dl, struct gn_peer *p,
 	acked_one(dl, p, m, 0, 0);
 	if (!m->row[0].unacked)
 		row_done(dl, m, 0);
+	if (dl->up->ctrl_acked)
+		dl->up->ctrl_acked(dl->up_arg, p, a.seq);
 }
