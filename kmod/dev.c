@@ -803,6 +803,7 @@ static void gk_linger(struct gk_ctx *c)
 		usleep_range(5000, 10000);
 		gn_env_lock(env);
 	}
+	gn_core_ack_now(c->core);
 	gn_env_unlock(env);
 }
 

@@ -878,6 +878,7 @@ static void core_close(struct gn_ctx *ctx)
 		nanosleep(&ts, NULL);
 		lock(ctx);
 	}
+	gn_core_ack_now(ctx);
 	unlock(ctx);
 	ctx_destroy(ctx, ctx->drv);
 }

@@ -533,4 +533,28 @@ TEST_F(probe, data_waits_for_descriptor_ack)
 	EXPECT_EQ(0, r->ctx[0]->dl.stats.retransmits);
 }
 
+static bool rank0_settled(struct rig *r)
+{
+	return !gn_core_owes(r->ctx[0]);
+}
+
+/*
+ * Rank 1 leaves right after its step, as a closing rank does: it may hold
+ * acknowledgements back for data that would imply them, which will not
+ * come. gn_core_ack_now() (called at close) sends them, so rank 0 owes
+ * nothing soon after without probing a rank that is gone.
+ */
+TEST_F(probe, leaving_rank_acknowledges_now)
+{
+	struct rig *r = &self->r;
+	uint64_t probes;
+
+	ASSERT_EQ(0, rig_start(r));
+	ASSERT_TRUE(run(r, 3, all_done, vclock + LIMIT_NS));
+	probes = counts(r, 0).probes;
+	gn_core_ack_now(r->ctx[1]);
+	ASSERT_TRUE(run(r, 1, rank0_settled, vclock + 2 * MS));
+	EXPECT_EQ(probes, counts(r, 0).probes);
+}
+
 TEST_HARNESS_MAIN

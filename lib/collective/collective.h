@@ -114,6 +114,7 @@ u64 gn_core_orphans(const struct gn_ctx *ctx);
 
 /* Does this rank still owe a live peer data or control messages? */
 bool gn_core_owes(const struct gn_ctx *ctx);
+void gn_core_ack_now(struct gn_ctx *ctx);
 
 /* Counters: the context's (@peer -1), a peer's; a tensor's. NULL if none. */
 const struct gn_stats *gn_core_stats(const struct gn_ctx *ctx, int peer);

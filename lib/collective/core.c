@@ -161,6 +161,16 @@ bool gn_core_owes(const struct gn_ctx *ctx)
 	return gn_dl_owes(&ctx->dl);
 }
 
+/*
+ * A rank about to close acknowledges what it received at once: the data
+ * that would have implied those acknowledgements will not come, and its
+ * senders would probe a rank that is gone until their backstop.
+ */
+void gn_core_ack_now(struct gn_ctx *ctx)
+{
+	gn_dl_ack_flush(&ctx->dl);
+}
+
 const struct gn_stats *gn_core_stats(const struct gn_ctx *ctx, int peer)
 {
 	if (peer < 0)
