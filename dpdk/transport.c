@@ -56,6 +56,7 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
+#include "csum.h"
 #include "dtp.h"
 #include "gradnet/wire.h"
 
@@ -245,6 +246,17 @@ static int peers_init(struct dtp *d, const struct gn_dpdk_peer *peers,
 
 /* ---- send ---- */
 
+/* The UDP checksum of a datagram of @ulen bytes, 0xffff for 0 (RFC 768). */
+static rte_be16_t udp_csum(const struct rte_ipv4_hdr *ip,
+			   const struct rte_udp_hdr *udp, u16 ulen)
+{
+	u64 ph = gn_dpdk_csum_words32(&ip->src_addr, 2) +
+		 gn_dpdk_csum_be16(IPPROTO_UDP) + gn_dpdk_csum_be16(ulen);
+	u16 sum = (u16)~gn_dpdk_csum(gn_dpdk_csum_fold(ph), udp, ulen);
+
+	return rte_cpu_to_be_16(sum ? sum : 0xffff);
+}
+
 /*
  * The Ethernet, IPv4 and UDP headers in front of @p's payload, for its
  * peer. IP ID 0 with DF set: the datagram is never fragmented (RFC 6864).
@@ -287,8 +299,9 @@ static void frame_build(struct dtp *d, struct rte_mbuf *m, struct mbuf_priv *p)
 		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
 	} else {
 		m->ol_flags = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
-		udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+		ip->hdr_checksum = rte_cpu_to_be_16((u16)~gn_dpdk_csum_fold(
+			gn_dpdk_csum_words32(ip, sizeof(*ip) / 4)));
+		udp->dgram_cksum = udp_csum(ip, udp, sizeof(*udp) + len);
 	}
 	p->hdr_peer = p->b.peer;
 	p->hdr_len = len;
