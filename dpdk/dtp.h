@@ -53,6 +53,8 @@ struct dtp {
 	/* A burst received and not yet handed out (wait reads ahead). */
 	struct rte_mbuf *rx[BURST];
 	u16 rx_n, rx_i;
+	u32 low_in;			/* packets until the rx pool is read again */
+	bool low;			/* it ran low at the last read */
 	struct rte_mbuf *tx[BURST];
 	struct rte_mbuf *ctl[BURST];	/* ARP frames of one recv */
 	int ctl_n;

@@ -73,6 +73,8 @@
 #define RX_POOL 8191
 /* Below this many free rx mbufs, received packets are copied out. */
 #define RX_LOW 2048
+/* Packets between two reads of the rx pool's fill. */
+#define RX_LOW_EVERY 64
 #define TX_POOL_MAX 131071
 /* The tx pool's share of memory when its size is not given (rounded up). */
 #define TX_POOL_BYTES (256u << 20)
@@ -404,8 +406,22 @@ static bool pool_low(struct rte_mempool *mp)
 	return rte_mempool_avail_count(mp) < RTE_MIN((u32)RX_LOW, mp->size / 4);
 }
 
+/*
+ * Whether the pool @m came from runs low, read again every RX_LOW_EVERY
+ * packets: a read walks every lcore's cache (some 670 instructions), and
+ * RX_LOW_EVERY is far below the RX_LOW mbufs of margin.
+ */
+static bool rx_pool_low(struct dtp *d, struct rte_mbuf *m)
+{
+	if (unlikely(!d->low_in--)) {
+		d->low_in = RX_LOW_EVERY - 1;
+		d->low = pool_low(m->pool);
+	}
+	return d->low;
+}
+
 /* @m as a gn_buf for the core, or NULL if it was not for us (freed). */
-static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
+static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m)
 {
 	struct gn_buf *b;
 	struct rte_mbuf *c;
@@ -417,9 +433,7 @@ static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
 		return NULL;
 	}
 	/* The rx pool runs low: the core may hold this one for long. */
-	if (!d->rx_pool)
-		copy = pool_low(m->pool);
-	if (copy && (c = rte_pktmbuf_alloc(d->tx_pool))) {
+	if (rx_pool_low(d, m) && (c = rte_pktmbuf_alloc(d->tx_pool))) {
 		b = buf_init(c, (u8 *)c->buf_addr + PAYLOAD_OFF, len);
 		memcpy(b->data, data, len);
 		rte_pktmbuf_free(m);
@@ -484,15 +498,13 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 {
 	struct dtp *d = tp;
 	int n = 0, bursts = 0;
-	bool copy;
 
 	link_watch(d);
-	copy = d->rx_pool && pool_low(d->rx_pool);
 	while (n < max) {
 		if (d->rx_i == d->rx_n &&
 		    (bursts++ == RX_BURSTS || !rx_fill(d)))
 			break;
-		b[n] = rx_one(d, d->rx[d->rx_i++], copy);
+		b[n] = rx_one(d, d->rx[d->rx_i++]);
 		n += b[n] != NULL;
 	}
 	dtp_ctl_flush(d);
