@@ -34,6 +34,8 @@ struct dtp {
 	u16 rank, world;
 	u32 max_pkt;
 	u32 poll_ns;			/* longest idle sleep; 0: never sleep */
+	u64 spin_tsc;			/* poll this long after traffic (cycles) */
+	u64 active_tsc;			/* the last send or receive of a packet */
 	bool tx_csum;			/* the port computes IPv4 and UDP checksums */
 	bool pinned;
 	int lcore;			/* whose CPUs the poll loop takes; -1: the

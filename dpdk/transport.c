@@ -349,6 +349,8 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		if (r < k)
 			break;
 	}
+	if (done)
+		d->active_tsc = rte_get_timer_cycles();
 	return done;
 }
 
@@ -508,6 +510,8 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 		n += b[n] != NULL;
 	}
 	dtp_ctl_flush(d);
+	if (n)
+		d->active_tsc = rte_get_timer_cycles();
 	return n;
 }
 
@@ -557,18 +561,31 @@ static void nap(struct dtp *d, u64 ns)
 }
 
 /*
- * No descriptor to sleep on: poll the rx queue, first busily, then with
- * sleeps that double up to poll_ns, so a rank between steps costs little
- * CPU and a burst of traffic is seen within poll_ns. What a poll finds
- * stays for recv. Return: 1 packets are there, 0 woken or timed out.
+ * No descriptor to sleep on: poll the rx queue, busily while traffic is
+ * recent (spin_tsc since the last packet sent or received, so a step's
+ * next packet, an ACK or the peer's share, is seen at once) or for
+ * SPIN_NS at least, then with sleeps that double from SLEEP_MIN_NS up to
+ * poll_ns, so a rank between steps costs little CPU and a burst of
+ * traffic is seen within poll_ns. While it spins past SPIN_NS it yields
+ * the CPU to any thread waiting for it (the trainer's, another rank's
+ * on a shared core). What a poll finds stays for recv.
+ * Return: 1 packets are there, 0 woken or timed out.
  */
 static int dtp_wait(void *tp, int timeout_ms)
 {
 	struct dtp *d = tp;
 	u64 start = mono_ns(), now = start, nap_ns = SLEEP_MIN_NS;
 	u64 end = start + (u64)timeout_ms * 1000000ull;
+	u64 since = rte_get_timer_cycles() - d->active_tsc;
+	u64 spin_end = start + SPIN_NS;
 
 	pin_once(d);
+	if (since < d->spin_tsc) {
+		u64 left = (d->spin_tsc - since) * NSEC_PER_SEC / d->tsc_hz;
+
+		if (spin_end < start + left)
+			spin_end = start + left;
+	}
 	for (;;) {
 		if (d->rx_i < d->rx_n || rx_fill(d))
 			return 1;
@@ -576,8 +593,11 @@ static int dtp_wait(void *tp, int timeout_ms)
 			return 0;
 		if (now >= end)
 			return 0;
-		if (!d->poll_ns || now - start < SPIN_NS) {
-			rte_pause();
+		if (!d->poll_ns || now < spin_end) {
+			if (now - start < SPIN_NS)
+				rte_pause();
+			else
+				sched_yield();
 		} else {
 			nap(d, nap_ns < end - now ? nap_ns : end - now);
 			nap_ns = nap_ns * 2 < d->poll_ns ? nap_ns * 2 : d->poll_ns;
@@ -942,6 +962,7 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	d->max_pkt = c->max_pkt;
 	d->poll_ns = c->poll_us * 1000u;
 	d->tsc_hz = rte_get_timer_hz();
+	d->spin_tsc = d->tsc_hz * c->spin_us / 1000000u;
 	d->ip = self->ip;
 	d->udp_port = self->port;
 	d->stats_path = c->stats_path;
