@@ -58,6 +58,8 @@ struct dtp {
 	u32 low_in;			/* packets until the rx pool is read again */
 	bool low;			/* it ran low at the last read */
 	struct rte_mbuf *tx[BURST];
+	int tx_cap;			/* mbufs per tx burst: fewer after a full
+					   ring, back to BURST as they fit */
 	struct rte_mbuf *ctl[BURST];	/* ARP frames of one recv */
 	int ctl_n;
 

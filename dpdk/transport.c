@@ -319,7 +319,7 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 	while (done < n) {
 		int k = 0, at = done, r, i;
 
-		while (at < n && k < BURST) {
+		while (at < n && k < d->tx_cap) {
 			struct gn_buf *x = b[at];
 			struct rte_mbuf *m = mbuf_of(x);
 			struct mbuf_priv *p = priv_of(m);
@@ -342,12 +342,22 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		if (!k)
 			continue;
 		r = rte_eth_tx_burst(d->port, d->queue, d->tx, (u16)k);
-		/* A full ring is back-pressure: the rest go back to the core. */
+		/*
+		 * A full ring is back-pressure: the rest go back to the core,
+		 * which keeps its reference (ours is dropped), and the next
+		 * bursts are as small as what fitted, growing again
+		 * as they fit: a core that offers the same packets again and
+		 * again to a full ring pays for a few, not for 64 each time.
+		 */
 		for (i = r; i < k; i++)
 			rte_pktmbuf_free(d->tx[i]);
 		done += r;
-		if (r < k)
+		if (r < k) {
+			d->tx_cap = r ? r : 1;
 			break;
+		}
+		if (d->tx_cap < BURST)
+			d->tx_cap = d->tx_cap * 2 < BURST ? d->tx_cap * 2 : BURST;
 	}
 	if (done)
 		d->active_tsc = rte_get_timer_cycles();
@@ -961,6 +971,7 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	d->world = (u16)c->world;
 	d->max_pkt = c->max_pkt;
 	d->poll_ns = c->poll_us * 1000u;
+	d->tx_cap = BURST;
 	d->tsc_hz = rte_get_timer_hz();
 	d->spin_tsc = d->tsc_hz * c->spin_us / 1000000u;
 	d->ip = self->ip;
