@@ -12,8 +12,8 @@
 # kernel's share is not counted. Needs a build with libdpdk and valgrind.
 #
 # usage: tools/dpdk-cost.sh BUILD_DIR [ELEMS [CODEC [STEPS]]]
-#        (defaults 1048576 none 4); ZC=1 makes the client zero-copy and
-#        profiles it (rank 1) instead.
+#        (defaults 1048576 none 4); RANK=1 profiles the memif client
+#        instead, ZC=1 makes the client zero-copy (and profiles it).
 
 set -eu
 
@@ -21,7 +21,7 @@ build=$1
 elems=${2:-1048576}
 codec=${3:-none}
 steps=${4:-4}
-prof=0
+prof=${RANK:-0}
 [ -n "${ZC:-}" ] && prof=1
 out=$(mktemp -d)
 prefix=gncost$$
