@@ -25,7 +25,7 @@ prof=${RANK:-0}
 [ -n "${ZC:-}" ] && prof=1
 out=$(mktemp -d)
 prefix=gncost$$
-trap 'rm -rf /var/run/dpdk/$prefix.*' EXIT
+trap 'rm -rf "$out" /var/run/dpdk/$prefix.*' EXIT
 key=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 pids=()
 for k in 0 1; do
