@@ -34,6 +34,8 @@ struct dtp {
 	u16 rank, world;
 	u32 max_pkt;
 	u32 poll_ns;			/* longest idle sleep; 0: never sleep */
+	u64 spin_tsc;			/* poll this long after traffic (cycles) */
+	u64 active_tsc;			/* the last send or receive of a packet */
 	bool tx_csum;			/* the port computes IPv4 and UDP checksums */
 	bool pinned;
 	int lcore;			/* whose CPUs the poll loop takes; -1: the
@@ -53,7 +55,11 @@ struct dtp {
 	/* A burst received and not yet handed out (wait reads ahead). */
 	struct rte_mbuf *rx[BURST];
 	u16 rx_n, rx_i;
+	u32 low_in;			/* packets until the rx pool is read again */
+	bool low;			/* it ran low at the last read */
 	struct rte_mbuf *tx[BURST];
+	int tx_cap;			/* mbufs per tx burst: fewer after a full
+					   ring, back to BURST as they fit */
 	struct rte_mbuf *ctl[BURST];	/* ARP frames of one recv */
 	int ctl_n;
 

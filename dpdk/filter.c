@@ -2,8 +2,10 @@
 /*
  * filter.c - the DPDK path's receive filter (filter.h): Ethernet, IPv4,
  * UDP and ARP parsed from raw bytes, every length checked against the
- * bytes there are. Plain C, no DPDK: the fuzzer links it alone.
+ * bytes there are, checksums by csum.c. Plain C, no DPDK: the fuzzer
+ * links the two alone.
  */
+#include "csum.h"
 #include "filter.h"
 
 #define ETYPE_IPV4 0x0800
@@ -42,53 +44,6 @@ static u16 be16(const u8 *p)
 	return (u16)(p[0] << 8 | p[1]);
 }
 
-/*
- * @sum plus the ones' complement sum of @len bytes as big-endian 16-bit
- * words, folded to 17 bits at most. The sum does not depend on byte order
- * (RFC 1071), so the bytes are summed as native 32-bit words into 64 bits,
- * folded, and swapped once: a full-size datagram costs a few hundred
- * additions, not one per byte pair.
- */
-static u32 csum_add(u32 sum, const u8 *p, u32 len)
-{
-	u64 s = 0;
-	u32 w;
-	u16 h;
-
-	for (; len >= 4; p += 4, len -= 4) {
-		memcpy(&w, p, 4);
-		s += w;
-	}
-	if (len >= 2) {
-		memcpy(&h, p, 2);
-		s += h;
-		p += 2;
-		len -= 2;
-	}
-	if (len) {
-		const u8 tail[2] = { p[0], 0 };
-
-		memcpy(&h, tail, 2);
-		s += h;
-	}
-	s = (s & 0xffffffffu) + (s >> 32);
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	h = (u16)s;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	h = __builtin_bswap16(h);
-#endif
-	return sum + h;
-}
-
-static u16 csum_fold(u32 sum)
-{
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (u16)sum;
-}
-
 static int drop(struct gn_dpdk_rx *rx, unsigned int why)
 {
 	rx->kind = GN_DRX_DROP;
@@ -117,10 +72,10 @@ static int arp_in(const struct gn_dpdk_filter *f, const u8 *a, u32 len,
 
 static bool udp_csum_ok(const u8 *ip, const u8 *udp, u16 ulen)
 {
-	u32 sum = csum_add(0, ip + 12, 8);
+	u64 ph = gn_dpdk_csum_words32(ip + 12, 2) +
+		 gn_dpdk_csum_be16(PROTO_UDP) + gn_dpdk_csum_be16(ulen);
 
-	sum += PROTO_UDP + ulen;
-	return csum_fold(csum_add(sum, udp, ulen)) == 0xffff;
+	return gn_dpdk_csum(gn_dpdk_csum_fold(ph), udp, ulen) == 0xffff;
 }
 
 static int udp_in(const struct gn_dpdk_filter *f, const u8 *ip, u32 ihl,
@@ -172,7 +127,8 @@ static int ipv4_in(const struct gn_dpdk_filter *f, const u8 *ip, u32 len,
 	if (memcmp(ip + 16, &f->ip, 4))
 		return drop(rx, GN_DDROP_DST_IP);
 	if (ip_csum == GN_DCS_BAD ||
-	    (ip_csum != GN_DCS_GOOD && csum_fold(csum_add(0, ip, ihl)) != 0xffff))
+	    (ip_csum != GN_DCS_GOOD &&
+	     gn_dpdk_csum_fold(gn_dpdk_csum_words32(ip, ihl / 4)) != 0xffff))
 		return drop(rx, GN_DDROP_IP_CSUM);
 	return udp_in(f, ip, ihl, tot, l4_csum, rx);
 }

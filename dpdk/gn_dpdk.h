@@ -23,6 +23,9 @@ struct gn_dpdk_peer {
 	u16 port;			/* UDP port, network byte order */
 };
 
+/* GN_DPDK_SPIN_US's default: a step's packets come closer together. */
+#define GN_DPDK_SPIN_US_DEFAULT 1000
+
 struct gn_dpdk_conf {
 	u16 port_id;			/* the ethdev port, started by the transport */
 	int world, rank;
@@ -31,6 +34,8 @@ struct gn_dpdk_conf {
 	u32 max_pkt;			/* largest UDP payload, <= mtu - 28 */
 	u32 mbufs;			/* tx pool size; 0: sized from the MTU */
 	u32 poll_us;			/* longest idle sleep; 0: poll, never sleep */
+	u32 spin_us;			/* after a packet sent or received, poll
+					   this long before any sleep */
 	u32 arp_timeout_ms;		/* resolving peers without a MAC gives up */
 	int lcore;			/* the poll loop runs on this lcore's CPUs;
 					   -1: the main lcore's, or, on the

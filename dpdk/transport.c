@@ -56,6 +56,7 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
+#include "csum.h"
 #include "dtp.h"
 #include "gradnet/wire.h"
 
@@ -72,6 +73,8 @@
 #define RX_POOL 8191
 /* Below this many free rx mbufs, received packets are copied out. */
 #define RX_LOW 2048
+/* Packets between two reads of the rx pool's fill. */
+#define RX_LOW_EVERY 64
 #define TX_POOL_MAX 131071
 /* The tx pool's share of memory when its size is not given (rounded up). */
 #define TX_POOL_BYTES (256u << 20)
@@ -245,6 +248,17 @@ static int peers_init(struct dtp *d, const struct gn_dpdk_peer *peers,
 
 /* ---- send ---- */
 
+/* The UDP checksum of a datagram of @ulen bytes, 0xffff for 0 (RFC 768). */
+static rte_be16_t udp_csum(const struct rte_ipv4_hdr *ip,
+			   const struct rte_udp_hdr *udp, u16 ulen)
+{
+	u64 ph = gn_dpdk_csum_words32(&ip->src_addr, 2) +
+		 gn_dpdk_csum_be16(IPPROTO_UDP) + gn_dpdk_csum_be16(ulen);
+	u16 sum = (u16)~gn_dpdk_csum(gn_dpdk_csum_fold(ph), udp, ulen);
+
+	return rte_cpu_to_be_16(sum ? sum : 0xffff);
+}
+
 /*
  * The Ethernet, IPv4 and UDP headers in front of @p's payload, for its
  * peer. IP ID 0 with DF set: the datagram is never fragmented (RFC 6864).
@@ -287,8 +301,9 @@ static void frame_build(struct dtp *d, struct rte_mbuf *m, struct mbuf_priv *p)
 		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
 	} else {
 		m->ol_flags = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
-		udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+		ip->hdr_checksum = rte_cpu_to_be_16((u16)~gn_dpdk_csum_fold(
+			gn_dpdk_csum_words32(ip, sizeof(*ip) / 4)));
+		udp->dgram_cksum = udp_csum(ip, udp, sizeof(*udp) + len);
 	}
 	p->hdr_peer = p->b.peer;
 	p->hdr_len = len;
@@ -304,7 +319,7 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 	while (done < n) {
 		int k = 0, at = done, r, i;
 
-		while (at < n && k < BURST) {
+		while (at < n && k < d->tx_cap) {
 			struct gn_buf *x = b[at];
 			struct rte_mbuf *m = mbuf_of(x);
 			struct mbuf_priv *p = priv_of(m);
@@ -327,13 +342,25 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		if (!k)
 			continue;
 		r = rte_eth_tx_burst(d->port, d->queue, d->tx, (u16)k);
-		/* A full ring is back-pressure: the rest go back to the core. */
+		/*
+		 * A full ring is back-pressure: the rest go back to the core,
+		 * which keeps its reference (ours is dropped), and the next
+		 * bursts are as small as what fitted, growing again
+		 * as they fit: a core that offers the same packets again and
+		 * again to a full ring pays for a few, not for 64 each time.
+		 */
 		for (i = r; i < k; i++)
 			rte_pktmbuf_free(d->tx[i]);
 		done += r;
-		if (r < k)
+		if (r < k) {
+			d->tx_cap = r ? r : 1;
 			break;
+		}
+		if (d->tx_cap < BURST)
+			d->tx_cap = d->tx_cap * 2 < BURST ? d->tx_cap * 2 : BURST;
 	}
+	if (done)
+		d->active_tsc = rte_get_timer_cycles();
 	return done;
 }
 
@@ -391,8 +418,22 @@ static bool pool_low(struct rte_mempool *mp)
 	return rte_mempool_avail_count(mp) < RTE_MIN((u32)RX_LOW, mp->size / 4);
 }
 
+/*
+ * Whether the pool @m came from runs low, read again every RX_LOW_EVERY
+ * packets: a read walks every lcore's cache (some 670 instructions), and
+ * RX_LOW_EVERY is far below the RX_LOW mbufs of margin.
+ */
+static bool rx_pool_low(struct dtp *d, struct rte_mbuf *m)
+{
+	if (unlikely(!d->low_in--)) {
+		d->low_in = RX_LOW_EVERY - 1;
+		d->low = pool_low(m->pool);
+	}
+	return d->low;
+}
+
 /* @m as a gn_buf for the core, or NULL if it was not for us (freed). */
-static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
+static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m)
 {
 	struct gn_buf *b;
 	struct rte_mbuf *c;
@@ -404,9 +445,7 @@ static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m, bool copy)
 		return NULL;
 	}
 	/* The rx pool runs low: the core may hold this one for long. */
-	if (!d->rx_pool)
-		copy = pool_low(m->pool);
-	if (copy && (c = rte_pktmbuf_alloc(d->tx_pool))) {
+	if (rx_pool_low(d, m) && (c = rte_pktmbuf_alloc(d->tx_pool))) {
 		b = buf_init(c, (u8 *)c->buf_addr + PAYLOAD_OFF, len);
 		memcpy(b->data, data, len);
 		rte_pktmbuf_free(m);
@@ -471,18 +510,18 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 {
 	struct dtp *d = tp;
 	int n = 0, bursts = 0;
-	bool copy;
 
 	link_watch(d);
-	copy = d->rx_pool && pool_low(d->rx_pool);
 	while (n < max) {
 		if (d->rx_i == d->rx_n &&
 		    (bursts++ == RX_BURSTS || !rx_fill(d)))
 			break;
-		b[n] = rx_one(d, d->rx[d->rx_i++], copy);
+		b[n] = rx_one(d, d->rx[d->rx_i++]);
 		n += b[n] != NULL;
 	}
 	dtp_ctl_flush(d);
+	if (n)
+		d->active_tsc = rte_get_timer_cycles();
 	return n;
 }
 
@@ -532,18 +571,31 @@ static void nap(struct dtp *d, u64 ns)
 }
 
 /*
- * No descriptor to sleep on: poll the rx queue, first busily, then with
- * sleeps that double up to poll_ns, so a rank between steps costs little
- * CPU and a burst of traffic is seen within poll_ns. What a poll finds
- * stays for recv. Return: 1 packets are there, 0 woken or timed out.
+ * No descriptor to sleep on: poll the rx queue, busily while traffic is
+ * recent (spin_tsc since the last packet sent or received, so a step's
+ * next packet, an ACK or the peer's share, is seen at once) or for
+ * SPIN_NS at least, then with sleeps that double from SLEEP_MIN_NS up to
+ * poll_ns, so a rank between steps costs little CPU and a burst of
+ * traffic is seen within poll_ns. While it spins past SPIN_NS it yields
+ * the CPU to any thread waiting for it (the trainer's, another rank's
+ * on a shared core). What a poll finds stays for recv.
+ * Return: 1 packets are there, 0 woken or timed out.
  */
 static int dtp_wait(void *tp, int timeout_ms)
 {
 	struct dtp *d = tp;
 	u64 start = mono_ns(), now = start, nap_ns = SLEEP_MIN_NS;
 	u64 end = start + (u64)timeout_ms * 1000000ull;
+	u64 since = rte_get_timer_cycles() - d->active_tsc;
+	u64 spin_end = start + SPIN_NS;
 
 	pin_once(d);
+	if (since < d->spin_tsc) {
+		u64 left = (d->spin_tsc - since) * NSEC_PER_SEC / d->tsc_hz;
+
+		if (spin_end < start + left)
+			spin_end = start + left;
+	}
 	for (;;) {
 		if (d->rx_i < d->rx_n || rx_fill(d))
 			return 1;
@@ -551,8 +603,11 @@ static int dtp_wait(void *tp, int timeout_ms)
 			return 0;
 		if (now >= end)
 			return 0;
-		if (!d->poll_ns || now - start < SPIN_NS) {
-			rte_pause();
+		if (!d->poll_ns || now < spin_end) {
+			if (now - start < SPIN_NS)
+				rte_pause();
+			else
+				sched_yield();
 		} else {
 			nap(d, nap_ns < end - now ? nap_ns : end - now);
 			nap_ns = nap_ns * 2 < d->poll_ns ? nap_ns * 2 : d->poll_ns;
@@ -916,7 +971,9 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	d->world = (u16)c->world;
 	d->max_pkt = c->max_pkt;
 	d->poll_ns = c->poll_us * 1000u;
+	d->tx_cap = BURST;
 	d->tsc_hz = rte_get_timer_hz();
+	d->spin_tsc = d->tsc_hz * c->spin_us / 1000000u;
 	d->ip = self->ip;
 	d->udp_port = self->port;
 	d->stats_path = c->stats_path;

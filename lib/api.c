@@ -675,11 +675,13 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	static const char *const port_vars[] = { "GN_DPDK_PORT", NULL };
 	static const char *const mbuf_vars[] = { "GN_DPDK_MBUFS", NULL };
 	static const char *const poll_vars[] = { "GN_DPDK_POLL_US", NULL };
+	static const char *const spin_vars[] = { "GN_DPDK_SPIN_US", NULL };
 	static const char *const queue_vars[] = { "GN_DPDK_QUEUE", NULL };
 	static const char *const lcore_vars[] = { "GN_DPDK_LCORE", NULL };
 	struct gn_dpdk_conf c = { .world = a->conf.world, .rank = a->conf.rank,
 				  .mtu = a->conf.mtu, .max_pkt = max_pkt };
 	long port = 0, mbufs = 0, poll_us = 1000, queue = -1, lcore = -1;
+	long spin_us = GN_DPDK_SPIN_US_DEFAULT;
 	char msg[GN_ERRMSG_LEN] = "";
 	struct gn_dpdk_peer *dp;
 	int r;
@@ -687,6 +689,7 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	if ((r = env_int(port_vars, 0, 65535, &port)) < 0 ||
 	    (r = env_int(mbuf_vars, 1023, 1 << 24, &mbufs)) < 0 ||
 	    (r = env_int(poll_vars, 0, 1000000, &poll_us)) < 0 ||
+	    (r = env_int(spin_vars, 0, 1000000, &spin_us)) < 0 ||
 	    (r = env_int(queue_vars, 0, 65535, &queue)) < 0 ||
 	    (r = env_int(lcore_vars, 0, 65535, &lcore)) < 0)
 		return r;
@@ -706,6 +709,7 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	c.peers = dp;
 	c.mbufs = (u32)mbufs;
 	c.poll_us = (u32)poll_us;
+	c.spin_us = (u32)spin_us;
 	c.arp_timeout_ms = (u32)(a->conf.timeout_ns / 1000000);
 	c.stats_path = getenv("GN_DPDK_STATS");
 	/* GN_DPDK_QUEUE: the application's port, this queue gradnet's. */

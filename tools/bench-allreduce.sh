@@ -12,6 +12,7 @@
 #                           [--elems 1048576,26214400] [--loss 0,0.01]
 #                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
 #                           [--workers 1,2] [--transport udp,dpdk]
+#                           [--memif-zero-copy]
 #                           [--json] [--build DIR] [--rank-bin P]
 #                           [--mpi-bin P] [--loss-bin P] [--where]
 # Each value list is swept; every configuration gets a fresh topology.
@@ -20,6 +21,9 @@
 # --transport dpdk adds, for each size, 2 ranks on the DPDK transport over
 # a net_memif pair (no hugepages, rank k's poll loop on CPU k; no link,
 # loss or MPI there): rows with "transport": "dpdk", "link": "memif".
+# --memif-zero-copy runs the memif client (rank 1) with zero-copy=yes (its
+# mbufs are the shared memory, so only the server copies): "link":
+# "memif-zc".
 # Every row has pps (packets sent per second of allreduce) and cpu_s (CPU
 # seconds per allreduce, all threads of a rank), means over the ranks.
 # gradnet-bench allreduce runs this with the paths of gradnet-rank,
@@ -60,6 +64,7 @@ json=
 mpi=1
 dense=1
 transport_list=udp
+memif_zc=
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -79,6 +84,7 @@ while [ $# -gt 0 ]; do
 	--no-mpi)	mpi=; shift ;;
 	--no-dense)	dense=; shift ;;
 	--transport)	transport_list=$2; shift 2 ;;
+	--memif-zero-copy) memif_zc=1; shift ;;
 	*)		echo "bench-allreduce.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -136,13 +142,17 @@ mean() {
 # run_dpdk ELEMS CODEC STEPS WARMUP: two ranks on the DPDK transport over
 # net_memif (rank 0 the server), JSON lines out.
 run_dpdk() {
-	local elems=$1 codec=$2 st=$3 wu=$4 out k role mac pids=()
+	local elems=$1 codec=$2 st=$3 wu=$4 out k role mac zc eal pids=()
 
 	out=$(mktemp -d)
 	for k in 0 1; do
-		role=server mac=02:00:00:00:00:01
+		role=server mac=02:00:00:00:00:01 zc= eal=
 		if [ "$k" -eq 1 ]; then
 			role=client mac=02:00:00:00:00:02
+			# Zero copy maps the client's memory: one file per segment list.
+			if [ -n "$memif_zc" ]; then
+				zc=,zero-copy=yes eal=--single-file-segments
+			fi
 			for _ in $(seq 100); do
 				[ -S "$out/memif.sock" ] && break
 				sleep 0.1
@@ -151,7 +161,7 @@ run_dpdk() {
 		env GN_KEY="$key" GN_RANK=$k GN_WORLD_SIZE=2 GN_TRANSPORT=dpdk \
 			GN_PEERS=10.77.0.1:$port,10.77.0.2:$port \
 			GN_DPDK_PEERS=02:00:00:00:00:01,02:00:00:00:00:02 \
-			GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l $k --file-prefix=gnbench$$.$k --vdev=net_memif0,role=$role,socket=$out/memif.sock,socket-abstract=no,mac=$mac --log-level=*:warning" \
+			GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l $k $eal --file-prefix=gnbench$$.$k --vdev=net_memif0,role=$role,socket=$out/memif.sock,socket-abstract=no,mac=$mac$zc --log-level=*:warning" \
 			GN_MTU=$mtu GN_TIMEOUT_MS=30000 \
 			"$rank_bin" --elems "$elems" --codec "$codec" \
 			--steps "$st" --warmup "$wu" >"$out/$k.json" &
@@ -188,7 +198,7 @@ dpdk_rows() {
 			dc=$(echo "$d" | mean cpu_s)
 			dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
 		fi
-		rows+=("{\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif\", \"elems\": $elems, \"loss\": 0, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": null, \"mpi_s\": null, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes $((st + wu))), \"stream_bytes\": $(echo "$g" | per_step stream_bytes $((st + wu))), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes $((st + wu))), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }'), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
+		rows+=("{\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif${memif_zc:+-zc}\", \"elems\": $elems, \"loss\": 0, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": null, \"mpi_s\": null, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes $((st + wu))), \"stream_bytes\": $(echo "$g" | per_step stream_bytes $((st + wu))), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes $((st + wu))), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }'), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
 		if [ -z "$json" ]; then
 			echo "${rows[-1]}"
 		fi

@@ -9,7 +9,9 @@
  * host one rank's bookkeeping does not slow the other ranks' allreduce.
  * The gradient of step k on rank r is the mlp-small-seq samples of step
  * 200 + (k + 7r) mod 48, all six tensors back to back, tiled to the tensor
- * size: consecutive steps look like training, ranks differ.
+ * size: consecutive steps look like training, ranks differ. With
+ * --idle-ms it then stays idle that long and reports the CPU time its
+ * threads used meanwhile (idle_cpu_s), what a poll loop costs between steps.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,6 +36,7 @@ static const char *const seq_tensors[] = {
 struct opts {
 	size_t elems;
 	int steps, warmup;
+	int idle_ms;
 	int codec;
 	float s;
 	const char *out;
@@ -146,7 +149,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: gradnet-rank [--elems N] [--steps K] [--warmup W]\n"
 		"                    [--codec none|3lc] [--s S] [--average]\n"
-		"                    [--out FILE] [--data DIR]\n"
+		"                    [--out FILE] [--data DIR] [--idle-ms MS]\n"
 		"  joins the job described by GN_RANK, GN_WORLD_SIZE, GN_PEERS, GN_KEY\n");
 	exit(2);
 }
@@ -162,6 +165,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "out", required_argument, NULL, 'o' },
 		{ "data", required_argument, NULL, 'd' },
 		{ "average", no_argument, NULL, 'a' },
+		{ "idle-ms", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -197,11 +201,14 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'a':
 			o->flags |= GN_TENSOR_AVERAGE;
 			break;
+		case 'i':
+			o->idle_ms = atoi(optarg);
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!o->elems || o->steps < 1 || o->warmup < 0)
+	if (!o->elems || o->steps < 1 || o->warmup < 0 || o->idle_ms < 0)
 		usage();
 }
 
@@ -213,7 +220,7 @@ int main(int argc, char **argv)
 	GN_OPTS(gn_stats, st);
 	GN_OPTS(gn_stats, st0);
 	float *seq[SEQ_STEPS], *x;
-	double *sec, cpu = 0, wall = 0;
+	double *sec, cpu = 0, wall = 0, idle_cpu = 0;
 	size_t seq_n = 0;
 	struct gn_ctx *ctx;
 	int k, r, rank, total;
@@ -274,6 +281,19 @@ int main(int argc, char **argv)
 	}
 	if (r)
 		goto out;
+	/*
+	 * --idle-ms: the context open and idle that long after the last step,
+	 * as a trainer between steps; the CPU all threads used meanwhile.
+	 */
+	if (o.idle_ms) {
+		struct timespec ts = { o.idle_ms / 1000,
+				       (long)(o.idle_ms % 1000) * 1000000 };
+		double c0 = cpu_now();
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		idle_cpu = cpu_now() - c0;
+	}
 	hash = fnv(x, o.elems);
 	if (o.out) {
 		FILE *f = fopen(o.out, "wb");
@@ -287,7 +307,7 @@ int main(int argc, char **argv)
 	       "\"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f, "
 	       "\"wire_bytes\": %llu, \"stream_bytes\": %llu, \"ctl_bytes\": %llu, \"raw_bytes\": %llu, "
 	       "\"tx_packets\": %llu, \"retransmits\": %llu, \"hash\": \"%016llx\", "
-	       "\"cpu_s\": %.6f, \"pps\": %.0f, ",
+	       "\"cpu_s\": %.6f, \"pps\": %.0f, \"idle_cpu_s\": %.6f, ",
 	       rank, gn_ctx_world_size(ctx), o.elems, o.steps,
 	       sec[o.warmup + o.steps / 2], sec[o.warmup],
 	       sec[o.warmup + o.steps - 1],
@@ -298,7 +318,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.tx_packets,
 	       (unsigned long long)st.retransmits, (unsigned long long)hash,
 	       cpu / o.steps,
-	       wall > 0 ? (double)(st.tx_packets - st0.tx_packets) / wall : 0.0);
+	       wall > 0 ? (double)(st.tx_packets - st0.tx_packets) / wall : 0.0,
+	       idle_cpu);
 	print_drops(&st);
 out:
 	gn_ctx_close(ctx);

@@ -104,7 +104,9 @@ enum gn_codec {
  *	default 0), GN_DPDK_PEERS (every rank's MAC address, rank order,
  *	comma-separated; "-" for this rank: the port's), GN_DPDK_MBUFS (tx
  *	mbufs), GN_DPDK_POLL_US (longest idle sleep of the poll loop, default
- *	1000; 0 polls without sleeping). GN_CODEC_WORKERS (1..64) sets
+ *	1000; 0 polls without sleeping), GN_DPDK_SPIN_US (how long it polls
+ *	after the last packet before it sleeps, default 1000).
+ *	GN_CODEC_WORKERS (1..64) sets
  *	@codec_workers.
  * @sz: sizeof(struct gn_ctx_opts)
  * @rank: this process, 0..world_size-1. Zero (or negative) without

@@ -25,6 +25,11 @@
 #         of two queue pairs hands gradnet queue 1 (GN_DPDK_QUEUE):
 #         results exact, a missing or taken queue refused, and the port
 #         still carries the application's frames on queue 0 afterwards.
+#  idle   after its last step each rank stays open 2 s (gradnet-rank
+#         --idle-ms): the poll loop spins only GN_DPDK_SPIN_US after the
+#         last packet, then naps, so the CPU a rank uses meanwhile
+#         (idle_cpu_s) is under a quarter of it; a loop that never stops
+#         spinning uses most of it (GN_DPDK_POLL_US=0, shown, not asserted).
 #  kill   SIGKILL rank 1 in the middle of a long run: rank 0 fails with
 #         -ETIMEDOUT (gradnet-rank exits 3) within the timeout plus slack;
 #         SIGKILL rank 0, the memif server: rank 1, whose port cannot
@@ -166,7 +171,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..22"
+echo "1..23"
 diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -301,6 +306,29 @@ for k in 0 1; do
 done
 wait_pair "$name" || ok=0
 result "$ok" "memif: an application's port, queue 1 handed to gradnet: results exact, the port the application's after"
+
+# Idle between steps: naps, not a spinning core. Contention can only
+# lower a thread's CPU time, so the bound holds on a busy host too.
+IDLE_MS=2000
+idle_cpu() {
+	sed -n 's/.*"idle_cpu_s": *\([0-9.]*\).*/\1/p' "$1"
+}
+name=idle
+ok=1
+start_pair "$name" "" --elems 65536 --steps "$STEPS" --codec none \
+	--idle-ms "$IDLE_MS"
+wait_pair "$name" || ok=0
+for k in 0 1; do
+	c=$(idle_cpu "$tmp/$name.$k.json")
+	diag "$name: rank $k used ${c:-?} CPU seconds in ${IDLE_MS} ms idle"
+	awk -v c="${c:-9}" -v t="$IDLE_MS" 'BEGIN { exit !(c < t / 4000) }' || ok=0
+done
+name=idle-poll
+start_pair "$name" "GN_DPDK_POLL_US=0" --elems 65536 --steps "$STEPS" \
+	--codec none --idle-ms "$IDLE_MS"
+wait_pair "$name" || ok=0
+diag "$name: never sleeping, rank 0 used $(idle_cpu "$tmp/$name.0.json") CPU seconds in ${IDLE_MS} ms idle"
+result "$ok" "memif: a rank idle between steps naps (its CPU time under a quarter of the idle time)"
 
 # A killed rank: the other one gives up with -ETIMEDOUT, in time.
 name=kill

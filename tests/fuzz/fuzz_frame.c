@@ -9,11 +9,16 @@
  * the rules: a datagram taken lies inside the frame and is addressed to
  * us, with lengths and (unless the port vouched) checksums right; an ARP
  * verdict asks about or answers for our address; a drop has a reason.
+ * And the Internet checksum (dpdk/csum.c), every kernel the CPU has and
+ * the dispatcher, equals the byte-pair reference on the frame's bytes
+ * from its first and its second byte (the other alignment), added to a
+ * sum taken from the input.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "csum.h"
 #include "filter.h"
 #include "fuzz_check.h"
 
@@ -72,11 +77,26 @@ static void check_udp(const struct gn_dpdk_filter *f, const u8 *fr, size_t len,
 		    !memcmp(&rx->src_port, udp, 2), "sender not the frame's");
 }
 
+/* Every checksum kernel against fold() on @p[0, @n), from @sum. */
+static void check_csum(u32 sum, const u8 *p, size_t n)
+{
+	unsigned int want = fold(sum, p, n);
+	int isa;
+
+	for (isa = 0; isa < GN_DCSUM_ISA_N; isa++)
+		if (gn_dpdk_csum_isa_ok(isa))
+			GN_FZ_CHECK(gn_dpdk_csum_isa(isa, sum, p, (u32)n) == want,
+				    "a checksum kernel disagrees with the reference");
+	GN_FZ_CHECK(gn_dpdk_csum(sum, p, (u32)n) == want,
+		    "the checksum disagrees with the reference");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gn_dpdk_filter f = { .max_pkt = 1472 };
 	struct gn_dpdk_rx rx;
 	unsigned int ipc, l4c;
+	u32 sum;
 	u8 *fr;
 	size_t len;
 	int k;
@@ -114,6 +134,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    rx.drop != GN_DDROP_SEGMENTED, "a drop without a reason");
 		break;
 	}
+	sum = len >= 4 ? (u32)fr[0] << 24 | (u32)fr[1] << 16 | be16(fr + 2) : 0;
+	check_csum(sum, fr, len);
+	if (len)
+		check_csum(0, fr + 1, len - 1);
 	free(fr);
 	return 0;
 }
