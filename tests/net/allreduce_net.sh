@@ -58,7 +58,8 @@ LOSS_STEPS=8		# enough packets that 1% loss drops some
 KILL_TIMEOUT_MS=2000
 FORGE_STEPS=200
 FORGE_COUNT=60		# forged packets of each kind
-BOUNDS_STEPS=1000	# long enough to outlast both attackers
+BOUNDS_STEPS=3000	# long enough to outlast both attackers (1000 ended
+			# before them once retransmission stalls were gone)
 GSO_COUNT=1000		# GSO super-datagrams of 128 segments
 NPKTS_COUNT=20000	# DATA packets with a huge npkts
 RUN_LIMIT=60		# seconds before a job counts as hung (a clean one takes ~2)
