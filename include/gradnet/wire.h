@@ -75,7 +75,7 @@ enum gn_pkt_type {
 	GN_PKT_ACK = 3,		/* which packets of a message arrived */
 	GN_PKT_CTRL = 4,	/* reliable control: tensor descriptor, abort */
 	GN_PKT_CTRL_ACK = 5,	/* acknowledges a CTRL packet */
-	GN_PKT_PING = 6,	/* liveness probe */
+	GN_PKT_PING = 6,	/* probe: liveness, lost tails */
 	GN_PKT_PONG = 7,	/* answer to a probe */
 	GN_PKT_WHOLE = 8,	/* a whole chunk in one packet, short header */
 };
@@ -237,10 +237,15 @@ struct gn_wire_ctrl_ack {
 #define GN_WIRE_CTRL_ACK_LEN 4
 
 /*
- * PING and PONG body, 8 bytes: a liveness probe and its answer.
+ * PING and PONG body, 8 bytes: a probe (of liveness, or of a tail of
+ * packets that may be lost) and its answer.
  *	0 u64 stamp: the prober's clock in nanoseconds; a PONG echoes the
  *	stamp of the PING it answers, so the prober measures the round trip
  *	on its own clock and the peers' clocks never meet.
+ * A rank sends every acknowledgement it owes the prober before the PONG,
+ * so the PONG says that whatever reached it before the PING has been
+ * acknowledged: what the prober sent before it and still sees
+ * unacknowledged is lost.
  * Tensor, step, phase and codec of the header are 0.
  */
 struct gn_wire_ping {
