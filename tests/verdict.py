@@ -9,7 +9,9 @@ TAP line "ok N ... # SKIP" or "1..0 # SKIP" count as skips, and a skip
 fails the run unless GN_ALLOW_SKIP names the test (its name without the
 build label, e.g. "kmod-qemu,net-loss"; "all" allows any). The last line is
 "N passed, N failed, N skipped"; the lines above it name every skip, what
-allowed it, and the codec instruction sets whose suites ran.
+allowed it, and the codec instruction sets whose suites ran, and under each
+failed test its failed TAP lines with the comments that came before them,
+or the end of its output (a CI log often shows only its last lines).
 
 Exit: 0 if nothing failed and nothing skipped unallowed, else 1.
 """
@@ -27,6 +29,26 @@ def tap_skips(stdout):
     """The TAP lines of @stdout that report a skip."""
     return [line.strip() for line in stdout.splitlines()
             if SKIP_LINE.match(line.strip())]
+
+
+def why_failed(t, most=12, width=240):
+    """What to print under a failed test: its "not ok" lines, each after
+    the "#" comments printed since the previous result line; failing that,
+    the last lines of its output."""
+    out, notes = [], []
+    for line in (t.get('stdout') or '').splitlines():
+        line = line.strip()
+        if line.startswith('#'):
+            notes = (notes + [line])[-3:]
+        elif line.startswith('not ok'):
+            out += notes + [line]
+            notes = []
+        elif line.startswith('ok'):
+            notes = []
+    if not out:
+        text = (t.get('stdout') or '') + (t.get('stderr') or '')
+        out = [l.strip() for l in text.splitlines() if l.strip()][-4:]
+    return ['    ' + l[:width] for l in out[-most:]]
 
 
 def short_name(name):
@@ -71,6 +93,7 @@ def main(argv):
             if t['result'] in BAD:
                 failed += 1
                 lines.append(f'FAIL {where}: {t["result"]}')
+                lines += why_failed(t)
             elif skips and not (allowed & {name, 'all'}):
                 failed += 1
                 for s in skips:
