@@ -22,6 +22,8 @@
 struct dtp_neigh {
 	bool known;			/* peers[].mac holds it */
 	bool fixed;			/* from the static list: never learnt */
+	bool doubt;			/* a datagram from its IP and port came
+					   from another MAC address */
 	u32 tries;			/* ARP requests sent */
 	u64 next_tsc;			/* the next one is due */
 };
@@ -66,6 +68,9 @@ struct dtp {
 	/* Frames the filter dropped, by reason (GN_DDROP_*). */
 	u64 drops[GN_DDROP_N];
 	u64 arp_answered, arp_asked;	/* requests for us, requests sent */
+	u64 arp_moved;			/* peers learnt at a new MAC address */
+	u32 mac_gen;			/* bumped when a peer's MAC changes */
+	bool doubt;			/* some peer's neigh[].doubt is set */
 	const char *stats_path;
 
 	/* The link: checked every LINK_CHECK_NS, when it went down. */
@@ -83,5 +88,6 @@ void dtp_arp_in(struct dtp *d, const struct gn_dpdk_rx *rx);
 void dtp_ctl_flush(struct dtp *d);
 int dtp_neigh_init(struct dtp *d, const struct gn_dpdk_conf *c);
 int dtp_neigh_resolve(struct dtp *d, u32 timeout_ms, char *msg, size_t len);
+void dtp_neigh_doubt(struct dtp *d, u64 now);
 
 #endif /* GN_DPDK_DTP_H */

@@ -7,11 +7,21 @@
  * 100 ms, doubling up to a second, until every peer answered or the
  * job's timeout passed; the error then names the ranks that did not.
  *
- * Resolution happens once, at open, so the data path never meets a peer
- * without an address and the headers stamped on an mbuf stay valid. A
- * request from a peer while we still look for it counts as its answer
- * (its sender fields are the same), which spares a round trip when two
- * DPDK ranks start together.
+ * Resolution happens at open, so the data path never meets a peer without
+ * an address. A request from a peer while we still look for it counts as
+ * its answer (its sender fields are the same), which spares a round trip
+ * when two DPDK ranks start together.
+ *
+ * A learnt address can change during a job (a NIC replaced, a VM moved, a
+ * rank restarted on another port): any ARP request or reply to us from a
+ * peer's IP with another sender MAC moves it there (a kernel that changes
+ * its MAC forgets its neighbours and asks again before it sends), and the
+ * headers stamped on mbufs are redone (a generation number). A peer that
+ * does not ask (it has a static neighbour entry for us) still sends from
+ * its new address: a datagram from a peer's IP and port but another MAC
+ * has us ask for that peer again by broadcast, at most once per
+ * NEIGH_ASK_MS, and its reply moves it. The datagram itself, not yet
+ * authenticated, moves nothing. Addresses from the static list never move.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +37,8 @@
 
 #define ARP_FIRST_MS 100
 #define ARP_MAX_MS 1000
+/* A peer heard from another MAC is asked for at most this often. */
+#define NEIGH_ASK_MS 500
 /* How long the resolver sleeps between polls of the rx queue. */
 #define RESOLVE_NAP_NS 200000L
 
@@ -75,16 +87,31 @@ void dtp_ctl_flush(struct dtp *d)
 	d->ctl_n = 0;
 }
 
-/* @rx's sender is the address of every peer at its IP still unknown. */
+/*
+ * @rx's sender is the address of every peer at its IP not from the static
+ * list: learnt if unknown, moved if it was elsewhere.
+ */
 static void neigh_learn(struct dtp *d, const struct gn_dpdk_rx *rx)
 {
 	int j;
 
 	for (j = 0; j < d->world; j++) {
-		if (j == d->rank || d->neigh[j].known || d->peers[j].ip != rx->src_ip)
+		struct dtp_neigh *n = &d->neigh[j];
+		const u8 *ip = (const u8 *)&rx->src_ip, *m = rx->src_mac;
+
+		if (j == d->rank || n->fixed || d->peers[j].ip != rx->src_ip)
 			continue;
-		memcpy(d->peers[j].mac, rx->src_mac, RTE_ETHER_ADDR_LEN);
-		d->neigh[j].known = true;
+		if (n->known) {
+			if (!memcmp(d->peers[j].mac, m, RTE_ETHER_ADDR_LEN))
+				continue;
+			d->mac_gen++;
+			d->arp_moved++;
+			fprintf(stderr, "gradnet: dpdk: rank %d (%u.%u.%u.%u) is now at %02x:%02x:%02x:%02x:%02x:%02x\n",
+				j, ip[0], ip[1], ip[2], ip[3],
+				m[0], m[1], m[2], m[3], m[4], m[5]);
+		}
+		memcpy(d->peers[j].mac, m, RTE_ETHER_ADDR_LEN);
+		n->known = true;
 	}
 }
 
@@ -149,6 +176,35 @@ static bool neigh_ask(struct dtp *d, u64 now)
 	}
 	dtp_ctl_flush(d);
 	return all;
+}
+
+/*
+ * Peers whose datagrams came from another MAC address (rx_filter() in
+ * transport.c sets doubt) are asked for again, each at most once per
+ * NEIGH_ASK_MS. Called under the core's lock, from the receive path.
+ */
+void dtp_neigh_doubt(struct dtp *d, u64 now)
+{
+	static const u8 any[RTE_ETHER_ADDR_LEN];
+	struct rte_ether_addr bcast;
+	int j;
+
+	d->doubt = false;
+	memset(bcast.addr_bytes, 0xff, sizeof(bcast.addr_bytes));
+	for (j = 0; j < d->world; j++) {
+		struct dtp_neigh *n = &d->neigh[j];
+
+		if (!n->doubt)
+			continue;
+		if (now < n->next_tsc) {
+			d->doubt = true;
+			continue;
+		}
+		n->doubt = false;
+		n->next_tsc = now + d->tsc_hz / 1000 * NEIGH_ASK_MS;
+		arp_queue(d, RTE_ARP_OP_REQUEST, &bcast, any, d->peers[j].ip);
+		d->arp_asked++;
+	}
 }
 
 /* Whatever the rx queue holds now: ARP handled, the rest freed. */

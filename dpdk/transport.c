@@ -97,6 +97,7 @@ struct mbuf_priv {
 	struct gn_buf b;
 	u16 hdr_peer;			/* the headers in front are for this peer */
 	u16 hdr_len;			/* and this payload length */
+	u32 hdr_gen;			/* and the peers' MACs of this mac_gen */
 };
 
 /*
@@ -307,6 +308,7 @@ static void frame_build(struct dtp *d, struct rte_mbuf *m, struct mbuf_priv *p)
 	}
 	p->hdr_peer = p->b.peer;
 	p->hdr_len = len;
+	p->hdr_gen = d->mac_gen;
 }
 
 static int dtp_send(void *tp, struct gn_buf *const *b, int n)
@@ -332,7 +334,15 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 				done = ++at;
 				continue;
 			}
-			if (p->hdr_peer != x->peer || p->hdr_len != x->len)
+			/*
+			 * Headers are redone after a peer moved (neigh.c),
+			 * unless the tx ring may still hold the mbuf from an
+			 * earlier send: then it goes as it is, to the old
+			 * address, and a later resend gets the new one.
+			 */
+			if (p->hdr_peer != x->peer || p->hdr_len != x->len ||
+			    (unlikely(p->hdr_gen != d->mac_gen) &&
+			     rte_mbuf_refcnt_read(m) == 1))
 				frame_build(d, m, p);
 			/* The tx queue's reference; the core keeps its own. */
 			rte_mbuf_refcnt_update(m, 1);
@@ -398,6 +408,12 @@ static u8 *rx_filter(struct dtp *d, struct rte_mbuf *m, u16 *len, u16 *peer)
 	case GN_DRX_UDP:
 		*len = rx.len;
 		*peer = peer_of(d, rx.src_ip, rx.src_port);
+		/* Moved, or forged: ask ARP (neigh.c). */
+		if (unlikely(*peer < d->world &&
+			     memcmp(frame + 6, d->peers[*peer].mac,
+				    RTE_ETHER_ADDR_LEN)) &&
+		    !d->neigh[*peer].fixed)
+			d->doubt = d->neigh[*peer].doubt = true;
 		return frame + rx.off;
 	case GN_DRX_ARP_REQUEST:
 	case GN_DRX_ARP_REPLY:
@@ -519,6 +535,8 @@ static int dtp_recv(void *tp, struct gn_buf **b, int max)
 		b[n] = rx_one(d, d->rx[d->rx_i++]);
 		n += b[n] != NULL;
 	}
+	if (unlikely(d->doubt))
+		dtp_neigh_doubt(d, rte_get_timer_cycles());
 	dtp_ctl_flush(d);
 	if (n)
 		d->active_tsc = rte_get_timer_cycles();
@@ -645,9 +663,10 @@ static void stats_write(const struct dtp *d)
 		fprintf(stderr, "gradnet: dpdk: cannot write %s\n", d->stats_path);
 		return;
 	}
-	fprintf(f, "{\"rank\": %u, \"arp_answered\": %llu, \"arp_asked\": %llu, \"drops\": {",
+	fprintf(f, "{\"rank\": %u, \"arp_answered\": %llu, \"arp_asked\": %llu, \"arp_moved\": %llu, \"drops\": {",
 		d->rank, (unsigned long long)d->arp_answered,
-		(unsigned long long)d->arp_asked);
+		(unsigned long long)d->arp_asked,
+		(unsigned long long)d->arp_moved);
 	for (i = 0; i < GN_DDROP_N; i++)
 		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", gn_dpdk_drop_name(i),
 			(unsigned long long)d->drops[i]);

@@ -24,6 +24,13 @@
 #         frames (truncated, bad lengths, bad checksums, another
 #         protocol, port or ether type) from a packet socket: rank 0's
 #         filter counts exactly those sent of each reason
+#  moved  a UDP host takes a new MAC address in the middle of a long job;
+#         its kernel forgets its neighbours and asks for the DPDK ranks
+#         again, and they move it to the new address: the job finishes
+#         with the clean run's results, each DPDK rank counted the move
+#  quiet  the same, but the host (its rank stopped meanwhile) is given
+#         permanent neighbour entries and never asks: the DPDK ranks see
+#         its datagrams come from another MAC, ask for it, and move it
 #
 # The UDP hosts send with checksum and segmentation offload off, as a NIC
 # on a wire would deliver: on a veth the kernel leaves checksums partial
@@ -88,7 +95,7 @@ gn_bridge_exec sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
 	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
 
 echo "TAP version 13"
-echo "1..11"
+echo "1..13"
 
 alive() {
 	local st
@@ -354,5 +361,54 @@ for r in ip_header udp_len ip_csum udp_csum not_udp dst_port ethertype; do
 		{ gn_diag "forge: $r: sent ${sent:-?}, rank 0 filter counted ${got:-?} (clean run: ${base:-?})"; ok=0; }
 done
 gn_result "$ok" "forge: malformed frames dropped by DPDK rank 0's filter, each counted by its reason"
+
+# ---- a UDP host moves to another MAC address ---------------------------
+
+# move_host NAME K MAC: host K takes MAC in the middle of job NAME (its
+# rank 0 wrote the session, so step 1 is over); with "quiet", rank K is
+# stopped meanwhile and its host given permanent neighbour entries for the
+# DPDK ranks, so it never asks for them.
+move_host() {
+	local name=$1 k=$2 mac=$3 quiet=${4:-} j
+
+	for _ in $(seq 100); do
+		[ -s "$tmp/$name.session" ] && break
+		sleep 0.1
+	done
+	sleep 1
+	[ -n "$quiet" ] && kill -STOP "${pids[k]}"
+	gn_host_exec "$k" ip link set dev eth0 address "$mac"
+	if [ -n "$quiet" ]; then
+		for ((j = 0; j < NDPDK; j++)); do
+			gn_host_exec "$k" ip neigh replace "$(gn_host_addr "$j")" \
+				lladdr "$(gn_host_exec "$j" cat /sys/class/net/eth0/address)" \
+				dev eth0 nud permanent
+		done
+		kill -CONT "${pids[k]}"
+	fi
+}
+
+for how in moved quiet; do
+	name=$how
+	ok=1
+	k=2
+	[ "$how" = quiet ] && k=3
+	start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$FORGE_STEPS" \
+		--codec 3lc
+	move_host "$name" "$k" "02:00:00:00:4d:0$k" \
+		"$([ "$how" = quiet ] && echo quiet)"
+	for ((j = 0; j < WORLD; j++)); do
+		alive "${pids[j]}" || ok=0
+	done
+	[ "$ok" -eq 1 ] || gn_diag "$name: the job ended before host $k moved"
+	wait_job "$name" || ok=0
+	[ "$ok" -eq 1 ] && same_out "$name" "$tmp/forge-clean.0.out" || ok=0
+	for ((j = 0; j < NDPDK; j++)); do
+		gn_diag "$name: rank $j filter $(cat "$tmp/$name.$j.stats" 2>/dev/null)"
+		n=$(field arp_moved "$tmp/$name.$j.stats")
+		[ "${n:-0}" -ge 1 ] || ok=0
+	done
+	gn_result "$ok" "$name: host $k takes a new MAC address mid-job ($how): the DPDK ranks move it, results are the clean run's"
+done
 
 [ "$failed" -eq 0 ]
