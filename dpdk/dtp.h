@@ -69,6 +69,8 @@ struct dtp {
 	u64 drops[GN_DDROP_N];
 	u64 arp_answered, arp_asked;	/* requests for us, requests sent */
 	u64 arp_moved;			/* peers learnt at a new MAC address */
+	u64 arp_reasked;		/* requests for peers heard from another
+					   MAC (also in arp_asked) */
 	u32 mac_gen;			/* bumped when a peer's MAC changes */
 	bool doubt;			/* some peer's neigh[].doubt is set */
 	const char *stats_path;

@@ -59,14 +59,23 @@ static int arp_in(const struct gn_dpdk_filter *f, const u8 *a, u32 len,
 	if (len < GN_DPDK_ARP_LEN)
 		return drop(rx, GN_DDROP_SHORT);
 	op = be16(a + 6);
-	/* Ethernet, IPv4, 6- and 4-byte addresses, to our address. */
+	/*
+	 * Ethernet, IPv4, 6- and 4-byte addresses, to our address, or
+	 * gratuitous (the sender's own address as the target: a host that
+	 * moved announcing its new MAC).
+	 */
 	if (be16(a) != 1 || be16(a + 2) != ETYPE_IPV4 || a[4] != 6 ||
-	    a[5] != 4 || (op != ARP_REQUEST && op != ARP_REPLY) ||
-	    memcmp(a + 24, &f->ip, 4))
+	    a[5] != 4 || (op != ARP_REQUEST && op != ARP_REPLY))
 		return drop(rx, GN_DDROP_ARP);
 	memcpy(rx->src_mac, a + 8, 6);
 	memcpy(&rx->src_ip, a + 14, 4);
-	rx->kind = op == ARP_REQUEST ? GN_DRX_ARP_REQUEST : GN_DRX_ARP_REPLY;
+	if (!memcmp(a + 24, a + 14, 4) && memcmp(a + 14, &f->ip, 4))
+		rx->kind = GN_DRX_ARP_ANNOUNCE;
+	else if (memcmp(a + 24, &f->ip, 4))
+		return drop(rx, GN_DDROP_ARP);
+	else
+		rx->kind = op == ARP_REQUEST ? GN_DRX_ARP_REQUEST :
+					       GN_DRX_ARP_REPLY;
 	return rx->kind;
 }
 

@@ -20,6 +20,8 @@ enum gn_dpdk_rx_kind {
 	GN_DRX_UDP,			/* a datagram to our address and port */
 	GN_DRX_ARP_REQUEST,		/* who has our address: answer it */
 	GN_DRX_ARP_REPLY,		/* a sender's address, to us */
+	GN_DRX_ARP_ANNOUNCE,		/* gratuitous: a sender's address, to all
+					   (its own IP as the target) */
 	GN_DRX_DROP,			/* not ours, or malformed: see drop */
 };
 

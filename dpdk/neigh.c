@@ -13,9 +13,10 @@
  * when two DPDK ranks start together.
  *
  * A learnt address can change during a job (a NIC replaced, a VM moved, a
- * rank restarted on another port): any ARP request or reply to us from a
- * peer's IP with another sender MAC moves it there (a kernel that changes
- * its MAC forgets its neighbours and asks again before it sends), and the
+ * rank restarted on another port): any ARP request or reply to us, or
+ * gratuitous ARP, from a peer's IP with another sender MAC moves it there
+ * (a kernel that changes its MAC forgets its neighbours and asks again
+ * before it sends; with arp_notify it also announces the change), and the
  * headers stamped on mbufs are redone (a generation number). A peer that
  * does not ask (it has a static neighbour entry for us) still sends from
  * its new address: a datagram from a peer's IP and port but another MAC
@@ -204,6 +205,7 @@ void dtp_neigh_doubt(struct dtp *d, u64 now)
 		n->next_tsc = now + d->tsc_hz / 1000 * NEIGH_ASK_MS;
 		arp_queue(d, RTE_ARP_OP_REQUEST, &bcast, any, d->peers[j].ip);
 		d->arp_asked++;
+		d->arp_reasked++;
 	}
 }
 

@@ -417,6 +417,7 @@ static u8 *rx_filter(struct dtp *d, struct rte_mbuf *m, u16 *len, u16 *peer)
 		return frame + rx.off;
 	case GN_DRX_ARP_REQUEST:
 	case GN_DRX_ARP_REPLY:
+	case GN_DRX_ARP_ANNOUNCE:
 		dtp_arp_in(d, &rx);
 		return NULL;
 	default:
@@ -663,10 +664,11 @@ static void stats_write(const struct dtp *d)
 		fprintf(stderr, "gradnet: dpdk: cannot write %s\n", d->stats_path);
 		return;
 	}
-	fprintf(f, "{\"rank\": %u, \"arp_answered\": %llu, \"arp_asked\": %llu, \"arp_moved\": %llu, \"drops\": {",
+	fprintf(f, "{\"rank\": %u, \"arp_answered\": %llu, \"arp_asked\": %llu, \"arp_moved\": %llu, \"arp_reasked\": %llu, \"drops\": {",
 		d->rank, (unsigned long long)d->arp_answered,
 		(unsigned long long)d->arp_asked,
-		(unsigned long long)d->arp_moved);
+		(unsigned long long)d->arp_moved,
+		(unsigned long long)d->arp_reasked);
 	for (i = 0; i < GN_DDROP_N; i++)
 		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", gn_dpdk_drop_name(i),
 			(unsigned long long)d->drops[i]);

@@ -270,6 +270,25 @@ TEST(arp_for_us_recognised)
 	ASSERT_EQ(GN_DDROP_SHORT, rx.drop);
 }
 
+/* Gratuitous ARP of another host (a move announced) is recognised, as a
+ * request or a reply; of our own address it is not. */
+TEST(arp_announce_recognised)
+{
+	struct gn_dpdk_rx rx;
+	u8 f[MAX_FRAME];
+
+	ASSERT_EQ(GN_DRX_ARP_ANNOUNCE, classify(f, arp(f, 1, "10.9.0.2"), &rx));
+	ASSERT_EQ(0, memcmp(rx.src_mac, their_mac, 6));
+	ASSERT_EQ(inet_addr("10.9.0.2"), rx.src_ip);
+	ASSERT_EQ(GN_DRX_ARP_ANNOUNCE, classify(f, arp(f, 2, "10.9.0.2"), &rx));
+	ASSERT_EQ(GN_DRX_DROP, classify(f, arp(f, 3, "10.9.0.2"), &rx));
+	ASSERT_EQ(GN_DDROP_ARP, rx.drop);
+	/* Sender and target both ours: someone claims our address. */
+	arp(f, 1, "10.9.0.1");
+	memcpy(f + 28, f + 38, 4);
+	ASSERT_EQ(GN_DRX_ARP_REQUEST, classify(f, 60, &rx));
+}
+
 TEST(drop_names)
 {
 	unsigned int i;

@@ -31,6 +31,9 @@
 #  quiet  the same, but the host (its rank stopped meanwhile) is given
 #         permanent neighbour entries and never asks: the DPDK ranks see
 #         its datagrams come from another MAC, ask for it, and move it
+#  announced  as quiet, with arp_notify on the host: its kernel announces
+#         the new MAC (gratuitous ARP), which moves it before any of its
+#         datagrams could make the DPDK ranks ask (they ask none)
 #
 # The UDP hosts send with checksum and segmentation offload off, as a NIC
 # on a wire would deliver: on a veth the kernel leaves checksums partial
@@ -95,7 +98,7 @@ gn_bridge_exec sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
 	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
 
 echo "TAP version 13"
-echo "1..13"
+echo "1..14"
 
 alive() {
 	local st
@@ -377,6 +380,8 @@ move_host() {
 	done
 	sleep 1
 	[ -n "$quiet" ] && kill -STOP "${pids[k]}"
+	[ "$quiet" = announced ] &&
+		gn_host_exec "$k" sysctl -qw net.ipv4.conf.eth0.arp_notify=1
 	gn_host_exec "$k" ip link set dev eth0 address "$mac"
 	if [ -n "$quiet" ]; then
 		for ((j = 0; j < NDPDK; j++)); do
@@ -388,15 +393,17 @@ move_host() {
 	fi
 }
 
-for how in moved quiet; do
+for how in moved quiet announced; do
 	name=$how
 	ok=1
-	k=2
-	[ "$how" = quiet ] && k=3
+	case $how in
+	moved) k=2 quiet= mac=02:00:00:00:4d:02 ;;
+	quiet) k=3 quiet=quiet mac=02:00:00:00:4d:03 ;;
+	*) k=2 quiet=announced mac=02:00:00:00:4d:12 ;;
+	esac
 	start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$FORGE_STEPS" \
 		--codec 3lc
-	move_host "$name" "$k" "02:00:00:00:4d:0$k" \
-		"$([ "$how" = quiet ] && echo quiet)"
+	move_host "$name" "$k" "$mac" "$quiet"
 	for ((j = 0; j < WORLD; j++)); do
 		alive "${pids[j]}" || ok=0
 	done
@@ -407,6 +414,11 @@ for how in moved quiet; do
 		gn_diag "$name: rank $j filter $(cat "$tmp/$name.$j.stats" 2>/dev/null)"
 		n=$(field arp_moved "$tmp/$name.$j.stats")
 		[ "${n:-0}" -ge 1 ] || ok=0
+		n=$(field arp_reasked "$tmp/$name.$j.stats")
+		case $how in
+		quiet) [ "${n:-0}" -ge 1 ] || ok=0 ;;
+		announced) [ "${n:--1}" -eq 0 ] || ok=0 ;;
+		esac
 	done
 	gn_result "$ok" "$name: host $k takes a new MAC address mid-job ($how): the DPDK ranks move it, results are the clean run's"
 done

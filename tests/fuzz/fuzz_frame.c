@@ -129,6 +129,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		GN_FZ_CHECK(!memcmp(rx.src_mac, fr + 14 + 8, 6),
 			    "ARP sender not the frame's");
 		break;
+	case GN_DRX_ARP_ANNOUNCE:
+		GN_FZ_CHECK(len >= 14 + 28 && be16(fr + 12) == 0x0806 &&
+			    (be16(fr + 14 + 6) == 1 || be16(fr + 14 + 6) == 2) &&
+			    !memcmp(fr + 14 + 24, fr + 14 + 14, 4) &&
+			    memcmp(fr + 14 + 14, our_ip, 4),
+			    "an announcement that is not gratuitous ARP of another host");
+		GN_FZ_CHECK(!memcmp(rx.src_mac, fr + 14 + 8, 6) &&
+			    !memcmp(&rx.src_ip, fr + 14 + 14, 4),
+			    "ARP sender not the frame's");
+		break;
 	default:
 		GN_FZ_CHECK(k == GN_DRX_DROP && rx.drop < GN_DDROP_N &&
 			    rx.drop != GN_DDROP_SEGMENTED, "a drop without a reason");
