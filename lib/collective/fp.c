@@ -39,20 +39,21 @@ static void dense_result(const struct gn_ctx *ctx, const struct gn_tensor *t,
 
 /*
  * No NaN or infinity in the @n float32 at @v (aligned or not, as in a
- * packet)? A bit test, integer-only, so the compiler vectorizes it and
- * any file may call it.
+ * packet)? A bit test, integer-only, so any file may call it: an exponent
+ * of all ones plus one carries into bit 31, and no other exponent does.
+ * And, add, or: four values in three SSE2 instructions (an unsigned
+ * maximum, which SSE2 lacks, took twice the instructions).
  */
 bool gn_all_finite(const void *v, size_t n)
 {
-	u32 worst = 0, b;
+	u32 carry = 0, b;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
 		memcpy(&b, (const u8 *)v + 4 * i, sizeof(b));
-		b &= 0x7fffffffu;
-		worst = b > worst ? b : worst;
+		carry |= (b & 0x7f800000u) + 0x00800000u;
 	}
-	return worst < 0x7f800000u;
+	return !(carry & 0x80000000u);
 }
 
 /* Chunks [off, off + len) of the caller's gradient, reduce direction. */
