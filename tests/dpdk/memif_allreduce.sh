@@ -31,10 +31,12 @@
 #         (idle_cpu_s) is under a quarter of it; a loop that never stops
 #         spinning uses most of it (GN_DPDK_POLL_US=0, shown, not asserted).
 #  kill   SIGKILL rank 1 in the middle of a long run: rank 0 fails with
-#         -ETIMEDOUT (gradnet-rank exits 3) within the timeout plus slack;
-#         SIGKILL rank 0, the memif server: rank 1, whose port cannot
-#         restart without a server, fails the same way and never polls
-#         the stopped port.
+#         -ETIMEDOUT (gradnet-rank exits 3), not before the timeout (how
+#         long after it is printed, not asserted: a loaded host delays
+#         it); SIGKILL rank 0, the memif server: rank 1, whose port cannot
+#         restart without a server, tries a restart (a second after the
+#         link went down, well inside its longer timeout), fails the same
+#         way and never polls the stopped port.
 #
 # usage: memif_allreduce.sh GN_RANK_TEST GN_REF GN_APP_PORT
 # Nothing skips: a machine that cannot run DPDK fails the test.
@@ -46,6 +48,7 @@ REF_BIN=$2
 APP_BIN=$3
 STEPS=3
 KILL_TIMEOUT_MS=2000
+SERVER_KILL_TIMEOUT_MS=6000	# room for the restart a second after link down
 RUN_LIMIT=120
 KEY=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 MAC0=02:00:00:00:00:01
@@ -330,12 +333,27 @@ wait_pair "$name" || ok=0
 diag "$name: never sleeping, rank 0 used $(idle_cpu "$tmp/$name.0.json") CPU seconds in ${IDLE_MS} ms idle"
 result "$ok" "memif: a rank idle between steps naps (its CPU time under a quarter of the idle time)"
 
-# A killed rank: the other one gives up with -ETIMEDOUT, in time.
+# joined NAME: both ranks of NAME hold their session (GN_TEST_SESSION_FILE
+# written), then a second of steps; under load the EAL alone can take
+# seconds, and a rank killed before the other joined tests the handshake.
+joined() {
+	local k
+
+	for k in 0 1; do
+		for _ in $(seq 600); do
+			[ -s "$tmp/$1.$k.session" ] && break
+			sleep 0.1
+		done
+	done
+	sleep 1
+}
+
+# A killed rank: the other one gives up with -ETIMEDOUT.
 name=kill
 ok=1
-start_pair "$name" "GN_TIMEOUT_MS=$KILL_TIMEOUT_MS" --elems 1000003 \
-	--steps 100000 --codec 3lc
-sleep 3
+start_pair "$name" "GN_TIMEOUT_MS=$KILL_TIMEOUT_MS GN_TEST_SESSION_FILE=$tmp/$name.%k.session" \
+	--elems 1000003 --steps 100000 --codec 3lc
+joined "$name"
 t0=$(date +%s.%N)
 kill -9 "${pids[1]}" 2>/dev/null || ok=0
 wait "${pids[1]}" 2>/dev/null || true
@@ -347,15 +365,15 @@ secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 diag "$name: rank 0 exited $rc after ${secs}s: $(tr '\n' ' ' <"$tmp/$name.0.json")"
 [ "$rc" -eq 3 ] || ok=0
 grep -q '"error": "a peer went silent"' "$tmp/$name.0.json" || ok=0
-awk -v s="$secs" -v t="$KILL_TIMEOUT_MS" 'BEGIN { exit !(s >= t / 2000 && s <= t / 1000 + 2) }' || ok=0
-result "$ok" "memif: rank 1 killed, rank 0 fails with -ETIMEDOUT within the timeout"
+awk -v s="$secs" -v t="$KILL_TIMEOUT_MS" 'BEGIN { exit !(s >= t / 2000) }' || ok=0
+result "$ok" "memif: rank 1 killed, rank 0 fails with -ETIMEDOUT, not before the timeout"
 
 # The server killed: the client's port stays down, its restarts fail.
 name=kill-server
 ok=1
-start_pair "$name" "GN_TIMEOUT_MS=$KILL_TIMEOUT_MS" --elems 1000003 \
-	--steps 100000 --codec 3lc
-sleep 3
+start_pair "$name" "GN_TIMEOUT_MS=$SERVER_KILL_TIMEOUT_MS GN_TEST_SESSION_FILE=$tmp/$name.%k.session" \
+	--elems 1000003 --steps 100000 --codec 3lc
+joined "$name"
 kill -9 "${pids[0]}" 2>/dev/null || ok=0
 wait "${pids[0]}" 2>/dev/null || true
 rc=0
