@@ -75,6 +75,17 @@ static void arp_queue(struct dtp *d, u16 op, const struct rte_ether_addr *to,
 	d->ctl[d->ctl_n++] = m;
 }
 
+/* A broadcast request for @ip, counted. */
+static void arp_ask(struct dtp *d, u32 ip)
+{
+	static const u8 any[RTE_ETHER_ADDR_LEN];
+	struct rte_ether_addr bcast;
+
+	memset(bcast.addr_bytes, 0xff, sizeof(bcast.addr_bytes));
+	arp_queue(d, RTE_ARP_OP_REQUEST, &bcast, any, ip);
+	d->arp_asked++;
+}
+
 void dtp_ctl_flush(struct dtp *d)
 {
 	int r, i;
@@ -94,11 +105,11 @@ void dtp_ctl_flush(struct dtp *d)
  */
 static void neigh_learn(struct dtp *d, const struct gn_dpdk_rx *rx)
 {
+	const u8 *ip = (const u8 *)&rx->src_ip, *m = rx->src_mac;
 	int j;
 
 	for (j = 0; j < d->world; j++) {
 		struct dtp_neigh *n = &d->neigh[j];
-		const u8 *ip = (const u8 *)&rx->src_ip, *m = rx->src_mac;
 
 		if (j == d->rank || n->fixed || d->peers[j].ip != rx->src_ip)
 			continue;
@@ -147,12 +158,9 @@ int dtp_neigh_init(struct dtp *d, const struct gn_dpdk_conf *c)
 /* Requests to the unknown peers that are due; true if none is unknown. */
 static bool neigh_ask(struct dtp *d, u64 now)
 {
-	static const u8 any[RTE_ETHER_ADDR_LEN];
-	struct rte_ether_addr bcast;
 	bool all = true;
 	int j, k;
 
-	memset(bcast.addr_bytes, 0xff, sizeof(bcast.addr_bytes));
 	for (j = 0; j < d->world; j++) {
 		struct dtp_neigh *n = &d->neigh[j];
 		u64 gap;
@@ -172,8 +180,7 @@ static bool neigh_ask(struct dtp *d, u64 now)
 				break;
 		if (k < j)
 			continue;
-		arp_queue(d, RTE_ARP_OP_REQUEST, &bcast, any, d->peers[j].ip);
-		d->arp_asked++;
+		arp_ask(d, d->peers[j].ip);
 	}
 	dtp_ctl_flush(d);
 	return all;
@@ -186,12 +193,9 @@ static bool neigh_ask(struct dtp *d, u64 now)
  */
 void dtp_neigh_doubt(struct dtp *d, u64 now)
 {
-	static const u8 any[RTE_ETHER_ADDR_LEN];
-	struct rte_ether_addr bcast;
 	int j;
 
 	d->doubt = false;
-	memset(bcast.addr_bytes, 0xff, sizeof(bcast.addr_bytes));
 	for (j = 0; j < d->world; j++) {
 		struct dtp_neigh *n = &d->neigh[j];
 
@@ -203,8 +207,7 @@ void dtp_neigh_doubt(struct dtp *d, u64 now)
 		}
 		n->doubt = false;
 		n->next_tsc = now + d->tsc_hz / 1000 * NEIGH_ASK_MS;
-		arp_queue(d, RTE_ARP_OP_REQUEST, &bcast, any, d->peers[j].ip);
-		d->arp_asked++;
+		arp_ask(d, d->peers[j].ip);
 		d->arp_reasked++;
 	}
 }

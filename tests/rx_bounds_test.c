@@ -249,11 +249,6 @@ static unsigned int pending_of(const struct gn_ctx *ctx, int peer)
 	return n;
 }
 
-/*
- * Rank 1 describes more tensors than a rank keeps for later: the extra
- * descriptors are neither kept nor acknowledged (rank 1 will repeat
- * them), and one is taken once registering a tensor made room.
- */
 /* lib/collective/core.h: the check behind the dense drops above. */
 bool gn_all_finite(const void *v, size_t n);
 
@@ -290,6 +285,11 @@ TEST(all_finite_every_exponent)
 	ASSERT_TRUE(gn_all_finite(buf, 0));
 }
 
+/*
+ * Rank 1 describes more tensors than a rank keeps for later: the extra
+ * descriptors are neither kept nor acknowledged (rank 1 will repeat
+ * them), and one is taken once registering a tensor made room.
+ */
 TEST(pending_descriptors_bounded)
 {
 	GN_OPTS(gn_tensor_opts, o, .id = 1000, .elems = 10);

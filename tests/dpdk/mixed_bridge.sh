@@ -294,6 +294,16 @@ done
 
 # ---- forged packets into a DPDK rank --------------------------------------
 
+# joined NAME SECS: step 1 of job NAME is over (soon after rank 0 wrote its
+# session), plus a moment.
+joined() {
+	for _ in $(seq 100); do
+		[ -s "$tmp/$1.session" ] && break
+		sleep 0.1
+	done
+	sleep "$2"
+}
+
 # The clean run of the forged job, for its results and drop counts.
 ok=1
 start_job forge-clean "$NDPDK" --elems "$ELEMS" --steps "$FORGE_STEPS" \
@@ -302,12 +312,7 @@ wait_job forge-clean || ok=0
 gn_diag "forge-clean: rank 0 $(cat "$tmp/forge-clean.0.json")"
 name=forge
 start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$FORGE_STEPS" --codec 3lc
-# Step 1 is over soon after rank 0 wrote its session.
-for _ in $(seq 100); do
-	[ -s "$tmp/$name.session" ] && break
-	sleep 0.1
-done
-sleep 0.5
+joined "$name" 0.5
 seed=$RANDOM
 gn_host_exec "$WORLD" "$FORGE_BIN" --to "$(gn_host_addr 0):$PORT" \
 	--to-rank 0 --as "$(gn_host_addr 2):$PORT" --as-rank 2 \
@@ -374,11 +379,7 @@ gn_result "$ok" "forge: malformed frames dropped by DPDK rank 0's filter, each c
 move_host() {
 	local name=$1 k=$2 mac=$3 quiet=${4:-} j
 
-	for _ in $(seq 100); do
-		[ -s "$tmp/$name.session" ] && break
-		sleep 0.1
-	done
-	sleep 1
+	joined "$name" 1
 	[ -n "$quiet" ] && kill -STOP "${pids[k]}"
 	[ "$quiet" = announced ] &&
 		gn_host_exec "$k" sysctl -qw net.ipv4.conf.eth0.arp_notify=1
