@@ -33,13 +33,13 @@ def tap_skips(stdout):
 
 def why_failed(t, most=12, width=240):
     """What to print under a failed test: its "not ok" lines, each after
-    the "#" comments printed since the previous result line; failing that,
-    the last lines of its output."""
+    the last six "#" comments printed since the previous result line;
+    failing that, the last lines of its output."""
     out, notes = [], []
     for line in (t.get('stdout') or '').splitlines():
         line = line.strip()
         if line.startswith('#'):
-            notes = (notes + [line])[-3:]
+            notes = (notes + [line])[-6:]
         elif line.startswith('not ok'):
             out += notes + [line]
             notes = []
