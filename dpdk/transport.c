@@ -54,6 +54,8 @@
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
+#include <rte_mempool.h>
 #include <rte_udp.h>
 
 #include "csum.h"
@@ -768,8 +770,60 @@ static struct rte_mempool *pool_new(const char *name, u32 n, u32 room,
 	return mp;
 }
 
+/*
+ * The same pool for net_af_xdp's rx queue, which DPDK 22.11 registers
+ * as the socket's UMEM: from its first memory chunk's page, populated
+ * size times object size bytes, so every mbuf must lie in that span.
+ * rte_pktmbuf_pool_create() keeps objects from crossing a page, which
+ * on 4 KiB pages (--no-huge) puts one 2.5 KiB mbuf per page: the UMEM
+ * then covers only some 60% of the pool, and a buffer beyond it, handed
+ * to the fill ring or (for a frame from the tx pool) to the tx ring
+ * as a copy, is refused by the kernel as invalid and never given back
+ * (the socket's tx_invalid_descs count them): frames lost, then the pool
+ * drained. Packed objects (no IOVA-contiguity, which the kernel does not
+ * need of a UMEM) in one chunk make the span exact.
+ */
+static struct rte_mempool *pool_new_umem(const char *name, u32 n, u32 room,
+					 int socket, char *msg, size_t len)
+{
+	struct rte_pktmbuf_pool_private priv = {
+		.mbuf_data_room_size = (u16)room,
+		.mbuf_priv_size = RTE_CACHE_LINE_SIZE,
+	};
+	u32 elt = (u32)sizeof(struct rte_mbuf) + RTE_CACHE_LINE_SIZE + room;
+	struct rte_mempool *mp;
+	int r;
+
+	mp = rte_mempool_create_empty(name, n, elt, POOL_CACHE, sizeof(priv),
+				      socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+	if (!mp) {
+		r = -rte_errno;
+		goto fail;
+	}
+	r = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+	if (r)
+		goto fail;
+	rte_pktmbuf_pool_init(mp, &priv);
+	r = rte_mempool_populate_default(mp);
+	if (r < 0)
+		goto fail;
+	if (mp->nb_mem_chunks != 1) {
+		snprintf(msg, len, "the rx pool of net_af_xdp came in %u pieces of memory, its UMEM can only be one (EAL memory: -m or hugepages)",
+			 mp->nb_mem_chunks);
+		rte_mempool_free(mp);
+		return NULL;
+	}
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	return mp;
+fail:
+	rte_mempool_free(mp);
+	snprintf(msg, len, "cannot create a pool of %u mbufs of %u bytes: %s (EAL memory: -m or hugepages)",
+		 n, room, rte_strerror(-r));
+	return NULL;
+}
+
 static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
-			int socket, char *msg, size_t len)
+			int socket, bool umem, char *msg, size_t len)
 {
 	/*
 	 * Room for a whole frame of the MTU (and a VLAN tag) in one segment,
@@ -795,7 +849,8 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 	if (c->queue >= 0)
 		return 0;
 	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
-	d->rx_pool = pool_new(name, RX_POOL, room, socket, msg, len);
+	d->rx_pool = umem ? pool_new_umem(name, RX_POOL, room, socket, msg, len) :
+			    pool_new(name, RX_POOL, room, socket, msg, len);
 	return d->rx_pool ? 0 : -ENOMEM;
 }
 
@@ -832,7 +887,8 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 			 info.max_rx_pktlen - ETH_LEN - RTE_ETHER_CRC_LEN, c->mtu);
 		return -EINVAL;
 	}
-	r = pools_create(d, c, socket, msg, len);
+	r = pools_create(d, c, socket, !strcmp(info.driver_name, "net_af_xdp"),
+			 msg, len);
 	if (r)
 		return r;
 	d->tx_csum = (info.tx_offload_capa & tx_csum) == tx_csum;
@@ -913,7 +969,7 @@ static int port_attach(struct dtp *d, const struct gn_dpdk_conf *c,
 	 */
 	if (!rte_eth_tx_queue_info_get(d->port, (u16)c->queue, &qi))
 		d->tx_csum = (qi.conf.offloads & tx_csum) == tx_csum;
-	r = pools_create(d, c, rte_eth_dev_socket_id(d->port), msg, len);
+	r = pools_create(d, c, rte_eth_dev_socket_id(d->port), false, msg, len);
 	if (r)
 		return r;
 	return rte_eth_macaddr_get(d->port, &d->mac);
