@@ -33,6 +33,8 @@ struct dtp {
 	u16 queue;			/* the rx and tx queue */
 	bool shared;			/* the application's port: never configured,
 					   started or stopped here */
+	bool umem;			/* net_af_xdp: the rx pool is the socket's
+					   UMEM, so the port closes with it */
 	u16 rank, world;
 	u32 max_pkt;
 	u32 poll_ns;			/* longest idle sleep; 0: never sleep */

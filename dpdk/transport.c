@@ -108,6 +108,8 @@ struct mbuf_priv {
  */
 static pthread_mutex_t ports_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool port_busy[RTE_MAX_ETHPORTS];
+static bool port_ours[RTE_MAX_ETHPORTS];	/* configured by gradnet */
+static bool port_gone[RTE_MAX_ETHPORTS];	/* closed by gradnet */
 static u64 queue_busy[RTE_MAX_ETHPORTS][RTE_MAX_QUEUES_PER_PORT / 64];
 
 static bool queues_idle(u16 port)
@@ -146,6 +148,41 @@ static void port_release(u16 port, int queue)
 		port_busy[port] = false;
 	else
 		queue_busy[port][queue / 64] &= ~(1ull << (queue % 64));
+	pthread_mutex_unlock(&ports_lock);
+}
+
+/* Did a context of this process close @port (net_af_xdp)? */
+static bool port_closed(u16 port)
+{
+	bool gone;
+
+	if (port >= RTE_MAX_ETHPORTS)
+		return false;
+	pthread_mutex_lock(&ports_lock);
+	gone = port_gone[port];
+	pthread_mutex_unlock(&ports_lock);
+	return gone;
+}
+
+/*
+ * When the process ends (or the library is unloaded), close the ports
+ * gradnet configured and no context holds. A port only stopped keeps
+ * what its driver set up outside the process: net_af_xdp's XDP program
+ * stays attached to the interface after the process is gone, and its
+ * sockets' libxdp state is never freed. A port a context still holds is
+ * left alone: a thread of that context may still poll it.
+ */
+__attribute__((destructor)) static void ports_close(void)
+{
+	u16 port;
+
+	pthread_mutex_lock(&ports_lock);
+	for (port = 0; port < RTE_MAX_ETHPORTS; port++) {
+		if (port_ours[port] && !port_busy[port]) {
+			rte_eth_dev_close(port);
+			port_ours[port] = false;
+		}
+	}
 	pthread_mutex_unlock(&ports_lock);
 }
 static unsigned int pool_seq;
@@ -707,6 +744,18 @@ static void dtp_free(struct dtp *d)
 	if (!d->shared) {
 		/* The queues may hold mbufs of the pools until the port stops. */
 		rte_eth_dev_stop(d->port);
+		/*
+		 * Stopping leaves net_af_xdp's socket bound, its fill ring
+		 * full of rx pool buffers the kernel may still write frames
+		 * into: the port closes before the pool goes.
+		 */
+		if (d->umem) {
+			pthread_mutex_lock(&ports_lock);
+			rte_eth_dev_close(d->port);
+			port_ours[d->port] = false;
+			port_gone[d->port] = true;
+			pthread_mutex_unlock(&ports_lock);
+		}
 		rte_mempool_free(d->tx_pool);
 		rte_mempool_free(d->rx_pool);
 	} else if (rte_eth_tx_done_cleanup(d->port, d->queue, 0) >= 0) {
@@ -887,8 +936,8 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 			 info.max_rx_pktlen - ETH_LEN - RTE_ETHER_CRC_LEN, c->mtu);
 		return -EINVAL;
 	}
-	r = pools_create(d, c, socket, !strcmp(info.driver_name, "net_af_xdp"),
-			 msg, len);
+	d->umem = !strcmp(info.driver_name, "net_af_xdp");
+	r = pools_create(d, c, socket, d->umem, msg, len);
 	if (r)
 		return r;
 	d->tx_csum = (info.tx_offload_capa & tx_csum) == tx_csum;
@@ -898,8 +947,12 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 		pc.rxmode.offloads = rx_csum;
 	pc.rxmode.mtu = c->mtu;
 	r = rte_eth_dev_configure(d->port, 1, 1, &pc);
-	if (!r)
+	if (!r) {
+		pthread_mutex_lock(&ports_lock);
+		port_ours[d->port] = true;
+		pthread_mutex_unlock(&ports_lock);
 		r = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nrx, &ntx);
+	}
 	if (r) {
 		snprintf(msg, len, "DPDK port %u (%s): configuration with one queue pair and MTU %u refused: %s",
 			 d->port, info.driver_name, c->mtu, rte_strerror(-r));
@@ -1009,6 +1062,11 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	if (r)
 		return r;
 	self = &c->peers[c->rank];
+	if (port_closed(c->port_id)) {
+		snprintf(msg, len, "DPDK port %u (net_af_xdp) was closed when the last context on it ended (its rx pool was the kernel's UMEM): open it again in a new process",
+			 c->port_id);
+		return -ENODEV;
+	}
 	if (!rte_eth_dev_is_valid_port(c->port_id)) {
 		snprintf(msg, len, "DPDK port %u does not exist: the EAL found %u ports (its -a or --vdev arguments make them)",
 			 c->port_id, rte_eth_dev_count_avail());

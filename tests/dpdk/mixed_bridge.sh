@@ -35,7 +35,8 @@
 #         the new MAC (gratuitous ARP), which moves it before any of its
 #         datagrams could make the DPDK ranks ask (they ask none)
 #  xdp    the mixed dense job again with the DPDK ranks on net_af_xdp
-#         (copy mode, one queue): bit-identical to the all-UDP run
+#         (copy mode, one queue): bit-identical to the all-UDP run, and
+#         no XDP program left on their interfaces once they exit
 #
 # The UDP hosts send with checksum and segmentation offload off, as a NIC
 # on a wire would deliver: on a veth the kernel leaves checksums partial
@@ -101,7 +102,7 @@ gn_bridge_exec sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
 	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
 
 echo "TAP version 13"
-echo "1..15"
+echo "1..16"
 
 alive() {
 	local st
@@ -453,5 +454,16 @@ for ((k = 0; k < NDPDK; k++)); do
 	gn_diag "$name: rank $k filter $(cat "$tmp/$name.$k.stats" 2>/dev/null)"
 done
 gn_result "$ok" "$name: $NDPDK DPDK (af_xdp) + $((WORLD - NDPDK)) UDP ranks, dense: bit-identical to the all-UDP run"
+
+# A rank that ends closes its port, which takes the XDP program off the
+# interface; a port only stopped would leave it attached.
+ok=1
+for ((k = 0; k < NDPDK; k++)); do
+	if gn_host_exec "$k" ip link show dev eth0 | grep -q 'prog/xdp'; then
+		gn_diag "$name: host $k's eth0 still has an XDP program: $(gn_host_exec "$k" ip link show dev eth0 | tr '\n' ' ')"
+		ok=0
+	fi
+done
+gn_result "$ok" "$name: the ranks' exit took the XDP program off their interfaces"
 
 [ "$failed" -eq 0 ]
