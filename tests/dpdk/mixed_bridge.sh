@@ -35,15 +35,17 @@
 #         the new MAC (gratuitous ARP), which moves it before any of its
 #         datagrams could make the DPDK ranks ask (they ask none)
 #  xdp    the mixed dense job again with the DPDK ranks on net_af_xdp
-#         (copy mode, one queue): bit-identical to the all-UDP run, and
-#         no XDP program left on their interfaces once they exit
+#         (copy mode, one queue): bit-identical to the all-UDP run, no
+#         XDP program left on their interfaces once they exit, and a
+#         second context in one process refused (the port closed with
+#         the first: its rx pool was the kernel's UMEM)
 #
 # The UDP hosts send with checksum and segmentation offload off, as a NIC
 # on a wire would deliver: on a veth the kernel leaves checksums partial
 # and UDP GSO batches whole, and net_af_packet (DPDK 22.11) passes both
 # on as they are.
 #
-# usage: mixed_bridge.sh GN_RANK_TEST GN_REF GN_LOSS GN_FORGE GN_FRAME_FORGE
+# usage: mixed_bridge.sh GN_RANK_TEST GN_REF GN_LOSS GN_FORGE GN_FRAME_FORGE GN_REOPEN
 # Nothing skips: a host that cannot run this fails the test.
 
 set -eu
@@ -59,6 +61,7 @@ REF_BIN=$2
 LOSS_BIN=$3
 FORGE_BIN=$4
 FRAME_BIN=$5
+REOPEN_BIN=$6
 WORLD=4
 NDPDK=2			# ranks 0..NDPDK-1 are on DPDK
 PORT=7000
@@ -74,7 +77,7 @@ testno=0
 failed=0
 pids=()
 
-for b in "$RANK_BIN" "$REF_BIN" "$LOSS_BIN" "$FORGE_BIN" "$FRAME_BIN"; do
+for b in "$RANK_BIN" "$REF_BIN" "$LOSS_BIN" "$FORGE_BIN" "$FRAME_BIN" "$REOPEN_BIN"; do
 	if [ ! -x "$b" ]; then
 		echo "1..0 # $b is not built"
 		exit 1
@@ -102,7 +105,7 @@ gn_bridge_exec sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
 	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
 
 echo "TAP version 13"
-echo "1..16"
+echo "1..17"
 
 alive() {
 	local st
@@ -465,5 +468,20 @@ for ((k = 0; k < NDPDK; k++)); do
 	fi
 done
 gn_result "$ok" "$name: the ranks' exit took the XDP program off their interfaces"
+
+# The port closes with its context: a second context in the same process
+# is refused with -ENODEV (-19), and says why.
+# The key from a file: gradnet takes GN_KEY out of the environment.
+ok=0
+(umask 077 && echo "$KEY" >"$tmp/key")
+ip netns exec "$(gn_host_ns 0)" env GN_RANK=0 GN_WORLD_SIZE=1 \
+	GN_PEERS="$(gn_host_addr 0):$PORT" GN_KEY_FILE="$tmp/key" GN_TRANSPORT=dpdk \
+	GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l ${cpus[0]} --file-prefix=$GN_NS_PREFIX.reopen --vdev=$DPDK_VDEV --log-level=*:warning" \
+	"$REOPEN_BIN" >"$tmp/reopen.out" 2>"$tmp/reopen.err" &&
+	grep -q '^open 0 0 ' "$tmp/reopen.out" &&
+	grep -q "^open 1 -19 .*was closed when the last context on it ended" \
+		"$tmp/reopen.out" && ok=1
+gn_diag "$name: reopen: $(tr '\n' ' ' <"$tmp/reopen.out")"
+gn_result "$ok" "$name: a second context of one process on the closed port is refused with -ENODEV, saying why"
 
 [ "$failed" -eq 0 ]
