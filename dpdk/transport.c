@@ -872,7 +872,7 @@ fail:
 }
 
 static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
-			int socket, bool umem, char *msg, size_t len)
+			int socket, char *msg, size_t len)
 {
 	/*
 	 * Room for a whole frame of the MTU (and a VLAN tag) in one segment,
@@ -898,8 +898,8 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 	if (c->queue >= 0)
 		return 0;
 	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
-	d->rx_pool = umem ? pool_new_umem(name, RX_POOL, room, socket, msg, len) :
-			    pool_new(name, RX_POOL, room, socket, msg, len);
+	d->rx_pool = d->umem ? pool_new_umem(name, RX_POOL, room, socket, msg, len) :
+			       pool_new(name, RX_POOL, room, socket, msg, len);
 	return d->rx_pool ? 0 : -ENOMEM;
 }
 
@@ -937,7 +937,7 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 		return -EINVAL;
 	}
 	d->umem = !strcmp(info.driver_name, "net_af_xdp");
-	r = pools_create(d, c, socket, d->umem, msg, len);
+	r = pools_create(d, c, socket, msg, len);
 	if (r)
 		return r;
 	d->tx_csum = (info.tx_offload_capa & tx_csum) == tx_csum;
@@ -1022,7 +1022,7 @@ static int port_attach(struct dtp *d, const struct gn_dpdk_conf *c,
 	 */
 	if (!rte_eth_tx_queue_info_get(d->port, (u16)c->queue, &qi))
 		d->tx_csum = (qi.conf.offloads & tx_csum) == tx_csum;
-	r = pools_create(d, c, rte_eth_dev_socket_id(d->port), false, msg, len);
+	r = pools_create(d, c, rte_eth_dev_socket_id(d->port), msg, len);
 	if (r)
 		return r;
 	return rte_eth_macaddr_get(d->port, &d->mac);
