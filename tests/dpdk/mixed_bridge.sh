@@ -129,6 +129,11 @@ stop_ranks() {
 mapfile -t cpus < <(sed -n 's/^Cpus_allowed_list:\s*//p' /proc/self/status |
 	tr ',' '\n' | while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done)
 
+# eal PREFIX CPU: the EAL arguments of a DPDK process on $DPDK_VDEV.
+eal() {
+	echo "--no-huge -m 1024 --no-pci --no-telemetry -l $2 --file-prefix=$GN_NS_PREFIX.$1 --vdev=$DPDK_VDEV --log-level=*:warning"
+}
+
 # start_rank NAME K PATH ARGS...: rank K on PATH (udp or dpdk) in host K.
 start_rank() {
 	local name=$1 k=$2 path=$3 cpu=${cpus[$(($2 % ${#cpus[@]}))]}
@@ -137,7 +142,7 @@ start_rank() {
 	shift 3
 	if [ "$path" = dpdk ]; then
 		dpdk=(GN_DPDK_STATS="$tmp/$name.$k.stats"
-		      GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l $cpu --file-prefix=$GN_NS_PREFIX.$name.$k --vdev=$DPDK_VDEV --log-level=*:warning")
+		      GN_DPDK_EAL="$(eal "$name.$k" "$cpu")")
 	fi
 	session=
 	[ "$k" -eq 0 ] && session=$tmp/$name.session
@@ -476,7 +481,7 @@ ok=0
 (umask 077 && echo "$KEY" >"$tmp/key")
 ip netns exec "$(gn_host_ns 0)" env GN_RANK=0 GN_WORLD_SIZE=1 \
 	GN_PEERS="$(gn_host_addr 0):$PORT" GN_KEY_FILE="$tmp/key" GN_TRANSPORT=dpdk \
-	GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l ${cpus[0]} --file-prefix=$GN_NS_PREFIX.reopen --vdev=$DPDK_VDEV --log-level=*:warning" \
+	GN_DPDK_EAL="$(eal reopen "${cpus[0]}")" \
 	"$REOPEN_BIN" >"$tmp/reopen.out" 2>"$tmp/reopen.err" &&
 	grep -q '^open 0 0 ' "$tmp/reopen.out" &&
 	grep -q "^open 1 -19 .*was closed when the last context on it ended" \
