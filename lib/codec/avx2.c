@@ -135,68 +135,129 @@ static u32 quartic_avx2(const struct gn_tlc_span *cur, float m, u8 *out,
 }
 
 /*
- * A pending run of r < 46 groups cut by a literal: byte 0 the code of
- * r mod 14, byte 1 the number of 255s before it, byte 2 the bytes all of
- * them take, byte 3 r mod 14. A table, because the selects behind them
- * (r mod 14 == 1 gives 121) compile to branches that mispredict.
+ * Byte lanes of a 64-bit word picked by an 8-bit mask, packed to the
+ * front: lane b of the source goes to the slot counting the set bits below
+ * b. Unused slots pick lane 0; the caller overwrites or ignores them.
  */
-#define GN_RUN_REM(r) ((r) % GN_ZRE_RUN_MAX_LEN)
-#define GN_RUN_ENTRY(r)                                                       \
-	((GN_RUN_REM(r) == 1 ? GN_TLC_ZERO : 241u + GN_RUN_REM(r)) & 0xff) |   \
-	((r) / GN_ZRE_RUN_MAX_LEN) << 8 |                                     \
-	((r) / GN_ZRE_RUN_MAX_LEN + (GN_RUN_REM(r) != 0)) << 16 |             \
-	GN_RUN_REM(r) << 24
-#define GN_RE4(r) GN_RUN_ENTRY(r), GN_RUN_ENTRY(r + 1), GN_RUN_ENTRY(r + 2),  \
-		  GN_RUN_ENTRY(r + 3)
-#define GN_RE16(r) GN_RE4(r), GN_RE4(r + 4), GN_RE4(r + 8), GN_RE4(r + 12)
-static const u32 run_entry[48] = { GN_RE16(0), GN_RE16(16), GN_RE16(32) };
-#undef GN_RE16
-#undef GN_RE4
-#undef GN_RUN_ENTRY
-#undef GN_RUN_REM
+#define GN_BIT(m, b) (((m) >> (b)) & 1u)
+#define GN_POP8(m) (GN_BIT(m, 0) + GN_BIT(m, 1) + GN_BIT(m, 2) +             \
+		    GN_BIT(m, 3) + GN_BIT(m, 4) + GN_BIT(m, 5) +              \
+		    GN_BIT(m, 6) + GN_BIT(m, 7))
+#define GN_SLOT(m, b)                                                         \
+	(GN_BIT(m, b) ? (u64)(b) << (8 * GN_POP8((m) & ((1u << (b)) - 1))) : 0)
+#define GN_PACK(m) (GN_SLOT(m, 0) | GN_SLOT(m, 1) | GN_SLOT(m, 2) |          \
+		    GN_SLOT(m, 3) | GN_SLOT(m, 4) | GN_SLOT(m, 5) |           \
+		    GN_SLOT(m, 6) | GN_SLOT(m, 7))
+#define GN_PK4(m) GN_PACK(m), GN_PACK(m + 1), GN_PACK(m + 2), GN_PACK(m + 3)
+#define GN_PK16(m) GN_PK4(m), GN_PK4(m + 4), GN_PK4(m + 8), GN_PK4(m + 12)
+#define GN_PK64(m) GN_PK16(m), GN_PK16(m + 16), GN_PK16(m + 32), GN_PK16(m + 48)
+static const u64 pack_lanes[256] = {
+	GN_PK64(0), GN_PK64(64), GN_PK64(128), GN_PK64(192)
+};
+#undef GN_PK64
+#undef GN_PK16
+#undef GN_PK4
+#undef GN_PACK
+#undef GN_SLOT
+#undef GN_POP8
+#undef GN_BIT
+
+/* Sixteen bytes @v, the ones in @keep (16 bits) stored packed at @dst. */
+static inline size_t store_packed16(__m128i v, u32 keep, u8 *dst)
+{
+	unsigned int lo = (unsigned int)_mm_popcnt_u32(keep & 0xff);
+	__m128i sel = _mm_set_epi64x(
+		(long long)(pack_lanes[keep >> 8] + 0x0808080808080808ull),
+		(long long)pack_lanes[keep & 0xff]);
+
+	v = _mm_shuffle_epi8(v, sel);
+	_mm_storel_epi64((__m128i *)dst, v);
+	_mm_storeh_pi((__m64 *)(dst + lo), _mm_castsi128_ps(v));
+	return lo + (unsigned int)_mm_popcnt_u32(keep >> 8);
+}
 
 /*
- * The codes of a 32-group block that mixes zeros and literals, one literal
- * at a time: the run before a literal (carried in plus the gap) becomes
- * run/14 bytes 255 and the remainder code, then the literal. The 255s are
- * written as four bytes whatever their count, and the remainder code even
- * when there is none; later codes overwrite the excess. With the slack the
- * caller guarantees, (consumed groups - written bytes - pending run) >= 4,
- * no store reaches past the block, so in-place encoding reads nothing
- * clobbered; the literals themselves come from a copy of the block.
+ * A 32-group block that mixes zeros and literals, with the scalar
+ * encoder's semantics and no branch per literal: each lane gets the
+ * position of the last literal at or before it (a prefix maximum; -1 - run
+ * before the first, which continues the run carried in), so a zero lane
+ * knows its count, its place in its run. A zero whose count is a multiple
+ * of 14 becomes a 255, the last zero of a finished run becomes the code of
+ * its count mod 14, literals stay, and everything else is packed out; a
+ * run reaching the end of the block is carried. A run carried in that ends
+ * right before the block gets its code first. Writes reach at most 33
+ * bytes past @o, so in place the caller keeps @o a byte behind the block.
  */
-static size_t zre_mixed(__m256i v, u32 lit, u8 *dst, size_t o,
+static size_t zre_mixed(__m256i v, __m256i zm, u32 lit, u8 *dst, size_t o,
 			unsigned int *run)
 {
-	static const u32 ff = 0xffffffffu;
-	unsigned int r = *run, prev = 0, p;
-	u8 lanes[32];
-	u32 ent;
+	const __m256i iota = _mm256_setr_epi8(
+		0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+		16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+	/* The code at a count mod 14, per 128-bit lane: 255, 121, 243..254. */
+	const __m256i codes = _mm256_setr_epi8(
+		-1, GN_TLC_ZERO, -13, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3,
+		-2, 0, 0,
+		-1, GN_TLC_ZERO, -13, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3,
+		-2, 0, 0);
+	const __m256i floor = _mm256_set1_epi8(-128);
+	const __m256i thirteen = _mm256_set1_epi8(GN_ZRE_RUN_MAX_LEN - 1);
+	const __m256i fourteen = _mm256_set1_epi8(GN_ZRE_RUN_MAX_LEN);
+	unsigned int r = *run, k;
+	u32 keep;
+	__m256i at, cnt;
 
-	_mm256_storeu_si256((__m256i *)lanes, v);
-	do {
-		p = _tzcnt_u32(lit);
-		ent = run_entry[r + p - prev];
-		memcpy(dst + o, &ff, 4);
-		dst[o + (ent >> 8 & 0xff)] = (u8)ent;
-		o += ent >> 16 & 0xff;
-		dst[o++] = lanes[p];
-		r = 0;
-		prev = p + 1;
-		lit = _blsr_u32(lit);
-	} while (lit);
-	ent = run_entry[r + 32 - prev];
-	memcpy(dst + o, &ff, 4);
-	*run = ent >> 24;
-	return o + (ent >> 8 & 0xff);
+	at = _mm256_blendv_epi8(iota, _mm256_set1_epi8((char)(-1 - (int)r)),
+				zm);
+	at = _mm256_max_epi8(at, _mm256_alignr_epi8(at, floor, 15));
+	at = _mm256_max_epi8(at, _mm256_alignr_epi8(at, floor, 14));
+	at = _mm256_max_epi8(at, _mm256_alignr_epi8(at, floor, 12));
+	at = _mm256_max_epi8(at, _mm256_alignr_epi8(at, floor, 8));
+	/* The low half's last lane reaches into the high half. */
+	at = _mm256_max_epi8(at, _mm256_permute2x128_si256(
+		_mm256_shuffle_epi8(at, _mm256_set1_epi8(15)), floor, 0x02));
+	/* Counts reach 13 + 32: three times less 14 leaves them mod 14. */
+	cnt = _mm256_sub_epi8(iota, at);
+	for (k = 0; k < 3; k++)
+		cnt = _mm256_sub_epi8(cnt, _mm256_and_si256(
+			_mm256_cmpgt_epi8(cnt, thirteen), fourteen));
+	keep = lit | (~lit & ((u32)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+				      cnt, _mm256_setzero_si256())) |
+			      lit >> 1));
+	v = _mm256_blendv_epi8(v, _mm256_shuffle_epi8(codes, cnt), zm);
+	/* Written always, kept only where the carried run ends here. */
+	dst[o] = gn_zre_run_byte(r);
+	o += (lit & 1) && r;
+	o += store_packed16(_mm256_castsi256_si128(v), keep & 0xffff, dst + o);
+	o += store_packed16(_mm256_extracti128_si256(v, 1), keep >> 16,
+			    dst + o);
+	/* The zeros after the last literal. */
+	*run = _lzcnt_u32(lit) % GN_ZRE_RUN_MAX_LEN;
+	return o;
 }
 
 /*
  * Blocks of 32 groups: all zero and all literal ones take a fast path,
- * mixed ones go literal by literal (zre_mixed()) once the output trails
- * the input by a few bytes, and through the scalar encoder, which keeps
- * the same state, before that.
+ * mixed ones go through zre_mixed() once the output trails the input,
+ * and through the scalar encoder, which keeps the same state, before
+ * that.
  */
+/*
+ * gn_zre_run() on copies, so that the loop below keeps its output position
+ * and run in registers: their addresses never leave it.
+ */
+static inline size_t zre_run_copy(const u8 *q, size_t count, u8 *dst,
+				  size_t cap, size_t *o, unsigned int *run)
+{
+	size_t out = *o, n;
+	unsigned int r = *run;
+
+	n = gn_zre_run(q, count, dst, cap, &out, &r);
+	*o = out;
+	*run = r;
+	return n;
+}
+
 static size_t zre_avx2(const u8 *q, size_t count, u8 *dst, size_t cap,
 		       size_t *consumed)
 {
@@ -207,7 +268,8 @@ static size_t zre_avx2(const u8 *q, size_t count, u8 *dst, size_t cap,
 
 	while (i + 32 <= count && o + 40 <= cap) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(q + i));
-		u32 z = (u32)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, zero_group));
+		__m256i zm = _mm256_cmpeq_epi8(v, zero_group);
+		u32 z = (u32)_mm256_movemask_epi8(zm);
 
 		if (z == ~0u) {
 			run += 32;
@@ -222,14 +284,14 @@ static size_t zre_avx2(const u8 *q, size_t count, u8 *dst, size_t cap,
 			_mm256_storeu_si256((__m256i *)(dst + o), v);
 			o += 32;
 			i += 32;
-		} else if (i >= o + run + 4) {
-			o = zre_mixed(v, ~z, dst, o, &run);
+		} else if (i > o) {
+			o = zre_mixed(v, zm, ~z, dst, o, &run);
 			i += 32;
 		} else {
-			i += gn_zre_run(q + i, 32, dst, cap, &o, &run);
+			i += zre_run_copy(q + i, 32, dst, cap, &o, &run);
 		}
 	}
-	i += gn_zre_run(q + i, count - i, dst, cap, &o, &run);
+	i += zre_run_copy(q + i, count - i, dst, cap, &o, &run);
 	if (run)
 		dst[o++] = gn_zre_run_byte(run);
 	*consumed = i;
