@@ -3,6 +3,9 @@
 """check_stat.py - compare gradnet-stat's maps with the ranks' own counters.
 
 usage: check_stat.py usdt DUMP JOB STATS...   (GN_TEST_STATS_FILE of each rank)
+       check_stat.py transport DUMP JOB STEPS T0,T1,... STATS...
+                     (rank k ran on transport Tk: udp, dpdk or kmod)
+       check_stat.py keys BPFTOOL_JSON GRADNET_STAT_H JOB T0,T1,...
        check_stat.py wire DUMP JOB DROPPED|clean STATS...
        check_stat.py raw DUMP JOB RANK_JSON...  (gradnet-rank's stats line)
        check_stat.py bpftool BPFTOOL_JSON
@@ -37,13 +40,18 @@ def flows(dump, job):
     return [f for f in json.load(open(dump))["flows"] if f["job"] == job]
 
 
-def usdt(dump, job, stats):
+def usdt(dump, job, stats, transports=None):
+    """Per rank, the flows' sums against the rank's GN_TEST_STATS_FILE.
+    With @transports (one per rank) only the flows of the rank's own
+    transport count: a probe that named another one shows as a difference."""
     fl = flows(dump, job)
     for path in stats:
         st = json.load(open(path))
         r = st["rank"]
-        sent = [f for f in fl if f["src"] == r]
-        got = [f for f in fl if f["dst"] == r]
+        fr = [f for f in fl
+              if not transports or f["transport"] == transports[r]]
+        sent = [f for f in fr if f["src"] == r]
+        got = [f for f in fr if f["dst"] == r]
         seen = {
             "tx_packets": sum(f["tx_packets"] for f in sent),
             "wire_bytes": sum(f["tx_wire_bytes"] for f in sent),
@@ -64,10 +72,85 @@ def usdt(dump, job, stats):
         bad = ["%s: map %d, library %d" % (k, seen[k], want[k])
                for k in want if seen[k] != want[k]]
         result(not bad and want["tx_packets"] > 0,
-               "usdt: rank %d: per-flow sums equal the library's counters "
+               "usdt: rank %d: per-flow sums%s equal the library's counters "
                "(%d packets, %d retransmits, %d drops)" %
-               (r, want["tx_packets"], want["retransmits"],
+               (r, " of its %s flows" % transports[r] if transports else "",
+                want["tx_packets"], want["retransmits"],
                 sum(st["drops"])), bad)
+
+
+# The counters a flow's sender fires the probes of, and its receiver's.
+TX_SIDE = ("tx_packets", "tx_wire_bytes", "retransmits", "messages",
+           "raw_bytes", "stream_bytes", "ctl_packets", "ctl_bytes", "steps")
+RX_SIDE = ("rx_packets", "rx_wire_bytes")
+
+
+def transport(dump, job, steps, transports, stats):
+    """A job whose rank k ran on transports[k]: every flow names the
+    transport of the rank whose probes counted it, every rank pair has its
+    reduce and gather flows, the sums are the library's, the steps too.
+    (Not last_step: gradnet-stat adds up the per-CPU values of the map,
+    so it is right only when all of a rank's steps ended on one CPU.)"""
+    d = json.load(open(dump))
+    fl = [f for f in d["flows"] if f["job"] == job]
+    world = len(transports)
+
+    def of(r):
+        return transports[r] if isinstance(r, int) and r < world else None
+
+    bad = []
+    for f in fl:
+        want = set()
+        if any(f[k] for k in TX_SIDE):
+            want.add(of(f["src"]))
+        if any(f[k] for k in RX_SIDE) or any(f["drops"].values()):
+            want.add(of(f["dst"]))
+        if want != {f["transport"]}:
+            bad.append("%s->%s %s: transport %s, counted by ranks on %s" %
+                       (f["src"], f["dst"], f["phase"], f["transport"],
+                        sorted(map(str, want))))
+    seen = sorted({f["transport"] for f in fl})
+    if seen != sorted(set(transports)):
+        bad.append("transports seen %s, ranks on %s" %
+                   (seen, sorted(set(transports))))
+    result(fl and not bad,
+           "transport: the %d flows of job %d name the transport of the "
+           "rank that counted them (%s)" % (len(fl), job, ", ".join(seen)),
+           bad[:6])
+
+    bad = []
+    for s in range(world):
+        for t in range(world):
+            for phase in ("reduce", "gather") if s != t else ():
+                pair = [f for f in fl if (f["src"], f["dst"], f["phase"]) ==
+                        (s, t, phase)]
+                tx = [f for f in pair if f["transport"] == transports[s]
+                      and f["tx_packets"] and f["messages"]]
+                rx = [f for f in pair if f["transport"] == transports[t]
+                      and f["rx_packets"]]
+                if len(tx) != 1 or len(rx) != 1 or \
+                        rx[0]["rx_packets"] > tx[0]["tx_packets"]:
+                    bad.append("%d->%d %s: %s" % (s, t, phase, pair))
+    result(not bad,
+           "pairs: each of the %d ordered rank pairs has a reduce and a "
+           "gather flow, sent on the sender's transport and taken on the "
+           "receiver's (0 < taken <= sent)" % (world * (world - 1)), bad[:4])
+
+    usdt(dump, job, stats, transports)
+
+    bad = []
+    for r, tr in enumerate(transports):
+        st = [f for f in fl if f["src"] == r and f["dst"] == "all"]
+        h = [e for e in d["step_hist"] if (e["job"], e["rank"]) == (job, r)]
+        if len(st) != 1 or st[0]["transport"] != tr or \
+                st[0]["steps"] != steps:
+            bad.append("rank %d's step flows: %s" % (r, st))
+        if len(h) != 1 or h[0]["transport"] != tr or \
+                sum(h[0]["log2_us"]) != steps:
+            bad.append("rank %d's step histograms: %s" % (r, h))
+    result(not bad,
+           "steps: each rank's step flow and latency histogram hold its %d "
+           "steps, on its transport" % steps, bad)
 
 
 def wire(dump, job, dropped, stats):
@@ -296,13 +379,40 @@ def top(path, dump, job):
            "(%d step flows of job %d)" % (rows, job), bad)
 
 
-def scenario_defs(path):
-    """The GN_SCN_* numbers of tests/core/scenario.h."""
+def c_defines(path, prefix):
+    """The numbers #defined as PREFIX* in the C header @path, by the rest
+    of their name."""
     defs = {}
-    for m in re.finditer(r"^#define GN_SCN_(\w+)\s+(0x[0-9a-fA-F]+|\d+)u?\b",
-                         open(path).read(), re.M):
+    for m in re.finditer(r"^#define %s(\w+)\s+(0x[0-9a-fA-F]+|\d+)u?\b" %
+                         prefix, open(path).read(), re.M):
         defs[m.group(1)] = int(m.group(2), 0)
     return defs
+
+
+def scenario_defs(path):
+    """The GN_SCN_* numbers of tests/core/scenario.h."""
+    return c_defines(path, "GN_SCN_")
+
+
+def keys(path, header, job, transports):
+    """bpftool's own reading of the keys: the job's flows carry the
+    GN_STAT_TRANSPORT_* numbers of its ranks' transports, and no other."""
+    defs = c_defines(header, "GN_STAT_TRANSPORT_")
+    want = sorted({defs[t.upper()] for t in transports})
+    try:
+        d = json.load(open(path))
+    except ValueError as e:
+        result(False, "bpftool: the map dump is JSON", [str(e)])
+        return
+    ks = [e.get("formatted", {}).get("key", {}) for e in d]
+    seen = sorted({k.get("transport") for k in ks if k.get("job") == job})
+    result(seen == want,
+           "bpftool: job %d's keys carry transport %s, no other (%s)" %
+           (job, " and ".join("%d (GN_STAT_TRANSPORT_%s)" % (defs[t], t)
+                              for t in sorted({t.upper() for t in transports},
+                                              key=defs.get)),
+            os.path.basename(header)),
+           [] if seen == want else ["seen %s" % seen])
 
 
 CASE_LINE = re.compile(r"^gradnet: selftest core (\S+): sent (\d+) delivered "
@@ -392,6 +502,11 @@ def hits(dump, job, n):
 cmd = sys.argv[1]
 if cmd == "usdt":
     usdt(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
+elif cmd == "transport":
+    transport(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+              sys.argv[5].split(","), sys.argv[6:])
+elif cmd == "keys":
+    keys(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split(","))
 elif cmd == "wire":
     wire(sys.argv[2], int(sys.argv[3]),
          None if sys.argv[4] == "clean" else int(sys.argv[4]), sys.argv[5:])

@@ -118,9 +118,7 @@ gn_result "$ok" "attach: USDT on gn-rank-test and libgradnet.so, tc on $WORLD ho
 usdt_runs() {
 	local id
 
-	for id in $(for f in "$GN_STAT_PIN_DIR"/links/*; do
-		bpftool link show pinned "$f" -j
-	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | sort -u); do
+	for id in $(gn_stat_link_progs); do
 		bpftool prog show id "$id" -j
 	done | grep -o '"run_cnt":[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }'
 }
@@ -285,9 +283,7 @@ cat "$tmp/tap2"
 testno=$((testno + 1))
 failed=$((failed + $(grep -c '^not ok' "$tmp/tap2" || true)))
 # The programs that the pins and the tc filters hold, by id.
-ids=$(for f in "$GN_STAT_PIN_DIR"/links/*; do
-	bpftool link show pinned "$f" -j
-done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | sort -u)
+ids=$(gn_stat_link_progs)
 for ((k = 0; k < WORLD; k++)); do
 	ids="$ids $(tc -n "$(gn_host_ns "$k")" filter show dev eth0 ingress;
 		tc -n "$(gn_host_ns "$k")" filter show dev eth0 egress)"

@@ -18,7 +18,8 @@
 #   gn_net_setup 4 --rate 1gbit --mtu 9000
 #   gn_host_exec 0 ip -s link show dev eth0
 # gn_net_setup installs `cleanup` as the EXIT trap; a script that wants its
-# own teardown registers it with gn_on_cleanup.
+# own teardown registers it with gn_on_cleanup. The gradnet-stat tests
+# find the programs behind its pinned links with gn_stat_link_progs.
 
 GN_NET_PREFIX=${GN_NET_PREFIX:-10.77.0}
 GN_NS_PREFIX=${GN_NS_PREFIX:-gn$$-$RANDOM}
@@ -195,6 +196,16 @@ gn_net_wait() {
 		done
 		[ "$i" -lt 50 ] || { echo "host $k: link not up" >&2; return 1; }
 	done
+}
+
+# gn_stat_link_progs: print the ids of the BPF programs that gradnet-stat's
+# links pinned under $GN_STAT_PIN_DIR hold, one a line, each once.
+gn_stat_link_progs() {
+	local f
+
+	for f in "$GN_STAT_PIN_DIR"/links/*; do
+		bpftool link show pinned "$f" -j
+	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | sort -u
 }
 
 # gn_on_cleanup CMD: eval CMD first when cleanup runs (expand values now).
