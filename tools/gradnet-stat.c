@@ -882,8 +882,16 @@ struct wire {
 	struct gn_stat_wire v;
 };
 
+/* The flow's last step, a word of struct gn_stat_flow that is no count. */
+#define LAST_STEP_WORD ((int)(offsetof(struct gn_stat_flow, last_step) / 8))
+
+/*
+ * Every record of a pinned map, key then value; a per-CPU map's values are
+ * summed over the CPUs, except the word at index @max_word (-1: none),
+ * which is a latest value, not a count, and takes the CPUs' largest.
+ */
 static void *map_read(const char *pin, size_t ksz, size_t vsz, bool percpu,
-		      size_t *count)
+		      int max_word, size_t *count)
 {
 	int fd = bpf_obj_get(pin), ncpu = percpu ? libbpf_num_possible_cpus() : 1;
 	size_t n = 0, cap = 0, rec = ksz + vsz;
@@ -921,8 +929,14 @@ static void *map_read(const char *pin, size_t ksz, size_t vsz, bool percpu,
 		sum = (__u64 *)(out + n * rec + ksz);
 		memset(sum, 0, vsz);
 		for (c = 0; c < ncpu; c++)
-			for (w = 0; w < vsz / 8; w++)
-				sum[w] += vals[(size_t)c * (vsz / 8) + w];
+			for (w = 0; w < vsz / 8; w++) {
+				__u64 v = vals[(size_t)c * (vsz / 8) + w];
+
+				if ((int)w != max_word)
+					sum[w] += v;
+				else if (v > sum[w])
+					sum[w] = v;
+			}
 		n++;
 	}
 out:
@@ -1043,10 +1057,10 @@ static void dump_hist_json(const struct gn_stat_hist_key *k,
 static int dump_json(void)
 {
 	size_t nf, nw, nh, i;
-	struct flow *f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &nf);
-	struct wire *w = map_read(WIRE_PIN, sizeof(w->k), sizeof(w->v), true, &nw);
+	struct flow *f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, LAST_STEP_WORD, &nf);
+	struct wire *w = map_read(WIRE_PIN, sizeof(w->k), sizeof(w->v), true, -1, &nw);
 	char *h = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
-			   sizeof(struct gn_stat_hist), false, &nh);
+			   sizeof(struct gn_stat_hist), false, -1, &nh);
 	size_t hrec = sizeof(struct gn_stat_hist_key) + sizeof(struct gn_stat_hist);
 
 	if (!f || !w || !h) {
@@ -1294,10 +1308,10 @@ static void om_hist(const char *h, size_t n, const struct flow *f, size_t nf)
 static int dump_openmetrics(void)
 {
 	size_t nf, nw, nh;
-	struct flow *f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &nf);
-	struct wire *w = map_read(WIRE_PIN, sizeof(w->k), sizeof(w->v), true, &nw);
+	struct flow *f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, LAST_STEP_WORD, &nf);
+	struct wire *w = map_read(WIRE_PIN, sizeof(w->k), sizeof(w->v), true, -1, &nw);
 	char *h = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
-			   sizeof(struct gn_stat_hist), false, &nh);
+			   sizeof(struct gn_stat_hist), false, -1, &nh);
 	int err = -ENOENT;
 
 	if (!f || !w || !h)
@@ -1439,7 +1453,7 @@ static void print_flows(const struct flow *f, size_t n, const struct flow *old,
 static int read_hists(struct hists *h)
 {
 	h->rec = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
-			  sizeof(struct gn_stat_hist), false, &h->n);
+			  sizeof(struct gn_stat_hist), false, -1, &h->n);
 	return h->rec ? 0 : -ENOENT;
 }
 
@@ -1449,7 +1463,7 @@ static int dump_text(const struct opts *o)
 	struct flow *f;
 	size_t n;
 
-	f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &n);
+	f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, LAST_STEP_WORD, &n);
 	if (!f)
 		return -ENOENT;
 	if (read_hists(&h)) {
@@ -1481,7 +1495,7 @@ static int top(const struct opts *o)
 	bool tty = isatty(STDOUT_FILENO);
 
 	for (it = 0; o->count <= 0 || it < o->count; it++) {
-		f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, &n);
+		f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, LAST_STEP_WORD, &n);
 		if (!f || read_hists(&h)) {
 			free(f);
 			free(old);

@@ -88,9 +88,10 @@ RX_SIDE = ("rx_packets", "rx_wire_bytes")
 def transport(dump, job, steps, transports, stats):
     """A job whose rank k ran on transports[k]: every flow names the
     transport of the rank whose probes counted it, every rank pair has its
-    reduce and gather flows, the sums are the library's, the steps too.
-    (Not last_step: gradnet-stat adds up the per-CPU values of the map,
-    so it is right only when all of a rank's steps ended on one CPU.)"""
+    reduce and gather flows, the sums are the library's, the steps too,
+    and the last step's number (the core counts from 1) even where a
+    rank's steps ended on several CPUs (gradnet-stat once summed it over
+    the per-CPU map's values)."""
     d = json.load(open(dump))
     fl = [f for f in d["flows"] if f["job"] == job]
     world = len(transports)
@@ -143,14 +144,15 @@ def transport(dump, job, steps, transports, stats):
         st = [f for f in fl if f["src"] == r and f["dst"] == "all"]
         h = [e for e in d["step_hist"] if (e["job"], e["rank"]) == (job, r)]
         if len(st) != 1 or st[0]["transport"] != tr or \
-                st[0]["steps"] != steps:
+                st[0]["steps"] != steps or st[0]["last_step"] != steps:
             bad.append("rank %d's step flows: %s" % (r, st))
         if len(h) != 1 or h[0]["transport"] != tr or \
                 sum(h[0]["log2_us"]) != steps:
             bad.append("rank %d's step histograms: %s" % (r, h))
     result(not bad,
            "steps: each rank's step flow and latency histogram hold its %d "
-           "steps, on its transport" % steps, bad)
+           "steps, the last numbered %d, on its transport" % (steps, steps),
+           bad)
 
 
 def wire(dump, job, dropped, stats):
