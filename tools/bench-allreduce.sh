@@ -19,8 +19,9 @@
 # --workers sets each gradnet rank's GN_CODEC_WORKERS (gradnet 3LC and
 # dense alike; default 1).
 # --transport dpdk adds, for each size, 2 ranks on the DPDK transport over
-# a net_memif pair (no hugepages, rank k's poll loop on CPU k; no link,
-# loss or MPI there): rows with "transport": "dpdk", "link": "memif".
+# a net_memif pair (no hugepages, rank k's poll loop on the k-th CPU this
+# script may use; no link, loss or MPI there): rows with "transport":
+# "dpdk", "link": "memif".
 # --memif-zero-copy runs the memif client (rank 1) with zero-copy=yes (its
 # mbufs are the shared memory, so only the server copies): "link":
 # "memif-zc".
@@ -121,6 +122,11 @@ port=7100
 job=$$
 key=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
+# The CPUs this process may use: a DPDK rank k's poll loop runs on the
+# k-th of them (modulo their count).
+mapfile -t cpus < <(sed -n 's/^Cpus_allowed_list:\s*//p' /proc/self/status |
+	tr ',' '\n' | while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done)
+
 # The median of several JSON lines' "median_s", taking the slowest rank.
 slowest() {
 	grep -o '"median_s": [0-9.]*' | awk '{ if ($2 > m) m = $2 } END { print m + 0 }'
@@ -139,19 +145,48 @@ mean() {
 	grep -o "\"$1\": [0-9.]*" | awk '{ s += $2; k++ } END { printf "%.6g\n", k ? s / k : 0 }'
 }
 
+# pick_steps ELEMS: the timed steps (st, and it for MPI) and warmup steps
+# (wu) of a job of ELEMS floats.
+pick_steps() {
+	if [ "$1" -ge 8388608 ]; then
+		st=${steps:-6} wu=2 it=${steps:-6}
+	else
+		st=${steps:-20} wu=3 it=${steps:-20}
+	fi
+}
+
+# eal NAME K VDEV [ARG]: the EAL arguments of DPDK rank K on port VDEV,
+# its files under /var/run/dpdk/gnbench<pid>.NAME.
+eal() {
+	echo "--no-huge -m 1024 --no-pci --no-telemetry -l ${cpus[$(($2 % ${#cpus[@]}))]} ${4:-} --file-prefix=gnbench$$.$1 --vdev=$3 --log-level=*:warning"
+}
+
+# wait_ranks DIR PID...: wait for the ranks, print the JSON lines they
+# wrote to DIR/<rank>.json, remove DIR.
+wait_ranks() {
+	local out=$1 pid
+
+	shift
+	for pid in "$@"; do
+		wait "$pid" || true
+	done
+	cat "$out"/*.json
+	rm -rf "$out"
+}
+
 # run_dpdk ELEMS CODEC STEPS WARMUP: two ranks on the DPDK transport over
 # net_memif (rank 0 the server), JSON lines out.
 run_dpdk() {
-	local elems=$1 codec=$2 st=$3 wu=$4 out k role mac zc eal pids=()
+	local elems=$1 codec=$2 st=$3 wu=$4 out k role mac zc arg pids=()
 
 	out=$(mktemp -d)
 	for k in 0 1; do
-		role=server mac=02:00:00:00:00:01 zc= eal=
+		role=server mac=02:00:00:00:00:01 zc= arg=
 		if [ "$k" -eq 1 ]; then
 			role=client mac=02:00:00:00:00:02
 			# Zero copy maps the client's memory: one file per segment list.
 			if [ -n "$memif_zc" ]; then
-				zc=,zero-copy=yes eal=--single-file-segments
+				zc=,zero-copy=yes arg=--single-file-segments
 			fi
 			for _ in $(seq 100); do
 				[ -S "$out/memif.sock" ] && break
@@ -161,48 +196,14 @@ run_dpdk() {
 		env GN_KEY="$key" GN_RANK=$k GN_WORLD_SIZE=2 GN_TRANSPORT=dpdk \
 			GN_PEERS=10.77.0.1:$port,10.77.0.2:$port \
 			GN_DPDK_PEERS=02:00:00:00:00:01,02:00:00:00:00:02 \
-			GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l $k $eal --file-prefix=gnbench$$.$k --vdev=net_memif0,role=$role,socket=$out/memif.sock,socket-abstract=no,mac=$mac$zc --log-level=*:warning" \
+			GN_DPDK_EAL="$(eal "$k" "$k" "net_memif0,role=$role,socket=$out/memif.sock,socket-abstract=no,mac=$mac$zc" "$arg")" \
 			GN_MTU=$mtu GN_TIMEOUT_MS=30000 \
 			"$rank_bin" --elems "$elems" --codec "$codec" \
 			--steps "$st" --warmup "$wu" >"$out/$k.json" &
 		pids+=($!)
 	done
-	for k in "${pids[@]}"; do
-		wait "$k" || true
-	done
-	cat "$out"/*.json
-	rm -rf "$out" /var/run/dpdk/gnbench$$.*
-}
-
-# dpdk_rows: the DPDK rows, one per size.
-dpdk_rows() {
-	local elems st wu g d gs ds dp dc
-
-	for elems in "${E[@]}"; do
-		if [ "$elems" -ge 8388608 ]; then
-			st=${steps:-6} wu=2
-		else
-			st=${steps:-20} wu=3
-		fi
-		g=$(run_dpdk "$elems" 3lc "$st" "$wu")
-		if ! echo "$g" | grep -q median_s; then
-			echo "gradnet (dpdk) failed: $g" >&2
-			exit 1
-		fi
-		gs=$(echo "$g" | slowest)
-		ds=null dp=null dc=null dbytes=null
-		if [ -n "$dense" ]; then
-			d=$(run_dpdk "$elems" none "$st" "$wu")
-			ds=$(echo "$d" | slowest)
-			dp=$(echo "$d" | mean pps)
-			dc=$(echo "$d" | mean cpu_s)
-			dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
-		fi
-		rows+=("{\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif${memif_zc:+-zc}\", \"elems\": $elems, \"loss\": 0, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": null, \"mpi_s\": null, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes $((st + wu))), \"stream_bytes\": $(echo "$g" | per_step stream_bytes $((st + wu))), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes $((st + wu))), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }'), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
-		if [ -z "$json" ]; then
-			echo "${rows[-1]}"
-		fi
-	done
+	wait_ranks "$out" "${pids[@]}"
+	rm -rf /var/run/dpdk/gnbench$$.*
 }
 
 # run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [insecure]: one job, JSON
@@ -225,11 +226,58 @@ run_gradnet() {
 			>"$out/$k.json" &
 		pids+=($!)
 	done
-	for k in "${pids[@]}"; do
-		wait "$k" || true
+	wait_ranks "$out" "${pids[@]}"
+}
+
+# add_row HEAD STEPS WARMUP G D NOMAC_S MPI_S: append the row of the 3LC
+# job whose JSON lines are G and the dense job's D (empty: none ran), HEAD
+# the fields before "steps"; print it unless --json.
+add_row() {
+	local head=$1 st=$2 n=$(($2 + $3)) g=$4 d=$5 is=$6 ms=$7
+	local ds=null dbytes=null dp=null dc=null
+
+	if [ -n "$d" ]; then
+		ds=$(echo "$d" | slowest)
+		dbytes=$(echo "$d" | per_step wire_bytes "$n")
+		dp=$(echo "$d" | mean pps)
+		dc=$(echo "$d" | mean cpu_s)
+	fi
+	rows+=("{$head, \"steps\": $st, \"gradnet_s\": $(echo "$g" | slowest), \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes "$n"), \"stream_bytes\": $(echo "$g" | per_step stream_bytes "$n"), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes "$n"), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }'), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
+	if [ -z "$json" ]; then
+		echo "${rows[-1]}"
+	fi
+}
+
+# finished NAME RANKS LINES: every one of RANKS ranks reported a median;
+# else say so, with their output, and fail.
+finished() {
+	local n
+
+	n=$(echo "$3" | grep -c '"median_s"') || true
+	[ "$n" -eq "$2" ] && return 0
+	echo "$1 failed ($n of $2 ranks finished): $3" >&2
+	return 1
+}
+
+# dpdk_rows HEAD RANKS RUN [ARG...]: for each size, the 3LC and (unless
+# --no-dense) dense jobs of `RUN ARG... ELEMS CODEC STEPS WARMUP` with
+# RANKS ranks, and their row; HEAD the row's fields before "elems".
+dpdk_rows() {
+	local head=$1 ranks=$2 elems g d
+
+	shift 2
+	for elems in "${E[@]}"; do
+		pick_steps "$elems"
+		g=$("$@" "$elems" 3lc "$st" "$wu")
+		finished "gradnet (dpdk)" "$ranks" "$g" || exit 1
+		d=
+		if [ -n "$dense" ]; then
+			d=$("$@" "$elems" none "$st" "$wu")
+			finished "gradnet (dpdk, dense)" "$ranks" "$d" || exit 1
+		fi
+		add_row "$head, \"elems\": $elems, \"loss\": 0, \"mtu\": $mtu" \
+			"$st" "$wu" "$g" "$d" null null
 	done
-	cat "$out"/*.json
-	rm -rf "$out"
 }
 
 # run_mpi RANKS ELEMS ITERS WARMUP: MPI_Allreduce, slowest rank's median.
@@ -275,11 +323,7 @@ for elems in "${E[@]}"; do
 for loss in "${P[@]}"; do
 for workers in "${W[@]}"; do
 	ppm=$(awk -v l="$loss" 'BEGIN { printf "%d", l * 1000000 + 0.5 }')
-	if [ "$elems" -ge 8388608 ]; then
-		st=${steps:-6} wu=2 it=${steps:-6}
-	else
-		st=${steps:-20} wu=3 it=${steps:-20}
-	fi
+	pick_steps "$elems"
 	gn_net_setup "$ranks" --rate "$link" --mtu "$mtu"
 	attach_loss "$ranks" "$ppm"
 	job=$((job + 2))
@@ -288,20 +332,11 @@ for workers in "${W[@]}"; do
 		echo "gradnet failed: $g" >&2
 		exit 1
 	fi
-	gs=$(echo "$g" | slowest)
-	wire=$(echo "$g" | per_step wire_bytes $((st + wu)))
-	stream=$(echo "$g" | per_step stream_bytes $((st + wu)))
-	ctl=$(echo "$g" | per_step ctl_bytes $((st + wu)))
-	rtx=$(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
-	ds=null dbytes=null ms=null dp=null dc=null
+	ms=null d=
 	i=$(run_gradnet "$ranks" "$elems" 3lc "$st" "$wu" $((job + 100000)) insecure)
 	is=$(echo "$i" | slowest)
 	if [ -n "$dense" ]; then
 		d=$(run_gradnet "$ranks" "$elems" none "$st" "$wu" $((job + 1)))
-		ds=$(echo "$d" | slowest)
-		dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
-		dp=$(echo "$d" | mean pps)
-		dc=$(echo "$d" | mean cpu_s)
 	fi
 	if [ -n "$mpi" ] && [ "$ppm" -eq 0 ] && [ "$workers" = "${W[0]}" ]; then
 		ms=$(run_mpi "$ranks" "$elems" "$it" "$wu")
@@ -309,17 +344,17 @@ for workers in "${W[@]}"; do
 	fi
 	cleanup
 	trap - EXIT
-	rows+=("{\"transport\": \"udp\", \"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"workers\": $workers, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx, \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
-	if [ -z "$json" ]; then
-		echo "${rows[-1]}"
-	fi
+	add_row "\"transport\": \"udp\", \"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"workers\": $workers, \"mtu\": $mtu" \
+		"$st" "$wu" "$g" "$d" "$is" "$ms"
 done
 done
 done
 done
 done
 
-has_transport dpdk && dpdk_rows
+if has_transport dpdk; then
+	dpdk_rows "\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif${memif_zc:+-zc}\"" 2 run_dpdk
+fi
 
 if [ -n "$json" ]; then
 	printf '[\n'
