@@ -11,8 +11,8 @@
 # usage: bench-allreduce.sh [--ranks 2,4] [--link none,1gbit,10gbit]
 #                           [--elems 1048576,26214400] [--loss 0,0.01]
 #                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
-#                           [--workers 1,2] [--transport udp,dpdk]
-#                           [--memif-zero-copy]
+#                           [--workers 1,2] [--transport udp,dpdk,af_xdp]
+#                           [--memif-zero-copy] [--af-xdp-dpdk 1,2]
 #                           [--json] [--build DIR] [--rank-bin P]
 #                           [--mpi-bin P] [--loss-bin P] [--where]
 # Each value list is swept; every configuration gets a fresh topology.
@@ -25,6 +25,18 @@
 # --memif-zero-copy runs the memif client (rank 1) with zero-copy=yes (its
 # mbufs are the shared memory, so only the server copies): "link":
 # "memif-zc".
+# --transport af_xdp adds, for each --ranks value, --af-xdp-dpdk value and
+# size, the mixed job of tests/dpdk/mixed_bridge.sh's xdp case: one rank
+# per namespace on the bridge as for UDP, the first N ranks (--af-xdp-dpdk,
+# default 1) on the DPDK transport over net_af_xdp on their host's eth0
+# (copy mode, no hugepages, one queue on the veth and its bridge port, no
+# kernel address there, poll loops placed as for memif), the others UDP
+# ranks whose hosts send with checksum offload off, as in that test
+# (ethtool -K eth0 tx off); no link, loss or MPI there, the first
+# --workers value: rows with "transport": "dpdk", "dpdk_ranks": N and
+# "link": "af_xdp-mixed" ("af_xdp" when N is every rank). Each job gets
+# a topology of its own; an XDP program still on a DPDK rank's eth0 once
+# the rank has exited is reported on stderr.
 # Every row has pps (packets sent per second of allreduce) and cpu_s (CPU
 # seconds per allreduce, all threads of a rank), means over the ranks.
 # gradnet-bench allreduce runs this with the paths of gradnet-rank,
@@ -66,6 +78,7 @@ mpi=1
 dense=1
 transport_list=udp
 memif_zc=
+xdp_dpdk_list=1
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -86,6 +99,7 @@ while [ $# -gt 0 ]; do
 	--no-dense)	dense=; shift ;;
 	--transport)	transport_list=$2; shift 2 ;;
 	--memif-zero-copy) memif_zc=1; shift ;;
+	--af-xdp-dpdk)	xdp_dpdk_list=$2; shift 2 ;;
 	*)		echo "bench-allreduce.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -106,16 +120,36 @@ if [ -n "$mpi" ] && { [ ! -x "$mpi_bin" ] || ! command -v mpirun >/dev/null; }; 
 	mpi=
 fi
 
-case ",$transport_list," in
-*,udp,* | *,dpdk,*) ;;
-*) echo "bench-allreduce.sh: --transport takes udp, dpdk or both" >&2; exit 2 ;;
-esac
+IFS=, read -r -a T <<<"$transport_list"
+[ ${#T[@]} -gt 0 ] || T=(none)
+for t in "${T[@]}"; do
+	case $t in
+	udp | dpdk | af_xdp) ;;
+	*) echo "bench-allreduce.sh: --transport takes udp, dpdk and af_xdp, not $t" >&2; exit 2 ;;
+	esac
+done
 has_transport() {
 	case ",$transport_list," in
 	*",$1,"*) return 0 ;;
 	*) return 1 ;;
 	esac
 }
+if has_transport af_xdp && ! command -v ethtool >/dev/null; then
+	echo "bench-allreduce.sh: --transport af_xdp needs ethtool (one queue on the veths)" >&2
+	exit 1
+fi
+IFS=, read -r -a R <<<"$ranks_list"
+IFS=, read -r -a X <<<"$xdp_dpdk_list"
+for ranks in "${R[@]}"; do
+	for n in "${X[@]}"; do
+		case $n in
+		'' | *[!0-9]*) ;;
+		*) [ "$n" -lt 1 ] || [ "$n" -gt "$ranks" ] || continue ;;
+		esac
+		echo "bench-allreduce.sh: --af-xdp-dpdk $n: not 1..$ranks (--ranks $ranks)" >&2
+		exit 2
+	done
+done
 
 gn_require_net
 port=7100
@@ -206,19 +240,28 @@ run_dpdk() {
 	rm -rf /var/run/dpdk/gnbench$$.*
 }
 
-# run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [insecure]: one job, JSON
-# lines out; "insecure" runs it without a key (no MAC), for the MAC's cost.
+# run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [MODE]: one job, one rank
+# per host of the bridge, JSON lines out. MODE "insecure" runs it without
+# a key (no MAC), for the MAC's cost; "af_xdp:N" puts ranks 0..N-1 on the
+# DPDK transport over net_af_xdp on their host's eth0.
 run_gradnet() {
-	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 sec=${7:-} peers= k
-	local out pids=() auth=(GN_KEY="$key")
+	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 mode=${7:-} peers= k
+	local out pids=() auth=(GN_KEY="$key") ndpdk=0 dpdk
 
 	out=$(mktemp -d)
-	[ "$sec" = insecure ] && auth=(GN_INSECURE=1)
+	case $mode in
+	insecure) auth=(GN_INSECURE=1) ;;
+	af_xdp:*) ndpdk=${mode#af_xdp:} ;;
+	esac
 	for ((k = 0; k < ranks; k++)); do
 		peers+="${peers:+,}$(gn_host_addr "$k"):$port"
 	done
 	for ((k = 0; k < ranks; k++)); do
-		gn_host_exec "$k" env "${auth[@]}" GN_RANK=$k \
+		dpdk=()
+		if [ "$k" -lt "$ndpdk" ]; then
+			dpdk=(GN_TRANSPORT=dpdk GN_DPDK_EAL="$(eal "xdp$k" "$k" net_af_xdp0,iface=eth0,start_queue=0,queue_count=1)")
+		fi
+		gn_host_exec "$k" env "${auth[@]}" "${dpdk[@]}" GN_RANK=$k \
 			GN_WORLD_SIZE=$ranks GN_PEERS=$peers GN_JOB=$job \
 			GN_MTU=$mtu GN_TIMEOUT_MS=30000 GN_CODEC_WORKERS=$workers \
 			"$rank_bin" --elems "$elems" \
@@ -227,6 +270,42 @@ run_gradnet() {
 		pids+=($!)
 	done
 	wait_ranks "$out" "${pids[@]}"
+}
+
+# run_af_xdp RANKS N ELEMS CODEC STEPS WARMUP: one job on a bridge of its
+# own, ranks 0..N-1 on DPDK over net_af_xdp and the others on UDP, as in
+# tests/dpdk/mixed_bridge.sh's xdp case; JSON lines out. Run it in a
+# subshell: the topology's EXIT trap is the subshell's.
+run_af_xdp() {
+	local ranks=$1 n=$2 k
+
+	shift 2
+	gn_net_setup "$ranks" --mtu "$mtu" >&2 || exit 1
+	for ((k = 0; k < ranks; k++)); do
+		if [ "$k" -ge "$n" ]; then
+			# A veth leaves checksums partial and UDP GSO batches whole,
+			# which no NIC on a wire delivers to the DPDK rank.
+			gn_host_exec "$k" ethtool -K eth0 tx off >/dev/null 2>&1
+			continue
+		fi
+		# A frame hashed to a queue without the AF_XDP socket would go
+		# to a kernel that does not own the address: one queue.
+		if ! gn_host_exec "$k" ethtool -L eth0 rx 1 tx 1 ||
+		   ! gn_bridge_exec ethtool -L "p$k" rx 1 tx 1; then
+			echo "af_xdp: cannot give host $k's veth one queue" >&2
+			exit 1
+		fi
+		gn_host_exec "$k" ip addr flush dev eth0
+	done
+	run_gradnet "$ranks" "$@" "$job" "af_xdp:$n"
+	for ((k = 0; k < n; k++)); do
+		if gn_host_exec "$k" ip link show dev eth0 | grep -q 'prog/xdp'; then
+			echo "af_xdp: host $k's eth0 kept an XDP program after its rank exited" >&2
+		fi
+	done
+	cleanup
+	trap - EXIT
+	rm -rf /var/run/dpdk/gnbench$$.*
 }
 
 # add_row HEAD STEPS WARMUP G D NOMAC_S MPI_S: append the row of the 3LC
@@ -311,13 +390,13 @@ attach_loss() {
 }
 
 rows=()
-IFS=, read -r -a R <<<"$ranks_list"
 IFS=, read -r -a L <<<"$link_list"
 IFS=, read -r -a E <<<"$elems_list"
 IFS=, read -r -a P <<<"$loss_list"
 IFS=, read -r -a W <<<"$workers_list"
-has_transport udp || R=()
-for ranks in "${R[@]}"; do
+U=("${R[@]}")
+has_transport udp || U=()
+for ranks in "${U[@]}"; do
 for link in "${L[@]}"; do
 for elems in "${E[@]}"; do
 for loss in "${P[@]}"; do
@@ -355,6 +434,18 @@ done
 if has_transport dpdk; then
 	dpdk_rows "\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif${memif_zc:+-zc}\"" 2 run_dpdk
 fi
+
+# The af_xdp jobs' ranks take the first --workers value.
+workers=${W[0]}
+has_transport af_xdp || X=()
+for ranks in "${R[@]}"; do
+for n in "${X[@]}"; do
+	link=af_xdp-mixed
+	[ "$n" -lt "$ranks" ] || link=af_xdp
+	dpdk_rows "\"transport\": \"dpdk\", \"ranks\": $ranks, \"dpdk_ranks\": $n, \"link\": \"$link\", \"workers\": $workers" \
+		"$ranks" run_af_xdp "$ranks" "$n"
+done
+done
 
 if [ -n "$json" ]; then
 	printf '[\n'
