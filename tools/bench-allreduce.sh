@@ -39,6 +39,9 @@
 # the rank has exited is reported on stderr.
 # Every row has pps (packets sent per second of allreduce) and cpu_s (CPU
 # seconds per allreduce, all threads of a rank), means over the ranks.
+# retransmits and dense_retransmits are the data packets the ranks of the
+# 3LC and the dense job sent again, summed over ranks and all steps
+# (warmup included).
 # gradnet-bench allreduce runs this with the paths of gradnet-rank,
 # mpi-allreduce and gn-loss, in the build tree or where they are installed
 # (--build DIR takes them from a build directory); --where prints the
@@ -179,6 +182,11 @@ mean() {
 	grep -o "\"$1\": [0-9.]*" | awk '{ s += $2; k++ } END { printf "%.6g\n", k ? s / k : 0 }'
 }
 
+# Sum over ranks of a numeric JSON field.
+total() {
+	grep -o "\"$1\": [0-9]*" | awk '{ s += $2 } END { print s + 0 }'
+}
+
 # pick_steps ELEMS: the timed steps (st, and it for MPI) and warmup steps
 # (wu) of a job of ELEMS floats.
 pick_steps() {
@@ -313,15 +321,16 @@ run_af_xdp() {
 # the fields before "steps"; print it unless --json.
 add_row() {
 	local head=$1 st=$2 n=$(($2 + $3)) g=$4 d=$5 is=$6 ms=$7
-	local ds=null dbytes=null dp=null dc=null
+	local ds=null dbytes=null dp=null dc=null dr=null
 
 	if [ -n "$d" ]; then
 		ds=$(echo "$d" | slowest)
 		dbytes=$(echo "$d" | per_step wire_bytes "$n")
 		dp=$(echo "$d" | mean pps)
 		dc=$(echo "$d" | mean cpu_s)
+		dr=$(echo "$d" | total retransmits)
 	fi
-	rows+=("{$head, \"steps\": $st, \"gradnet_s\": $(echo "$g" | slowest), \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes "$n"), \"stream_bytes\": $(echo "$g" | per_step stream_bytes "$n"), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes "$n"), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }'), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
+	rows+=("{$head, \"steps\": $st, \"gradnet_s\": $(echo "$g" | slowest), \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes "$n"), \"stream_bytes\": $(echo "$g" | per_step stream_bytes "$n"), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes "$n"), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | total retransmits), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc, \"dense_retransmits\": $dr}")
 	if [ -z "$json" ]; then
 		echo "${rows[-1]}"
 	fi

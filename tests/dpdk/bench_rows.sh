@@ -62,9 +62,11 @@ for r in rows:
     for f in ("gradnet_s", "dense_s", "pps", "cpu_s", "dense_pps",
               "dense_cpu_s", "wire_bytes", "stream_bytes", "dense_bytes"):
         assert isinstance(r[f], (int, float)) and r[f] > 0, (f, r)
+    for f in ("retransmits", "dense_retransmits"):
+        assert isinstance(r[f], int) and r[f] >= 0, (f, r)
 PY
 sed 's/^/# /' "$tmp/check"
-result "$ok" "one row each for UDP, memif, af_xdp-mixed (1 DPDK rank) and af_xdp (2), with times, pps, cpu_s and bytes"
+result "$ok" "one row each for UDP, memif, af_xdp-mixed (1 DPDK rank) and af_xdp (2), with times, pps, cpu_s, bytes and retransmits"
 
 ok=0
 python3 - "$tmp/rows.json" >"$tmp/check" 2>&1 <<'PY' && ok=1
