@@ -11,21 +11,37 @@
 # usage: bench-allreduce.sh [--ranks 2,4] [--link none,1gbit,10gbit]
 #                           [--elems 1048576,26214400] [--loss 0,0.01]
 #                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
-#                           [--workers 1,2] [--transport udp,dpdk]
-#                           [--memif-zero-copy]
+#                           [--workers 1,2] [--transport udp,dpdk,af_xdp]
+#                           [--memif-zero-copy] [--af-xdp-dpdk 1,2]
 #                           [--json] [--build DIR] [--rank-bin P]
 #                           [--mpi-bin P] [--loss-bin P] [--where]
 # Each value list is swept; every configuration gets a fresh topology.
 # --workers sets each gradnet rank's GN_CODEC_WORKERS (gradnet 3LC and
 # dense alike; default 1).
 # --transport dpdk adds, for each size, 2 ranks on the DPDK transport over
-# a net_memif pair (no hugepages, rank k's poll loop on CPU k; no link,
-# loss or MPI there): rows with "transport": "dpdk", "link": "memif".
+# a net_memif pair (no hugepages, rank k's poll loop on the k-th CPU this
+# script may use; no link, loss or MPI there): rows with "transport":
+# "dpdk", "link": "memif".
 # --memif-zero-copy runs the memif client (rank 1) with zero-copy=yes (its
 # mbufs are the shared memory, so only the server copies): "link":
 # "memif-zc".
+# --transport af_xdp adds, for each --ranks value, --af-xdp-dpdk value and
+# size, the mixed job of tests/dpdk/mixed_bridge.sh's xdp case: one rank
+# per namespace on the bridge as for UDP, the first N ranks (--af-xdp-dpdk,
+# default 1) on the DPDK transport over net_af_xdp on their host's eth0
+# (copy mode, no hugepages, one queue on the veth and its bridge port, no
+# kernel address there, poll loops placed as for memif), the others UDP
+# ranks whose hosts send with checksum offload off, as in that test
+# (ethtool -K eth0 tx off); no link, loss or MPI there, the first
+# --workers value: rows with "transport": "dpdk", "dpdk_ranks": N and
+# "link": "af_xdp-mixed" ("af_xdp" when N is every rank). Each job gets
+# a topology of its own; an XDP program still on a DPDK rank's eth0 once
+# the rank has exited is reported on stderr.
 # Every row has pps (packets sent per second of allreduce) and cpu_s (CPU
 # seconds per allreduce, all threads of a rank), means over the ranks.
+# retransmits and dense_retransmits are the data packets the ranks of the
+# 3LC and the dense job sent again, summed over ranks and all steps
+# (warmup included).
 # gradnet-bench allreduce runs this with the paths of gradnet-rank,
 # mpi-allreduce and gn-loss, in the build tree or where they are installed
 # (--build DIR takes them from a build directory); --where prints the
@@ -65,6 +81,7 @@ mpi=1
 dense=1
 transport_list=udp
 memif_zc=
+xdp_dpdk_list=1
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -85,6 +102,7 @@ while [ $# -gt 0 ]; do
 	--no-dense)	dense=; shift ;;
 	--transport)	transport_list=$2; shift 2 ;;
 	--memif-zero-copy) memif_zc=1; shift ;;
+	--af-xdp-dpdk)	xdp_dpdk_list=$2; shift 2 ;;
 	*)		echo "bench-allreduce.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -105,21 +123,46 @@ if [ -n "$mpi" ] && { [ ! -x "$mpi_bin" ] || ! command -v mpirun >/dev/null; }; 
 	mpi=
 fi
 
-case ",$transport_list," in
-*,udp,* | *,dpdk,*) ;;
-*) echo "bench-allreduce.sh: --transport takes udp, dpdk or both" >&2; exit 2 ;;
-esac
+IFS=, read -r -a T <<<"$transport_list"
+[ ${#T[@]} -gt 0 ] || T=(none)
+for t in "${T[@]}"; do
+	case $t in
+	udp | dpdk | af_xdp) ;;
+	*) echo "bench-allreduce.sh: --transport takes udp, dpdk and af_xdp, not $t" >&2; exit 2 ;;
+	esac
+done
 has_transport() {
 	case ",$transport_list," in
 	*",$1,"*) return 0 ;;
 	*) return 1 ;;
 	esac
 }
+if has_transport af_xdp && ! command -v ethtool >/dev/null; then
+	echo "bench-allreduce.sh: --transport af_xdp needs ethtool (one queue on the veths)" >&2
+	exit 1
+fi
+IFS=, read -r -a R <<<"$ranks_list"
+IFS=, read -r -a X <<<"$xdp_dpdk_list"
+for ranks in "${R[@]}"; do
+	for n in "${X[@]}"; do
+		case $n in
+		'' | *[!0-9]*) ;;
+		*) [ "$n" -lt 1 ] || [ "$n" -gt "$ranks" ] || continue ;;
+		esac
+		echo "bench-allreduce.sh: --af-xdp-dpdk $n: not 1..$ranks (--ranks $ranks)" >&2
+		exit 2
+	done
+done
 
 gn_require_net
 port=7100
 job=$$
 key=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+# The CPUs this process may use: a DPDK rank k's poll loop runs on the
+# k-th of them (modulo their count).
+mapfile -t cpus < <(sed -n 's/^Cpus_allowed_list:\s*//p' /proc/self/status |
+	tr ',' '\n' | while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done)
 
 # The median of several JSON lines' "median_s", taking the slowest rank.
 slowest() {
@@ -139,19 +182,53 @@ mean() {
 	grep -o "\"$1\": [0-9.]*" | awk '{ s += $2; k++ } END { printf "%.6g\n", k ? s / k : 0 }'
 }
 
+# Sum over ranks of a numeric JSON field.
+total() {
+	grep -o "\"$1\": [0-9]*" | awk '{ s += $2 } END { print s + 0 }'
+}
+
+# pick_steps ELEMS: the timed steps (st, and it for MPI) and warmup steps
+# (wu) of a job of ELEMS floats.
+pick_steps() {
+	if [ "$1" -ge 8388608 ]; then
+		st=${steps:-6} wu=2 it=${steps:-6}
+	else
+		st=${steps:-20} wu=3 it=${steps:-20}
+	fi
+}
+
+# eal NAME K VDEV [ARG]: the EAL arguments of DPDK rank K on port VDEV,
+# its files under /var/run/dpdk/gnbench<pid>.NAME.
+eal() {
+	echo "--no-huge -m 1024 --no-pci --no-telemetry -l ${cpus[$(($2 % ${#cpus[@]}))]} ${4:-} --file-prefix=gnbench$$.$1 --vdev=$3 --log-level=*:warning"
+}
+
+# wait_ranks DIR PID...: wait for the ranks, print the JSON lines they
+# wrote to DIR/<rank>.json, remove DIR.
+wait_ranks() {
+	local out=$1 pid
+
+	shift
+	for pid in "$@"; do
+		wait "$pid" || true
+	done
+	cat "$out"/*.json
+	rm -rf "$out"
+}
+
 # run_dpdk ELEMS CODEC STEPS WARMUP: two ranks on the DPDK transport over
 # net_memif (rank 0 the server), JSON lines out.
 run_dpdk() {
-	local elems=$1 codec=$2 st=$3 wu=$4 out k role mac zc eal pids=()
+	local elems=$1 codec=$2 st=$3 wu=$4 out k role mac zc arg pids=()
 
 	out=$(mktemp -d)
 	for k in 0 1; do
-		role=server mac=02:00:00:00:00:01 zc= eal=
+		role=server mac=02:00:00:00:00:01 zc= arg=
 		if [ "$k" -eq 1 ]; then
 			role=client mac=02:00:00:00:00:02
 			# Zero copy maps the client's memory: one file per segment list.
 			if [ -n "$memif_zc" ]; then
-				zc=,zero-copy=yes eal=--single-file-segments
+				zc=,zero-copy=yes arg=--single-file-segments
 			fi
 			for _ in $(seq 100); do
 				[ -S "$out/memif.sock" ] && break
@@ -161,63 +238,38 @@ run_dpdk() {
 		env GN_KEY="$key" GN_RANK=$k GN_WORLD_SIZE=2 GN_TRANSPORT=dpdk \
 			GN_PEERS=10.77.0.1:$port,10.77.0.2:$port \
 			GN_DPDK_PEERS=02:00:00:00:00:01,02:00:00:00:00:02 \
-			GN_DPDK_EAL="--no-huge -m 1024 --no-pci --no-telemetry -l $k $eal --file-prefix=gnbench$$.$k --vdev=net_memif0,role=$role,socket=$out/memif.sock,socket-abstract=no,mac=$mac$zc --log-level=*:warning" \
+			GN_DPDK_EAL="$(eal "$k" "$k" "net_memif0,role=$role,socket=$out/memif.sock,socket-abstract=no,mac=$mac$zc" "$arg")" \
 			GN_MTU=$mtu GN_TIMEOUT_MS=30000 \
 			"$rank_bin" --elems "$elems" --codec "$codec" \
 			--steps "$st" --warmup "$wu" >"$out/$k.json" &
 		pids+=($!)
 	done
-	for k in "${pids[@]}"; do
-		wait "$k" || true
-	done
-	cat "$out"/*.json
-	rm -rf "$out" /var/run/dpdk/gnbench$$.*
+	wait_ranks "$out" "${pids[@]}"
+	rm -rf /var/run/dpdk/gnbench$$.*
 }
 
-# dpdk_rows: the DPDK rows, one per size.
-dpdk_rows() {
-	local elems st wu g d gs ds dp dc
-
-	for elems in "${E[@]}"; do
-		if [ "$elems" -ge 8388608 ]; then
-			st=${steps:-6} wu=2
-		else
-			st=${steps:-20} wu=3
-		fi
-		g=$(run_dpdk "$elems" 3lc "$st" "$wu")
-		if ! echo "$g" | grep -q median_s; then
-			echo "gradnet (dpdk) failed: $g" >&2
-			exit 1
-		fi
-		gs=$(echo "$g" | slowest)
-		ds=null dp=null dc=null dbytes=null
-		if [ -n "$dense" ]; then
-			d=$(run_dpdk "$elems" none "$st" "$wu")
-			ds=$(echo "$d" | slowest)
-			dp=$(echo "$d" | mean pps)
-			dc=$(echo "$d" | mean cpu_s)
-			dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
-		fi
-		rows+=("{\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif${memif_zc:+-zc}\", \"elems\": $elems, \"loss\": 0, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": null, \"mpi_s\": null, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes $((st + wu))), \"stream_bytes\": $(echo "$g" | per_step stream_bytes $((st + wu))), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes $((st + wu))), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }'), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
-		if [ -z "$json" ]; then
-			echo "${rows[-1]}"
-		fi
-	done
-}
-
-# run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [insecure]: one job, JSON
-# lines out; "insecure" runs it without a key (no MAC), for the MAC's cost.
+# run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [MODE]: one job, one rank
+# per host of the bridge, JSON lines out. MODE "insecure" runs it without
+# a key (no MAC), for the MAC's cost; "af_xdp:N" puts ranks 0..N-1 on the
+# DPDK transport over net_af_xdp on their host's eth0.
 run_gradnet() {
-	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 sec=${7:-} peers= k
-	local out pids=() auth=(GN_KEY="$key")
+	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 mode=${7:-} peers= k
+	local out pids=() auth=(GN_KEY="$key") ndpdk=0 dpdk
 
 	out=$(mktemp -d)
-	[ "$sec" = insecure ] && auth=(GN_INSECURE=1)
+	case $mode in
+	insecure) auth=(GN_INSECURE=1) ;;
+	af_xdp:*) ndpdk=${mode#af_xdp:} ;;
+	esac
 	for ((k = 0; k < ranks; k++)); do
 		peers+="${peers:+,}$(gn_host_addr "$k"):$port"
 	done
 	for ((k = 0; k < ranks; k++)); do
-		gn_host_exec "$k" env "${auth[@]}" GN_RANK=$k \
+		dpdk=()
+		if [ "$k" -lt "$ndpdk" ]; then
+			dpdk=(GN_TRANSPORT=dpdk GN_DPDK_EAL="$(eal "xdp$k" "$k" net_af_xdp0,iface=eth0,start_queue=0,queue_count=1)")
+		fi
+		gn_host_exec "$k" env "${auth[@]}" "${dpdk[@]}" GN_RANK=$k \
 			GN_WORLD_SIZE=$ranks GN_PEERS=$peers GN_JOB=$job \
 			GN_MTU=$mtu GN_TIMEOUT_MS=30000 GN_CODEC_WORKERS=$workers \
 			"$rank_bin" --elems "$elems" \
@@ -225,11 +277,95 @@ run_gradnet() {
 			>"$out/$k.json" &
 		pids+=($!)
 	done
-	for k in "${pids[@]}"; do
-		wait "$k" || true
+	wait_ranks "$out" "${pids[@]}"
+}
+
+# run_af_xdp RANKS N ELEMS CODEC STEPS WARMUP: one job on a bridge of its
+# own, ranks 0..N-1 on DPDK over net_af_xdp and the others on UDP, as in
+# tests/dpdk/mixed_bridge.sh's xdp case; JSON lines out. Run it in a
+# subshell: the topology's EXIT trap is the subshell's.
+run_af_xdp() {
+	local ranks=$1 n=$2 k
+
+	shift 2
+	gn_net_setup "$ranks" --mtu "$mtu" >&2 || exit 1
+	for ((k = 0; k < ranks; k++)); do
+		if [ "$k" -ge "$n" ]; then
+			# A veth leaves checksums partial and UDP GSO batches whole,
+			# which no NIC on a wire delivers to the DPDK rank.
+			gn_host_exec "$k" ethtool -K eth0 tx off >/dev/null 2>&1
+			continue
+		fi
+		# A frame hashed to a queue without the AF_XDP socket would go
+		# to a kernel that does not own the address: one queue.
+		if ! gn_host_exec "$k" ethtool -L eth0 rx 1 tx 1 ||
+		   ! gn_bridge_exec ethtool -L "p$k" rx 1 tx 1; then
+			echo "af_xdp: cannot give host $k's veth one queue" >&2
+			exit 1
+		fi
+		gn_host_exec "$k" ip addr flush dev eth0
 	done
-	cat "$out"/*.json
-	rm -rf "$out"
+	run_gradnet "$ranks" "$@" "$job" "af_xdp:$n"
+	for ((k = 0; k < n; k++)); do
+		if gn_host_exec "$k" ip link show dev eth0 | grep -q 'prog/xdp'; then
+			echo "af_xdp: host $k's eth0 kept an XDP program after its rank exited" >&2
+		fi
+	done
+	cleanup
+	trap - EXIT
+	rm -rf /var/run/dpdk/gnbench$$.*
+}
+
+# add_row HEAD STEPS WARMUP G D NOMAC_S MPI_S: append the row of the 3LC
+# job whose JSON lines are G and the dense job's D (empty: none ran), HEAD
+# the fields before "steps"; print it unless --json.
+add_row() {
+	local head=$1 st=$2 n=$(($2 + $3)) g=$4 d=$5 is=$6 ms=$7
+	local ds=null dbytes=null dp=null dc=null dr=null
+
+	if [ -n "$d" ]; then
+		ds=$(echo "$d" | slowest)
+		dbytes=$(echo "$d" | per_step wire_bytes "$n")
+		dp=$(echo "$d" | mean pps)
+		dc=$(echo "$d" | mean cpu_s)
+		dr=$(echo "$d" | total retransmits)
+	fi
+	rows+=("{$head, \"steps\": $st, \"gradnet_s\": $(echo "$g" | slowest), \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes "$n"), \"stream_bytes\": $(echo "$g" | per_step stream_bytes "$n"), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes "$n"), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | total retransmits), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc, \"dense_retransmits\": $dr}")
+	if [ -z "$json" ]; then
+		echo "${rows[-1]}"
+	fi
+}
+
+# finished NAME RANKS LINES: every one of RANKS ranks reported a median;
+# else say so, with their output, and fail.
+finished() {
+	local n
+
+	n=$(echo "$3" | grep -c '"median_s"') || true
+	[ "$n" -eq "$2" ] && return 0
+	echo "$1 failed ($n of $2 ranks finished): $3" >&2
+	return 1
+}
+
+# dpdk_rows HEAD RANKS RUN [ARG...]: for each size, the 3LC and (unless
+# --no-dense) dense jobs of `RUN ARG... ELEMS CODEC STEPS WARMUP` with
+# RANKS ranks, and their row; HEAD the row's fields before "elems".
+dpdk_rows() {
+	local head=$1 ranks=$2 elems g d
+
+	shift 2
+	for elems in "${E[@]}"; do
+		pick_steps "$elems"
+		g=$("$@" "$elems" 3lc "$st" "$wu")
+		finished "gradnet (dpdk)" "$ranks" "$g" || exit 1
+		d=
+		if [ -n "$dense" ]; then
+			d=$("$@" "$elems" none "$st" "$wu")
+			finished "gradnet (dpdk, dense)" "$ranks" "$d" || exit 1
+		fi
+		add_row "$head, \"elems\": $elems, \"loss\": 0, \"mtu\": $mtu" \
+			"$st" "$wu" "$g" "$d" null null
+	done
 }
 
 # run_mpi RANKS ELEMS ITERS WARMUP: MPI_Allreduce, slowest rank's median.
@@ -263,23 +399,19 @@ attach_loss() {
 }
 
 rows=()
-IFS=, read -r -a R <<<"$ranks_list"
 IFS=, read -r -a L <<<"$link_list"
 IFS=, read -r -a E <<<"$elems_list"
 IFS=, read -r -a P <<<"$loss_list"
 IFS=, read -r -a W <<<"$workers_list"
-has_transport udp || R=()
-for ranks in "${R[@]}"; do
+U=("${R[@]}")
+has_transport udp || U=()
+for ranks in "${U[@]}"; do
 for link in "${L[@]}"; do
 for elems in "${E[@]}"; do
 for loss in "${P[@]}"; do
 for workers in "${W[@]}"; do
 	ppm=$(awk -v l="$loss" 'BEGIN { printf "%d", l * 1000000 + 0.5 }')
-	if [ "$elems" -ge 8388608 ]; then
-		st=${steps:-6} wu=2 it=${steps:-6}
-	else
-		st=${steps:-20} wu=3 it=${steps:-20}
-	fi
+	pick_steps "$elems"
 	gn_net_setup "$ranks" --rate "$link" --mtu "$mtu"
 	attach_loss "$ranks" "$ppm"
 	job=$((job + 2))
@@ -288,20 +420,11 @@ for workers in "${W[@]}"; do
 		echo "gradnet failed: $g" >&2
 		exit 1
 	fi
-	gs=$(echo "$g" | slowest)
-	wire=$(echo "$g" | per_step wire_bytes $((st + wu)))
-	stream=$(echo "$g" | per_step stream_bytes $((st + wu)))
-	ctl=$(echo "$g" | per_step ctl_bytes $((st + wu)))
-	rtx=$(echo "$g" | grep -o '"retransmits": [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
-	ds=null dbytes=null ms=null dp=null dc=null
+	ms=null d=
 	i=$(run_gradnet "$ranks" "$elems" 3lc "$st" "$wu" $((job + 100000)) insecure)
 	is=$(echo "$i" | slowest)
 	if [ -n "$dense" ]; then
 		d=$(run_gradnet "$ranks" "$elems" none "$st" "$wu" $((job + 1)))
-		ds=$(echo "$d" | slowest)
-		dbytes=$(echo "$d" | per_step wire_bytes $((st + wu)))
-		dp=$(echo "$d" | mean pps)
-		dc=$(echo "$d" | mean cpu_s)
 	fi
 	if [ -n "$mpi" ] && [ "$ppm" -eq 0 ] && [ "$workers" = "${W[0]}" ]; then
 		ms=$(run_mpi "$ranks" "$elems" "$it" "$wu")
@@ -309,17 +432,29 @@ for workers in "${W[@]}"; do
 	fi
 	cleanup
 	trap - EXIT
-	rows+=("{\"transport\": \"udp\", \"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"workers\": $workers, \"mtu\": $mtu, \"steps\": $st, \"gradnet_s\": $gs, \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $wire, \"stream_bytes\": $stream, \"ctl_bytes\": $ctl, \"dense_bytes\": $dbytes, \"retransmits\": $rtx, \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc}")
-	if [ -z "$json" ]; then
-		echo "${rows[-1]}"
-	fi
+	add_row "\"transport\": \"udp\", \"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"workers\": $workers, \"mtu\": $mtu" \
+		"$st" "$wu" "$g" "$d" "$is" "$ms"
 done
 done
 done
 done
 done
 
-has_transport dpdk && dpdk_rows
+if has_transport dpdk; then
+	dpdk_rows "\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif${memif_zc:+-zc}\"" 2 run_dpdk
+fi
+
+# The af_xdp jobs' ranks take the first --workers value.
+workers=${W[0]}
+has_transport af_xdp || X=()
+for ranks in "${R[@]}"; do
+for n in "${X[@]}"; do
+	link=af_xdp-mixed
+	[ "$n" -lt "$ranks" ] || link=af_xdp
+	dpdk_rows "\"transport\": \"dpdk\", \"ranks\": $ranks, \"dpdk_ranks\": $n, \"link\": \"$link\", \"workers\": $workers" \
+		"$ranks" run_af_xdp "$ranks" "$n"
+done
+done
 
 if [ -n "$json" ]; then
 	printf '[\n'
