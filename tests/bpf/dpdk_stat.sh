@@ -130,30 +130,6 @@ start_rank() {
 	return $rc
 }
 
-# wait_job NAME: every rank exits 0 within RUN_LIMIT seconds (else it is
-# killed), or its output goes to the log.
-wait_job() {
-	local name=$1 k rc ok=1 end=$((SECONDS + RUN_LIMIT)) st
-
-	for ((k = 0; k < WORLD; k++)); do
-		while st=$(state "${pids[k]}") && [ -n "$st" ] && [ "$st" != Z ]; do
-			if [ "$SECONDS" -ge "$end" ]; then
-				gn_diag "$name: rank $k still running after ${RUN_LIMIT}s, killed"
-				kill -9 "${pids[k]}" 2>/dev/null || true
-			fi
-			sleep 0.05
-		done
-		rc=0
-		wait "${pids[k]}" || rc=$?
-		if [ "$rc" -ne 0 ]; then
-			gn_diag "$name: rank $k exited $rc: $(cat "$tmp/$name.$k.json" "$tmp/$name.$k.err" | tr '\n' ' ')"
-			ok=0
-		fi
-	done
-	pids=()
-	[ "$ok" -eq 1 ]
-}
-
 # check ARGS...: check_stat.py ARGS..., its TAP lines numbered on from ours.
 check() {
 	TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" "$@" \
@@ -196,7 +172,7 @@ for _ in $(seq 100); do
 done
 start_rank "$name" 1 none dpdk \
 	"net_memif0,role=client,socket=$sock,socket-abstract=no,mac=$MAC1" || ok=0
-wait_job "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] || sed 's/^/# /' "$tmp/attach"
 gn_result "$ok" "memif: two DPDK ranks, each attached by pid before it ran, $STEPS steps of $ELEMS floats with $FAULTS"
 ok=1
@@ -233,7 +209,7 @@ for k in 0 1; do
 		net_af_packet0,iface=eth0 || ok=0
 done
 start_rank "$name" 2 "$(gn_host_ns 2)" udp || ok=0
-wait_job "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] || sed 's/^/# /' "$tmp/attach"
 gn_result "$ok" "mixed: ranks 0 and 1 on DPDK (net_af_packet), rank 2 on UDP, attached by pid, $STEPS steps with $FAULTS"
 ok=1

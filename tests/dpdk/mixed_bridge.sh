@@ -107,14 +107,6 @@ gn_bridge_exec sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
 echo "TAP version 13"
 echo "1..17"
 
-alive() {
-	local st
-
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) ||
-		return 1
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
 stop_ranks() {
 	local pid
 
@@ -169,28 +161,6 @@ start_job() {
 	done
 }
 
-wait_job() {
-	local name=$1 k rc ok=1 end=$((SECONDS + RUN_LIMIT))
-
-	for ((k = 0; k < WORLD; k++)); do
-		while alive "${pids[k]}"; do
-			if [ "$SECONDS" -ge "$end" ]; then
-				gn_diag "$name: rank $k still running after ${RUN_LIMIT}s, killed"
-				kill -9 "${pids[k]}" 2>/dev/null || true
-			fi
-			sleep 0.05
-		done
-		rc=0
-		wait "${pids[k]}" || rc=$?
-		if [ "$rc" -ne 0 ]; then
-			gn_diag "$name: rank $k exited $rc: $(cat "$tmp/$name.$k.json" "$tmp/$name.$k.err" | tr '\n' ' ')"
-			ok=0
-		fi
-	done
-	pids=()
-	[ "$ok" -eq 1 ]
-}
-
 field() {
 	sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2"
 }
@@ -226,7 +196,7 @@ for codec in 3lc none; do
 	"$REF_BIN" --world "$WORLD" --elems "$ELEMS" --steps "$STEPS" \
 		--codec "$codec" --out "$tmp/ref-$codec" >&2 || ok=0
 	start_job "$name" 0 --elems "$ELEMS" --steps "$STEPS" --codec "$codec"
-	wait_job "$name" || ok=0
+	gn_wait_ranks "$name" || ok=0
 	[ "$ok" -eq 1 ] && same_out "$name" "$tmp/ref-$codec" || ok=0
 	gn_result "$ok" "$name: $WORLD UDP ranks on the bridge give the reference"
 done
@@ -241,7 +211,7 @@ for codec in 3lc none; do
 	ok=1
 	start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$STEPS" \
 		--codec "$codec"
-	wait_job "$name" || ok=0
+	gn_wait_ranks "$name" || ok=0
 	[ "$ok" -eq 1 ] && same_out "$name" "$tmp/udp-$codec.0.out" || ok=0
 	gn_result "$ok" "$name: $NDPDK DPDK (af_packet) + $((WORLD - NDPDK)) UDP ranks: bit-identical to the all-UDP run"
 	ok=1
@@ -295,7 +265,7 @@ for codec in 3lc none; do
 	loss_attach 50000
 	start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$STEPS" \
 		--codec "$codec"
-	wait_job "$name" || ok=0
+	gn_wait_ranks "$name" || ok=0
 	lost=$(loss_detach)
 	rtx=$(sum_field retransmits "$name")
 	gn_diag "$name: gn-loss dropped $lost datagrams, the ranks retransmitted $rtx"
@@ -320,7 +290,7 @@ joined() {
 ok=1
 start_job forge-clean "$NDPDK" --elems "$ELEMS" --steps "$FORGE_STEPS" \
 	--codec 3lc
-wait_job forge-clean || ok=0
+gn_wait_ranks forge-clean || ok=0
 gn_diag "forge-clean: rank 0 $(cat "$tmp/forge-clean.0.json")"
 name=forge
 start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$FORGE_STEPS" --codec 3lc
@@ -338,12 +308,12 @@ gn_host_exec "$WORLD" "$FRAME_BIN" --dev eth0 --to-mac "$mac0" \
 	--count "$FORGE_COUNT" >"$tmp/frames.sent" 2>"$tmp/frames.err" ||
 	cat "$tmp/frames.err" >&2
 for ((k = 0; k < WORLD; k++)); do
-	alive "${pids[k]}" || ok=0
+	gn_alive "${pids[k]}" || ok=0
 done
 [ "$ok" -eq 1 ] || gn_diag "forge: the job ended before the forgers did"
 gn_diag "forge: gn-frame-forge sent $(cat "$tmp/frames.sent")"
 gn_diag "forge: gn-forge --seed $seed sent $(cat "$tmp/forge.sent")"
-wait_job "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 gn_diag "forge: rank 0 $(cat "$tmp/$name.0.json")"
 [ "$ok" -eq 1 ] && same_out "$name" "$tmp/forge-clean.0.out" &&
 	same_out forge-clean "$tmp/forge-clean.0.out" || ok=0
@@ -418,10 +388,10 @@ for how in moved quiet announced; do
 		--codec 3lc
 	move_host "$name" "$k" "$mac" "$quiet"
 	for ((j = 0; j < WORLD; j++)); do
-		alive "${pids[j]}" || ok=0
+		gn_alive "${pids[j]}" || ok=0
 	done
 	[ "$ok" -eq 1 ] || gn_diag "$name: the job ended before host $k moved"
-	wait_job "$name" || ok=0
+	gn_wait_ranks "$name" || ok=0
 	[ "$ok" -eq 1 ] && same_out "$name" "$tmp/forge-clean.0.out" || ok=0
 	for ((j = 0; j < NDPDK; j++)); do
 		gn_diag "$name: rank $j filter $(cat "$tmp/$name.$j.stats" 2>/dev/null)"
@@ -456,7 +426,7 @@ for ((k = 0; k < NDPDK; k++)); do
 done
 DPDK_VDEV=net_af_xdp0,iface=eth0,start_queue=0,queue_count=1
 start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$STEPS" --codec none
-wait_job "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] && same_out "$name" "$tmp/udp-none.0.out" || ok=0
 for ((k = 0; k < NDPDK; k++)); do
 	gn_diag "$name: rank $k filter $(cat "$tmp/$name.$k.stats" 2>/dev/null)"

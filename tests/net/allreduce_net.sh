@@ -132,21 +132,12 @@ elapsed() {
 	awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.3f", b - a }'
 }
 
-# alive PID: the process runs (a zombie no longer does).
-alive() {
-	local st
-
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) ||
-		return 1
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
 # stop_ranks: SIGKILL the ranks this script started and still runs.
 stop_ranks() {
 	local pid
 
 	for pid in "${pids[@]}"; do
-		if alive "$pid"; then
+		if gn_alive "$pid"; then
 			kill -9 "$pid" 2>/dev/null || true
 		fi
 		{ wait "$pid"; } 2>/dev/null || true
@@ -176,34 +167,6 @@ start_rank() {
 	pids[k]=$!
 }
 
-# wait_ranks NAME [LIMIT]: wait (at most LIMIT s, default RUN_LIMIT) for
-# every rank; exit codes in rcs[]. False if any rank hung (it is killed)
-# or failed.
-wait_ranks() {
-	local name=$1 limit=${2:-$RUN_LIMIT} t0 k ok=1
-
-	t0=$(now)
-	for ((k = 0; k < WORLD; k++)); do
-		while alive "${pids[k]}"; do
-			if [ "$(elapsed "$t0" | cut -d. -f1)" -ge "$limit" ]; then
-				gn_diag "$name: rank $k still running after ${limit}s, killed"
-				kill -9 "${pids[k]}" 2>/dev/null || true
-				ok=0
-			fi
-			sleep 0.05
-		done
-		rcs[k]=0
-		wait "${pids[k]}" || rcs[k]=$?
-		if [ "${rcs[k]}" -ne 0 ]; then
-			gn_diag "$name: rank $k exited ${rcs[k]}: $(cat "$tmp/$name.$k.json" \
-				"$tmp/$name.$k.err")"
-			ok=0
-		fi
-	done
-	pids=()
-	[ "$ok" -eq 1 ]
-}
-
 # run_job NAME TIMEOUT_MS FAULTS ARGS...: the whole job, start to end.
 run_job() {
 	local name=$1 to=$2 faults=$3 k f
@@ -214,7 +177,7 @@ run_job() {
 		[ -z "$faults" ] || f="$faults,seed=$((k + 1))"
 		start_rank "$name" "$k" "$to" "$f" "$@"
 	done
-	wait_ranks "$name"
+	gn_wait_ranks "$name"
 }
 
 # field NAME FILE: the numeric field NAME of a JSON line.
@@ -380,7 +343,7 @@ kill_and_watch() {
 		st=0
 		for k in 0 2; do
 			# Exit first: a rank that is gone has flushed its line.
-			if [ -z "${t_exit[k]:-}" ] && ! alive "${pids[k]}"; then
+			if [ -z "${t_exit[k]:-}" ] && ! gn_alive "${pids[k]}"; then
 				t_exit[k]=$(elapsed "$tk")
 			fi
 			if [ -z "${t_line[k]:-}" ] &&
@@ -412,7 +375,7 @@ test_kill() {
 	while :; do
 		bytes=$(gn_link_bytes 1 | cut -d' ' -f2)
 		[ $((bytes - bytes0)) -lt 1000000 ] || break
-		if ! alive "${pids[1]}" ||
+		if ! gn_alive "${pids[1]}" ||
 		   [ "$(elapsed "$t0" | cut -d. -f1)" -ge 60 ]; then
 			gn_diag "$name: rank 1 never got going: $(cat "$tmp/$name.1.err")"
 			going=0
@@ -426,7 +389,7 @@ test_kill() {
 	ok=1
 	for k in 0 2; do
 		rcs[k]=0
-		if alive "${pids[k]}"; then
+		if gn_alive "${pids[k]}"; then
 			kill -9 "${pids[k]}"
 			ok=0
 		fi
@@ -500,7 +463,7 @@ test_forge() {
 	while :; do
 		bytes=$(gn_link_bytes 0 | cut -d' ' -f2)
 		[ $((bytes - bytes0)) -lt $((${total:-0} / 4)) ] || break
-		if ! alive "${pids[0]}" ||
+		if ! gn_alive "${pids[0]}" ||
 		   [ "$(elapsed "$t0" | cut -d. -f1)" -ge 60 ]; then
 			break
 		fi
@@ -515,12 +478,12 @@ test_forge() {
 		>"$tmp/forge.sent" 2>"$tmp/forge.err" || cat "$tmp/forge.err" >&2
 	ok=1
 	for ((k = 0; k < WORLD; k++)); do
-		alive "${pids[k]}" || ok=0
+		gn_alive "${pids[k]}" || ok=0
 	done
 	gn_diag "forge: gn-forge --seed $seed sent $(cat "$tmp/forge.sent") after rank 0 sent" \
 		"$((bytes - bytes0)) of ~$total bytes"
 	[ "$ok" -eq 1 ] || gn_diag "forge: the job ended before the forger did"
-	wait_ranks forge || ok=0
+	gn_wait_ranks forge || ok=0
 	gn_result "$ok" "forge: every forged packet reached a live job"
 
 	ok=1
@@ -567,7 +530,7 @@ test_forge_bounds() {
 		start_rank bounds-clean "$k" 10000 "" --elems "$ELEMS" \
 			--steps "$bounds_steps"
 	done
-	wait_ranks bounds-clean "$BOUNDS_LIMIT" || gn_diag "bounds-clean failed"
+	gn_wait_ranks bounds-clean "$BOUNDS_LIMIT" || gn_diag "bounds-clean failed"
 	gn_diag "bounds-clean: $bounds_steps steps in $(elapsed "$t0")s"
 	bytes0=$(gn_link_bytes 0 | cut -d' ' -f2)
 	for ((k = 0; k < WORLD; k++)); do
@@ -578,7 +541,7 @@ test_forge_bounds() {
 	while :; do
 		bytes=$(gn_link_bytes 0 | cut -d' ' -f2)
 		[ $((bytes - bytes0)) -lt 1000000 ] || break
-		if ! alive "${pids[0]}" ||
+		if ! gn_alive "${pids[0]}" ||
 		   [ "$(elapsed "$t0" | cut -d. -f1)" -ge 60 ]; then
 			break
 		fi
@@ -601,11 +564,11 @@ test_forge_bounds() {
 		cat "$tmp/bounds.npkts.err" >&2
 	wait "$gso_pid" || cat "$tmp/bounds.gso.err" >&2
 	for ((k = 0; k < WORLD; k++)); do
-		alive "${pids[k]}" || ok=0
+		gn_alive "${pids[k]}" || ok=0
 	done
 	gn_diag "forge-bounds: the attacks took $(elapsed "$ta")s, from $(elapsed "$t0" "$ta")s into the job"
 	[ "$ok" -eq 1 ] || gn_diag "forge-bounds: the job ended before the attackers did"
-	wait_ranks bounds "$BOUNDS_LIMIT" || ok=0
+	gn_wait_ranks bounds "$BOUNDS_LIMIT" || ok=0
 	same_out bounds bounds-clean && same_out bounds-clean bounds-clean || ok=0
 	gn_diag "forge-bounds: rank 0's $(sed 's/.*"drops": \(.*\)}$/drops \1/' \
 		"$tmp/bounds.0.json")"

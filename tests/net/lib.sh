@@ -208,6 +208,46 @@ gn_stat_link_progs() {
 	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | sort -u
 }
 
+# gn_alive PID: the process runs (a zombie no longer does).
+gn_alive() {
+	local st
+
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) ||
+		return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# gn_wait_ranks NAME [LIMIT]: wait for the job's ranks, pids[0..WORLD-1],
+# at most LIMIT seconds (default RUN_LIMIT) from now; exit codes in rcs[].
+# A rank still running then is killed; a rank that fails has its output
+# ($tmp/NAME.K.json and .err) in the log. False if any hung or failed.
+# pids, rcs, WORLD, RUN_LIMIT and tmp are the calling script's.
+# shellcheck disable=SC2154
+gn_wait_ranks() {
+	local name=$1 limit=${2:-$RUN_LIMIT} end k ok=1
+
+	end=$((SECONDS + limit))
+	for ((k = 0; k < WORLD; k++)); do
+		while gn_alive "${pids[k]}"; do
+			if [ "$SECONDS" -ge "$end" ]; then
+				gn_diag "$name: rank $k still running after ${limit}s, killed"
+				kill -9 "${pids[k]}" 2>/dev/null || true
+				ok=0
+			fi
+			sleep 0.05
+		done
+		rcs[k]=0
+		wait "${pids[k]}" || rcs[k]=$?
+		if [ "${rcs[k]}" -ne 0 ]; then
+			gn_diag "$name: rank $k exited ${rcs[k]}: $(cat "$tmp/$name.$k.json" \
+				"$tmp/$name.$k.err" | tr '\n' ' ')"
+			ok=0
+		fi
+	done
+	pids=()
+	[ "$ok" -eq 1 ]
+}
+
 # gn_on_cleanup CMD: eval CMD first when cleanup runs (expand values now).
 gn_on_cleanup() {
 	GN_CLEANUP_HOOKS+=("$1")
