@@ -15,22 +15,16 @@
 
 set -eu
 
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/net/lib.sh
+. "$here/../net/lib.sh"
+
 BENCH=$1
 prefix=gnbrows$$
 tmp=$(mktemp -d)
 testno=0
 failed=0
 trap 'rm -rf "$tmp"' EXIT
-
-result() {
-	testno=$((testno + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $testno - $2"
-	else
-		echo "not ok $testno - $2"
-		failed=$((failed + 1))
-	fi
-}
 
 echo "TAP version 13"
 echo "1..4"
@@ -45,7 +39,7 @@ pid=$!
 wait "$pid" || ok=0
 sed 's/^/# /' "$tmp/rows.json"
 grep -v '^libbpf: \|^libxdp: ' "$tmp/err" | sed 's/^/# stderr: /'
-result "$ok" "gradnet-bench allreduce --transport udp,dpdk,af_xdp --af-xdp-dpdk 1,2 exits 0"
+gn_result "$ok" "gradnet-bench allreduce --transport udp,dpdk,af_xdp --af-xdp-dpdk 1,2 exits 0"
 
 ok=0
 python3 - "$tmp/rows.json" >"$tmp/check" 2>&1 <<'PY' && ok=1
@@ -66,7 +60,7 @@ for r in rows:
         assert isinstance(r[f], int) and r[f] >= 0, (f, r)
 PY
 sed 's/^/# /' "$tmp/check"
-result "$ok" "one row each for UDP, memif, af_xdp-mixed (1 DPDK rank) and af_xdp (2), with times, pps, cpu_s, bytes and retransmits"
+gn_result "$ok" "one row each for UDP, memif, af_xdp-mixed (1 DPDK rank) and af_xdp (2), with times, pps, cpu_s, bytes and retransmits"
 
 ok=0
 python3 - "$tmp/rows.json" >"$tmp/check" 2>&1 <<'PY' && ok=1
@@ -77,18 +71,18 @@ s = {(r["link"], r["stream_bytes"]) for r in rows}
 assert len({b for _, b in s}) == 1, s
 PY
 sed 's/^/# /' "$tmp/check"
-result "$ok" "every row's 3LC job sent the same chunk streams (stream_bytes)"
+gn_result "$ok" "every row's 3LC job sent the same chunk streams (stream_bytes)"
 
 ok=1
 left=$(ip netns list | grep "^$prefix-" || true)
-[ -z "$left" ] || { echo "# namespaces left: $left"; ok=0; }
+[ -z "$left" ] || { gn_diag "namespaces left: $left"; ok=0; }
 if ls -d /var/run/dpdk/gnbench"$pid".* >/dev/null 2>&1; then
-	echo "# EAL files left: $(ls -d /var/run/dpdk/gnbench"$pid".*)"
+	gn_diag "EAL files left: $(ls -d /var/run/dpdk/gnbench"$pid".*)"
 	ok=0
 fi
 if grep -q 'kept an XDP program' "$tmp/err"; then
 	ok=0
 fi
-result "$ok" "no namespace, EAL file or XDP program left"
+gn_result "$ok" "no namespace, EAL file or XDP program left"
 
 [ "$failed" -eq 0 ]
