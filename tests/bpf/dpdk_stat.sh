@@ -154,6 +154,23 @@ faulted() {
 	[ "$rtx" -gt 0 ] && [ "$dup" -gt 0 ]
 }
 
+# case_end OK DESC TRANSPORTS: the end of case $name, whose ranks run on
+# TRANSPORTS (one per rank, in order): the job (its ranks started OK),
+# the faults, then the flows' transports, pairs, sums and steps.
+case_end() {
+	local ok=$1
+
+	gn_wait_ranks "$name" || ok=0
+	[ "$ok" -eq 1 ] || sed 's/^/# /' "$tmp/attach"
+	gn_result "$ok" "$name: $2"
+	ok=1
+	faulted "$name" || ok=0
+	gn_result "$ok" "$name: the faults made the ranks retransmit and drop duplicates"
+	"$STAT" dump --json >"$tmp/$name.dump" || gn_diag "dump --json failed"
+	check transport "$tmp/$name.dump" "$CASE_JOB" "$STEPS" "$3" \
+		"$tmp/$name".*.stats
+}
+
 # ---- memif: two DPDK ranks ------------------------------------------------
 
 name=memif
@@ -172,14 +189,7 @@ for _ in $(seq 100); do
 done
 start_rank "$name" 1 none dpdk \
 	"net_memif0,role=client,socket=$sock,socket-abstract=no,mac=$MAC1" || ok=0
-gn_wait_ranks "$name" || ok=0
-[ "$ok" -eq 1 ] || sed 's/^/# /' "$tmp/attach"
-gn_result "$ok" "memif: two DPDK ranks, each attached by pid before it ran, $STEPS steps of $ELEMS floats with $FAULTS"
-ok=1
-faulted "$name" || ok=0
-gn_result "$ok" "memif: the faults made the ranks retransmit and drop duplicates"
-"$STAT" dump --json >"$tmp/$name.dump" || gn_diag "dump --json failed"
-check transport "$tmp/$name.dump" "$JOB" "$STEPS" dpdk,dpdk "$tmp/$name".*.stats
+case_end "$ok" "two DPDK ranks, each attached by pid before it ran, $STEPS steps of $ELEMS floats with $FAULTS" dpdk,dpdk
 
 # ---- mixed: two DPDK ranks and a UDP rank on a bridge ----------------------
 
@@ -209,15 +219,7 @@ for k in 0 1; do
 		net_af_packet0,iface=eth0 || ok=0
 done
 start_rank "$name" 2 "$(gn_host_ns 2)" udp || ok=0
-gn_wait_ranks "$name" || ok=0
-[ "$ok" -eq 1 ] || sed 's/^/# /' "$tmp/attach"
-gn_result "$ok" "mixed: ranks 0 and 1 on DPDK (net_af_packet), rank 2 on UDP, attached by pid, $STEPS steps with $FAULTS"
-ok=1
-faulted "$name" || ok=0
-gn_result "$ok" "mixed: the faults made the ranks retransmit and drop duplicates"
-"$STAT" dump --json >"$tmp/$name.dump" || gn_diag "dump --json failed"
-check transport "$tmp/$name.dump" "$CASE_JOB" "$STEPS" dpdk,dpdk,udp \
-	"$tmp/$name".*.stats
+case_end "$ok" "ranks 0 and 1 on DPDK (net_af_packet), rank 2 on UDP, attached by pid, $STEPS steps with $FAULTS" dpdk,dpdk,udp
 
 # ---- bpftool reads the transports itself -----------------------------------
 
