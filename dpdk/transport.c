@@ -820,6 +820,42 @@ static struct rte_mempool *pool_new(const char *name, u32 n, u32 room,
 }
 
 /*
+ * The kernel writes a received frame XDP_PACKET_HEADROOM (256) bytes past
+ * the headroom DPDK 22.11 registers for each chunk (mempool header, mbuf,
+ * private area, RTE_PKTMBUF_HEADROOM), and drops a frame that does not
+ * fit in the rest of the chunk, which is one pool object: so the rx data
+ * room holds that much more than a frame. A chunk is at most a page.
+ */
+#define XDP_HEADROOM 256
+
+/* The data room of net_af_xdp's rx mbufs for frames of @frame bytes. */
+static u32 umem_room(u32 frame)
+{
+	return PAYLOAD_OFF + XDP_HEADROOM +
+	       RTE_MAX(RTE_ALIGN(frame, RTE_CACHE_LINE_SIZE),
+		       (u32)RTE_MBUF_DEFAULT_DATAROOM);
+}
+
+/* Bytes of one object of net_af_xdp's rx pool: one UMEM chunk. */
+static u32 umem_chunk(u32 room)
+{
+	return (u32)rte_mempool_calc_obj_size((u32)sizeof(struct rte_mbuf) +
+					      RTE_CACHE_LINE_SIZE + room,
+					      RTE_MEMPOOL_F_NO_IOVA_CONTIG, NULL);
+}
+
+/* The largest MTU whose frames (with a VLAN tag) fit a page's chunk. */
+static u32 umem_mtu_max(void)
+{
+	u32 mtu = GN_WIRE_MAX_PKT + GN_WIRE_IPUDP;
+
+	while (mtu > 576 && umem_chunk(umem_room(ETH_LEN + mtu + 8)) >
+			    (u32)getpagesize())
+		mtu--;
+	return mtu;
+}
+
+/*
  * The same pool for net_af_xdp's rx queue, which DPDK 22.11 registers
  * as the socket's UMEM: from its first memory chunk's page, populated
  * size times object size bytes, so every mbuf must lie in that span.
@@ -898,8 +934,10 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 	if (c->queue >= 0)
 		return 0;
 	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
-	d->rx_pool = d->umem ? pool_new_umem(name, RX_POOL, room, socket, msg, len) :
-			       pool_new(name, RX_POOL, room, socket, msg, len);
+	d->rx_pool = d->umem ?
+		pool_new_umem(name, RX_POOL, umem_room(ETH_LEN + c->mtu + 8),
+			      socket, msg, len) :
+		pool_new(name, RX_POOL, room, socket, msg, len);
 	return d->rx_pool ? 0 : -ENOMEM;
 }
 
@@ -937,6 +975,12 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 		return -EINVAL;
 	}
 	d->umem = !strcmp(info.driver_name, "net_af_xdp");
+	if (d->umem && c->mtu > umem_mtu_max()) {
+		snprintf(msg, len, "DPDK port %u (%s) receives each frame into one page of %d bytes with its headroom: an MTU of at most %u, the job's is %u",
+			 d->port, info.driver_name, getpagesize(),
+			 umem_mtu_max(), c->mtu);
+		return -EINVAL;
+	}
 	r = pools_create(d, c, socket, msg, len);
 	if (r)
 		return r;

@@ -39,6 +39,10 @@
 #         XDP program left on their interfaces once they exit, and a
 #         second context in one process refused (the port closed with
 #         the first: its rx pool was the kernel's UMEM)
+#  jumbo  links at MTU 3500: a DPDK rank on net_af_xdp refuses a job MTU
+#         its page-sized UMEM chunks cannot hold, naming the largest they
+#         can; at that MTU the mixed dense job is bit-identical to the
+#         reference, in packets over 1500 bytes
 #
 # The UDP hosts send with checksum and segmentation offload off, as a NIC
 # on a wire would deliver: on a veth the kernel leaves checksums partial
@@ -66,6 +70,7 @@ WORLD=4
 NDPDK=2			# ranks 0..NDPDK-1 are on DPDK
 PORT=7000
 ELEMS=1000003
+MTU=1500		# the job's (GN_MTU)
 STEPS=3
 FORGE_STEPS=1500
 FORGE_COUNT=40
@@ -105,7 +110,7 @@ gn_bridge_exec sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
 	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
 
 echo "TAP version 13"
-echo "1..17"
+echo "1..19"
 
 stop_ranks() {
 	local pid
@@ -140,7 +145,7 @@ start_rank() {
 	[ "$k" -eq 0 ] && session=$tmp/$name.session
 	ip netns exec "$(gn_host_ns "$k")" env GN_RANK="$k" \
 		GN_WORLD_SIZE="$WORLD" GN_PEERS="$PEERS" GN_KEY="$KEY" \
-		GN_JOB="$JOB" GN_TRANSPORT="$path" "${dpdk[@]}" \
+		GN_JOB="$JOB" GN_MTU="$MTU" GN_TRANSPORT="$path" "${dpdk[@]}" \
 		${session:+GN_TEST_SESSION_FILE=$session} \
 		"$RANK_BIN" --warmup 0 --out "$tmp/$name.$k.out" "$@" \
 		>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
@@ -458,5 +463,44 @@ ip netns exec "$(gn_host_ns 0)" env GN_RANK=0 GN_WORLD_SIZE=1 \
 		"$tmp/reopen.out" && ok=1
 gn_diag "$name: reopen: $(tr '\n' ' ' <"$tmp/reopen.out")"
 gn_result "$ok" "$name: a second context of one process on the closed port is refused with -ENODEV, saying why"
+
+# ---- jumbo frames over net_af_xdp -------------------------------------------
+
+# The links (and so the kernels' UDP ranks) take frames of 3500 bytes;
+# net_af_xdp holds a received frame in one page with its headroom, so a
+# DPDK rank asked for MTU 3500 must refuse and name the largest it can
+# take; at that MTU every packet of a dense job is over 1500 bytes.
+name=xdp-jumbo
+ok=1
+for ((k = 0; k <= WORLD; k++)); do
+	gn_bridge_exec ip link set dev "p$k" mtu 3500 &&
+		gn_host_exec "$k" ip link set dev eth0 mtu 3500 || ok=0
+done
+gn_bridge_exec ip link set dev br0 mtu 3500 || ok=0
+ip netns exec "$(gn_host_ns 0)" env GN_RANK=0 GN_WORLD_SIZE=1 \
+	GN_PEERS="$(gn_host_addr 0):$PORT" GN_KEY="$KEY" GN_MTU=3500 \
+	GN_TRANSPORT=dpdk GN_DPDK_EAL="$(eal jumbo "${cpus[0]}")" \
+	"$RANK_BIN" --warmup 0 --elems 1 --steps 1 >/dev/null 2>"$tmp/jumbo.err" && ok=0
+top=$(sed -n "s/.*invalid argument: .*net_af_xdp.* an MTU of at most \([0-9]*\), the job's is 3500.*/\1/p" \
+	"$tmp/jumbo.err" | head -1)
+gn_diag "$name: MTU 3500: $(tr '\n' ' ' <"$tmp/jumbo.err")"
+[ -n "$top" ] && [ "$top" -gt 1500 ] && [ "$top" -lt 3500 ] || ok=0
+gn_result "$ok" "$name: MTU 3500 over net_af_xdp is refused with -EINVAL, naming the largest it holds (${top:-none})"
+
+ok=0
+if [ -n "$top" ]; then
+	ok=1
+	MTU=$top
+	start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$STEPS" --codec none
+	gn_wait_ranks "$name" || ok=0
+	[ "$ok" -eq 1 ] && same_out "$name" "$tmp/ref-none" || ok=0
+	for ((k = 0; k < WORLD; k++)); do
+		bytes=$(field wire_bytes "$tmp/$name.$k.json")
+		n=$(field tx_packets "$tmp/$name.$k.json")
+		gn_diag "$name: rank $k sent ${n:-?} packets, ${bytes:-?} bytes"
+		[ "${n:-0}" -gt 0 ] && [ $((${bytes:-0} / n)) -gt 1500 ] || ok=0
+	done
+fi
+gn_result "$ok" "$name: MTU ${top:-?}: $NDPDK DPDK (af_xdp) + $((WORLD - NDPDK)) UDP ranks, dense: bit-identical to the reference, packets over 1500 bytes"
 
 [ "$failed" -eq 0 ]
