@@ -36,6 +36,9 @@ struct open_args {
 	char (*names)[GN_NAME_LEN];
 	enum gn_tp_kind transport;
 	u32 workers;			/* codec workers, 1.. */
+	/* dpdk: from gn_ctx_opts, else NULL and -1 (the variables say) */
+	const char *dpdk_eal;
+	long dpdk_port, dpdk_queue;
 };
 
 static int open_fail(int err, const char *fmt, ...)
@@ -563,6 +566,18 @@ static int read_transport(struct open_args *a, const struct gn_ctx_opts *o)
 	else
 		return open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp or dpdk (or kmod, the gradnet kernel module)",
 				 t);
+	a->dpdk_eal = OPT(o, dpdk_eal);
+	a->dpdk_port = OPT(o, flags) & GN_CTX_DPDK_PORT ?
+		       (long)OPT(o, dpdk_port) : -1;
+	a->dpdk_queue = OPT(o, flags) & GN_CTX_DPDK_QUEUE ?
+			(long)OPT(o, dpdk_queue) : -1;
+	if ((a->dpdk_eal || a->dpdk_port >= 0 || a->dpdk_queue >= 0) &&
+	    a->transport != GN_TP_KIND_DPDK)
+		return open_fail(-EINVAL, "gn_ctx_opts.dpdk_eal, GN_CTX_DPDK_PORT or GN_CTX_DPDK_QUEUE given for the %s transport: they are the dpdk transport's",
+				 t && *t ? t : "udp");
+	if (a->dpdk_port > 65535 || a->dpdk_queue > 65535)
+		return open_fail(-EINVAL, "gn_ctx_opts.dpdk_port %ld or dpdk_queue %ld is not in 0..65535",
+				 a->dpdk_port, a->dpdk_queue);
 	return 0;
 }
 
@@ -693,11 +708,16 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	    (r = env_int(queue_vars, 0, 65535, &queue)) < 0 ||
 	    (r = env_int(lcore_vars, 0, 65535, &lcore)) < 0)
 		return r;
+	if (a->dpdk_port >= 0)
+		port = a->dpdk_port;
+	if (a->dpdk_queue >= 0)
+		queue = a->dpdk_queue;
 	dp = calloc((size_t)a->conf.world, sizeof(*dp));
 	if (!dp)
 		return open_fail(-ENOMEM, "out of memory");
 	/* First, so a library without DPDK says so before anything else. */
-	r = gn_dpdk_eal_init(getenv("GN_DPDK_EAL"), msg, sizeof(msg));
+	r = gn_dpdk_eal_init(a->dpdk_eal ? a->dpdk_eal : getenv("GN_DPDK_EAL"),
+			     msg, sizeof(msg));
 	if (r) {
 		r = open_fail(r, "DPDK: %s", msg);
 		goto out;
@@ -816,7 +836,8 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 		/* Fields past the caller's sz are zero, the defaults. */
 		memcpy(&copy, o, o->sz < sizeof(copy) ? o->sz : sizeof(copy));
 		o = &copy;
-		if (o->flags & ~(GN_CTX_INSECURE | GN_CTX_RANK))
+		if (o->flags & ~(GN_CTX_INSECURE | GN_CTX_RANK |
+				 GN_CTX_DPDK_PORT | GN_CTX_DPDK_QUEUE))
 			return open_fail(-EINVAL, "gn_ctx_opts.flags %#x has bits this library does not know",
 					 o->flags);
 	}

@@ -78,6 +78,9 @@ enum gn_codec {
 /* gn_ctx_opts.flags */
 #define GN_CTX_INSECURE (1u << 0)	/* run without a key: no authentication */
 #define GN_CTX_RANK	(1u << 1)	/* gn_ctx_opts.rank is set, even if 0 */
+#define GN_CTX_DPDK_PORT (1u << 2)	/* gn_ctx_opts.dpdk_port is set, even if 0 */
+#define GN_CTX_DPDK_QUEUE (1u << 3)	/* gn_ctx_opts.dpdk_queue is set: the
+					   application's port, this queue ours */
 
 /* gn_tensor_opts.flags (and gn_bucket_opts.flags) */
 #define GN_TENSOR_AVERAGE (1u << 0)	/* result is the mean, not the sum */
@@ -143,6 +146,18 @@ enum gn_codec {
  *	@codec_workers - 1 threads started when the context opens. The
  *	results are the same bytes whatever the count. Worth it when the
  *	link is faster than one core's codec (10 Gbit/s and up, README).
+ * @dpdk_eal: for the dpdk transport, the EAL arguments, space-separated;
+ *	NULL takes GN_DPDK_EAL. The EAL comes up once per process, with the
+ *	first context's; an EAL the application brought up is used as it is.
+ * @dpdk_port: with GN_CTX_DPDK_PORT in @flags, the ethdev port of a
+ *	dpdk context, 0..65535; without it GN_DPDK_PORT (default 0)
+ * @dpdk_queue: with GN_CTX_DPDK_QUEUE in @flags, the application
+ *	configured and started @dpdk_port itself and hands gradnet this rx
+ *	and tx queue of it, 0..65535; without it GN_DPDK_QUEUE (unset:
+ *	gradnet configures the port). With these two, several contexts of
+ *	one process each take their own port or queue, which one set of
+ *	environment variables cannot say. Either flag on another transport
+ *	is -EINVAL.
  */
 struct gn_ctx_opts {
 	size_t sz;
@@ -161,6 +176,9 @@ struct gn_ctx_opts {
 	unsigned int step_timeout_ms;
 	const char *transport;
 	unsigned int codec_workers;
+	const char *dpdk_eal;
+	unsigned int dpdk_port;
+	unsigned int dpdk_queue;
 };
 
 /*
