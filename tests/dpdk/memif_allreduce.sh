@@ -43,9 +43,15 @@
 
 set -eu
 
+here=$(cd "$(dirname "$0")" && pwd)
+GN_SKIP_RC=1
+# shellcheck source=tests/net/lib.sh
+. "$here/../net/lib.sh"
+
 RANK_BIN=$1
 REF_BIN=$2
 APP_BIN=$3
+WORLD=2
 STEPS=3
 KILL_TIMEOUT_MS=2000
 SERVER_KILL_TIMEOUT_MS=6000	# room for the restart a second after link down
@@ -59,9 +65,12 @@ mem=1024		# MB of EAL memory per rank
 testno=0
 failed=0
 pids=()
+rcs=()
 case=0
 
-cleanup() {
+# teardown: kill the ranks of a case cut short, remove the files and the
+# EAL's; lib.sh's cleanup runs it first (it has no namespaces to undo here).
+teardown() {
 	local pid
 
 	for pid in "${pids[@]}"; do
@@ -71,21 +80,8 @@ cleanup() {
 	rm -rf "$tmp" /var/run/dpdk/"$prefix"* \
 		"${XDG_RUNTIME_DIR:-/nonexistent}"/dpdk/"$prefix"* 2>/dev/null || true
 }
+gn_on_cleanup teardown
 trap cleanup EXIT
-
-result() {
-	testno=$((testno + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $testno - $2"
-	else
-		echo "not ok $testno - $2"
-		failed=$((failed + 1))
-	fi
-}
-
-diag() {
-	echo "# $*"
-}
 
 # The first two CPUs this process may run on (one twice if it has one).
 cpus=$(sed -n 's/^Cpus_allowed_list:\s*//p' /proc/self/status | tr ',' '\n' |
@@ -124,39 +120,6 @@ start_pair() {
 	done
 }
 
-# alive PID: the process runs (a zombie no longer does).
-alive() {
-	local st
-
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) ||
-		return 1
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
-# wait_pair NAME: both ranks exit 0 within RUN_LIMIT seconds (else they
-# are killed), or their output goes to the log.
-wait_pair() {
-	local name=$1 k rc ok=1 end=$((SECONDS + RUN_LIMIT))
-
-	for k in 0 1; do
-		while alive "${pids[k]}"; do
-			if [ "$SECONDS" -ge "$end" ]; then
-				diag "$name: rank $k still running after ${RUN_LIMIT}s, killed"
-				kill -9 "${pids[k]}" 2>/dev/null || true
-			fi
-			sleep 0.05
-		done
-		rc=0
-		wait "${pids[k]}" || rc=$?
-		if [ "$rc" -ne 0 ]; then
-			diag "$name: rank $k exited $rc: $(cat "$tmp/$name.$k.json" "$tmp/$name.$k.err" | tr '\n' ' ')"
-			ok=0
-		fi
-	done
-	pids=()
-	[ "$ok" -eq 1 ]
-}
-
 field() {
 	sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2"
 }
@@ -175,7 +138,7 @@ ref() {
 
 echo "TAP version 13"
 echo "1..23"
-diag "ranks on CPUs $CPU0 and $CPU1"
+gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
 	for op in sum average; do
@@ -187,9 +150,9 @@ for codec in none 3lc; do
 			ref "$tmp/$name.ref" --elems "$n" --codec "$codec" $avg
 			start_pair "$name" "" --elems "$n" --steps "$STEPS" \
 				--codec "$codec" $avg
-			wait_pair "$name" || ok=0
+			gn_wait_ranks "$name" || ok=0
 			[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/$name.ref" || ok=0
-			result "$ok" "memif, $codec, $op, $n floats: both ranks bit-identical to the reference"
+			gn_result "$ok" "memif, $codec, $op, $n floats: both ranks bit-identical to the reference"
 		done
 	done
 done
@@ -200,23 +163,23 @@ name=big-none
 ok=1
 ref "$tmp/$name.ref" --elems 26214400 --codec none
 start_pair "$name" "" --elems 26214400 --steps "$STEPS" --codec none
-wait_pair "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/$name.ref" || ok=0
-result "$ok" "memif, none, 26214400 floats (the default tx pool): bit-identical to the reference"
+gn_result "$ok" "memif, none, 26214400 floats (the default tx pool): bit-identical to the reference"
 
 # No neighbour list: the ranks find each other's MAC by ARP at open.
 name=arp
 ok=1
 start_pair "$name" "GN_DPDK_PEERS=arp,arp GN_DPDK_STATS=$tmp/arp.%k.stats" \
 	--elems 1000003 --steps "$STEPS" --codec 3lc
-wait_pair "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-3lc-sum-1000003.ref" || ok=0
 for k in 0 1; do
-	diag "$name: rank $k $(cat "$tmp/arp.$k.stats" 2>/dev/null)"
+	gn_diag "$name: rank $k $(cat "$tmp/arp.$k.stats" 2>/dev/null)"
 	n=$(field arp_asked "$tmp/arp.$k.stats")
 	[ "${n:-0}" -gt 0 ] || ok=0
 done
-result "$ok" "memif, no GN_DPDK_PEERS: peers resolved by ARP, bit-identical to the reference"
+gn_result "$ok" "memif, no GN_DPDK_PEERS: peers resolved by ARP, bit-identical to the reference"
 
 # The same job over the UDP socket path on loopback: the same bytes.
 name=udp-3lc
@@ -230,9 +193,9 @@ for k in 0 1; do
 		--codec 3lc >"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
 	pids[k]=$!
 done
-wait_pair "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-3lc-sum-1000003.0.out" || ok=0
-result "$ok" "UDP on loopback, 3lc, 1000003 floats: the same bytes as over memif"
+gn_result "$ok" "UDP on loopback, 3lc, 1000003 floats: the same bytes as over memif"
 
 # Loss, duplication and reordering in both senders.
 for codec in none 3lc; do
@@ -240,14 +203,14 @@ for codec in none 3lc; do
 	ok=1
 	start_pair "$name" "GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05" \
 		--elems 1000003 --steps "$STEPS" --codec "$codec"
-	wait_pair "$name" || ok=0
+	gn_wait_ranks "$name" || ok=0
 	r0=$(field retransmits "$tmp/$name.0.json")
 	r1=$(field retransmits "$tmp/$name.1.json")
 	rtx=$((${r0:-0} + ${r1:-0}))
-	diag "$name: the ranks retransmitted $rtx packets"
+	gn_diag "$name: the ranks retransmitted $rtx packets"
 	[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-$codec-sum-1000003.ref" || ok=0
 	[ "$rtx" -gt 0 ] || ok=0
-	result "$ok" "memif, $codec, 5% loss, duplication, reordering: bit-identical, loss repaired"
+	gn_result "$ok" "memif, $codec, 5% loss, duplication, reordering: bit-identical, loss repaired"
 done
 
 # Replay across runs: what each rank sent in one job, recorded, is sent
@@ -258,11 +221,11 @@ name=record
 ok=1
 start_pair "$name" "GN_TEST_FAULTS=record=$tmp/rec.%k" --elems 1000003 \
 	--steps "$STEPS" --codec 3lc
-wait_pair "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 name=replay
 start_pair "$name" "GN_TEST_FAULTS=replay=$tmp/rec.%k" --elems 1000003 \
 	--steps "$STEPS" --codec 3lc
-wait_pair "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-3lc-sum-1000003.0.out" || ok=0
 dropped=0
 for k in 0 1; do
@@ -273,9 +236,9 @@ for k in 0 1; do
 done
 recorded=$(( $(stat -c %s "$tmp/rec.0" 2>/dev/null || echo 0) + \
 	     $(stat -c %s "$tmp/rec.1" 2>/dev/null || echo 0) ))
-diag "$name: $recorded bytes recorded, $dropped replayed packets dropped (mac or replay)"
+gn_diag "$name: $recorded bytes recorded, $dropped replayed packets dropped (mac or replay)"
 [ "$recorded" -gt 0 ] && [ "$dropped" -gt 0 ] || ok=0
-result "$ok" "memif: packets of an earlier job replayed into a DPDK rank are dropped and counted, results exact"
+gn_result "$ok" "memif: packets of an earlier job replayed into a DPDK rank are dropped and counted, results exact"
 
 # A server slow to start its port: 400000 mbufs take it a second or so
 # to fill, and the client, started as soon as the socket exists, gets
@@ -285,9 +248,9 @@ ok=1
 mem=1800
 start_pair "$name" "GN_DPDK_MBUFS=400000" --elems 5 --steps "$STEPS" --codec none
 mem=1024
-wait_pair "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-none-sum-5.ref" || ok=0
-result "$ok" "memif: a client turned away before the server's port started still joins"
+gn_result "$ok" "memif: a client turned away before the server's port started still joins"
 
 # An application's own port, one queue of it gradnet's.
 name=app
@@ -307,8 +270,8 @@ for k in 0 1; do
 		>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
 	pids[k]=$!
 done
-wait_pair "$name" || ok=0
-result "$ok" "memif: an application's port, queue 1 handed to gradnet: results exact, the port the application's after"
+gn_wait_ranks "$name" || ok=0
+gn_result "$ok" "memif: an application's port, queue 1 handed to gradnet: results exact, the port the application's after"
 
 # Idle between steps: naps, not a spinning core. Contention can only
 # lower a thread's CPU time, so the bound holds on a busy host too.
@@ -320,18 +283,18 @@ name=idle
 ok=1
 start_pair "$name" "" --elems 65536 --steps "$STEPS" --codec none \
 	--idle-ms "$IDLE_MS"
-wait_pair "$name" || ok=0
+gn_wait_ranks "$name" || ok=0
 for k in 0 1; do
 	c=$(idle_cpu "$tmp/$name.$k.json")
-	diag "$name: rank $k used ${c:-?} CPU seconds in ${IDLE_MS} ms idle"
+	gn_diag "$name: rank $k used ${c:-?} CPU seconds in ${IDLE_MS} ms idle"
 	awk -v c="${c:-9}" -v t="$IDLE_MS" 'BEGIN { exit !(c < t / 4000) }' || ok=0
 done
 name=idle-poll
 start_pair "$name" "GN_DPDK_POLL_US=0" --elems 65536 --steps "$STEPS" \
 	--codec none --idle-ms "$IDLE_MS"
-wait_pair "$name" || ok=0
-diag "$name: never sleeping, rank 0 used $(idle_cpu "$tmp/$name.0.json") CPU seconds in ${IDLE_MS} ms idle"
-result "$ok" "memif: a rank idle between steps naps (its CPU time under a quarter of the idle time)"
+gn_wait_ranks "$name" || ok=0
+gn_diag "$name: never sleeping, rank 0 used $(idle_cpu "$tmp/$name.0.json") CPU seconds in ${IDLE_MS} ms idle"
+gn_result "$ok" "memif: a rank idle between steps naps (its CPU time under a quarter of the idle time)"
 
 # joined NAME: both ranks of NAME hold their session (GN_TEST_SESSION_FILE
 # written), then a second of steps; under load the EAL alone can take
@@ -362,11 +325,11 @@ wait "${pids[0]}" || rc=$?
 t1=$(date +%s.%N)
 pids=()
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
-diag "$name: rank 0 exited $rc after ${secs}s: $(tr '\n' ' ' <"$tmp/$name.0.json")"
+gn_diag "$name: rank 0 exited $rc after ${secs}s: $(tr '\n' ' ' <"$tmp/$name.0.json")"
 [ "$rc" -eq 3 ] || ok=0
 grep -q '"error": "a peer went silent"' "$tmp/$name.0.json" || ok=0
 awk -v s="$secs" -v t="$KILL_TIMEOUT_MS" 'BEGIN { exit !(s >= t / 2000) }' || ok=0
-result "$ok" "memif: rank 1 killed, rank 0 fails with -ETIMEDOUT, not before the timeout"
+gn_result "$ok" "memif: rank 1 killed, rank 0 fails with -ETIMEDOUT, not before the timeout"
 
 # The server killed: the client's port stays down, its restarts fail.
 name=kill-server
@@ -379,14 +342,14 @@ wait "${pids[0]}" 2>/dev/null || true
 rc=0
 wait "${pids[1]}" || rc=$?
 pids=()
-diag "$name: rank 1 exited $rc: $(tr '\n' ' ' <"$tmp/$name.1.json")"
+gn_diag "$name: rank 1 exited $rc: $(tr '\n' ' ' <"$tmp/$name.1.json")"
 [ "$rc" -eq 3 ] || ok=0
 # The restart was tried (a second after the link went down) and failed.
 grep -q "does not restart" "$tmp/$name.1.err" || ok=0
 if grep -q "not ready port" "$tmp/$name.1.err"; then
-	diag "$name: rank 1 polled its stopped port: $(grep -m1 "not ready" "$tmp/$name.1.err")"
+	gn_diag "$name: rank 1 polled its stopped port: $(grep -m1 "not ready" "$tmp/$name.1.err")"
 	ok=0
 fi
-result "$ok" "memif: rank 0 (the server) killed, rank 1 fails with -ETIMEDOUT and leaves its stopped port alone"
+gn_result "$ok" "memif: rank 0 (the server) killed, rank 1 fails with -ETIMEDOUT and leaves its stopped port alone"
 
 [ "$failed" -eq 0 ]
