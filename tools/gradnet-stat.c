@@ -946,6 +946,16 @@ out:
 	return out ? out : calloc(1, 1);
 }
 
+/*
+ * The flows, their counts summed over the CPUs; last_step is no count but
+ * the flow's latest step, so it takes the CPUs' largest.
+ */
+static struct flow *read_flows(size_t *count)
+{
+	return map_read(FLOWS_PIN, sizeof(struct gn_stat_key),
+			sizeof(struct gn_stat_flow), true, LAST_STEP_WORD, count);
+}
+
 static const char *phase_name(__u64 phase)
 {
 	switch (phase) {
@@ -1057,7 +1067,7 @@ static void dump_hist_json(const struct gn_stat_hist_key *k,
 static int dump_json(void)
 {
 	size_t nf, nw, nh, i;
-	struct flow *f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, LAST_STEP_WORD, &nf);
+	struct flow *f = read_flows(&nf);
 	struct wire *w = map_read(WIRE_PIN, sizeof(w->k), sizeof(w->v), true, -1, &nw);
 	char *h = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
 			   sizeof(struct gn_stat_hist), false, -1, &nh);
@@ -1308,7 +1318,7 @@ static void om_hist(const char *h, size_t n, const struct flow *f, size_t nf)
 static int dump_openmetrics(void)
 {
 	size_t nf, nw, nh;
-	struct flow *f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, LAST_STEP_WORD, &nf);
+	struct flow *f = read_flows(&nf);
 	struct wire *w = map_read(WIRE_PIN, sizeof(w->k), sizeof(w->v), true, -1, &nw);
 	char *h = map_read(HIST_PIN, sizeof(struct gn_stat_hist_key),
 			   sizeof(struct gn_stat_hist), false, -1, &nh);
@@ -1463,7 +1473,7 @@ static int dump_text(const struct opts *o)
 	struct flow *f;
 	size_t n;
 
-	f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, LAST_STEP_WORD, &n);
+	f = read_flows(&n);
 	if (!f)
 		return -ENOENT;
 	if (read_hists(&h)) {
@@ -1495,7 +1505,7 @@ static int top(const struct opts *o)
 	bool tty = isatty(STDOUT_FILENO);
 
 	for (it = 0; o->count <= 0 || it < o->count; it++) {
-		f = map_read(FLOWS_PIN, sizeof(f->k), sizeof(f->v), true, LAST_STEP_WORD, &n);
+		f = read_flows(&n);
 		if (!f || read_hists(&h)) {
 			free(f);
 			free(old);
