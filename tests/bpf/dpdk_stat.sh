@@ -241,13 +241,8 @@ if [ "$nlinks" -ne "${sites:-0}" ] || [ "$nlinks" -eq 0 ] || [ -z "$ids" ]; then
 fi
 "$STAT" detach >/dev/null || ok=0
 [ ! -e "$GN_STAT_PIN_DIR" ] || { gn_diag "$GN_STAT_PIN_DIR is left"; ok=0; }
-sleep 0.5
-for id in $ids; do
-	if bpftool prog show id "$id" >/dev/null 2>&1; then
-		gn_diag "program $id is still loaded"
-		ok=0
-	fi
-done
+# shellcheck disable=SC2086 # one id per word
+gn_progs_gone $ids || ok=0
 gn_result "$ok" "detach: the $nlinks links and the maps unpinned, none of the $(echo "$ids" | wc -w) programs left loaded"
 
 echo "# $((testno - failed)) passed, $failed failed"

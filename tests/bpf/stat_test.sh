@@ -303,13 +303,8 @@ done
 "$STAT" detach >/dev/null || ok=0
 [ ! -e "$GN_STAT_PIN_DIR" ] || ok=0
 # No program of ours is left loaded: nothing holds one any more.
-sleep 0.5
-for id in $ids; do
-	if bpftool prog show id "$id" >/dev/null 2>&1; then
-		gn_diag "program $id is still loaded"
-		ok=0
-	fi
-done
+# shellcheck disable=SC2086 # one id per word
+gn_progs_gone $ids || ok=0
 gn_result "$ok" "top shows the job; detach leaves nothing pinned, attached or loaded, and removes only the clsact qdiscs it created"
 
 echo "# $((testno - failed)) passed, $failed failed"

@@ -19,7 +19,8 @@
 #   gn_host_exec 0 ip -s link show dev eth0
 # gn_net_setup installs `cleanup` as the EXIT trap; a script that wants its
 # own teardown registers it with gn_on_cleanup. The gradnet-stat tests
-# find the programs behind its pinned links with gn_stat_link_progs.
+# find the programs behind its pinned links with gn_stat_link_progs, and
+# check with gn_progs_gone that detach unloaded them.
 
 GN_NET_PREFIX=${GN_NET_PREFIX:-10.77.0}
 GN_NS_PREFIX=${GN_NS_PREFIX:-gn$$-$RANDOM}
@@ -206,6 +207,22 @@ gn_stat_link_progs() {
 	for f in "$GN_STAT_PIN_DIR"/links/*; do
 		bpftool link show pinned "$f" -j
 	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | sort -u
+}
+
+# gn_progs_gone IDS...: none of the BPF programs IDS is loaded any more; a
+# TAP comment names each that still is. It looks after half a second: the
+# kernel may let go of a detached program a little later.
+gn_progs_gone() {
+	local id gone=1
+
+	sleep 0.5
+	for id in "$@"; do
+		if bpftool prog show id "$id" >/dev/null 2>&1; then
+			gn_diag "program $id is still loaded"
+			gone=0
+		fi
+	done
+	[ "$gone" -eq 1 ]
 }
 
 # gn_alive PID: the process runs (a zombie no longer does).
