@@ -132,9 +132,7 @@ prog_runtime() {
 bpf_runtime() {
 	local k usdt tc=
 
-	usdt=$(for f in "$GN_STAT_PIN_DIR"/links/*; do
-		bpftool link show pinned "$f" -j
-	done | grep -o '"prog_id":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+	usdt=$(gn_stat_link_progs)
 	for ((k = 0; k < ranks; k++)); do
 		tc="$tc $(for d in ingress egress; do
 			tc -n "$(gn_host_ns "$k")" filter show dev eth0 "$d"
