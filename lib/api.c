@@ -693,9 +693,11 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	static const char *const spin_vars[] = { "GN_DPDK_SPIN_US", NULL };
 	static const char *const queue_vars[] = { "GN_DPDK_QUEUE", NULL };
 	static const char *const lcore_vars[] = { "GN_DPDK_LCORE", NULL };
+	static const char *const rtc_vars[] = { "GN_DPDK_RTC", NULL };
 	struct gn_dpdk_conf c = { .world = a->conf.world, .rank = a->conf.rank,
 				  .mtu = a->conf.mtu, .max_pkt = max_pkt };
 	long port = 0, mbufs = 0, poll_us = 1000, queue = -1, lcore = -1;
+	long rtc = -1;
 	long spin_us = GN_DPDK_SPIN_US_DEFAULT;
 	char msg[GN_ERRMSG_LEN] = "";
 	struct gn_dpdk_peer *dp;
@@ -706,8 +708,11 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	    (r = env_int(poll_vars, 0, 1000000, &poll_us)) < 0 ||
 	    (r = env_int(spin_vars, 0, 1000000, &spin_us)) < 0 ||
 	    (r = env_int(queue_vars, 0, 65535, &queue)) < 0 ||
-	    (r = env_int(lcore_vars, 0, 65535, &lcore)) < 0)
+	    (r = env_int(lcore_vars, 0, 65535, &lcore)) < 0 ||
+	    (r = env_int(rtc_vars, 0, 1, &rtc)) < 0)
 		return r;
+	/* Run to completion, unless the poll loop has a core of its own. */
+	d->rtc = rtc < 0 ? lcore < 0 : rtc;
 	if (a->dpdk_port >= 0)
 		port = a->dpdk_port;
 	if (a->dpdk_queue >= 0)
@@ -979,11 +984,13 @@ int gn_allreduce_wait(struct gn_ctx *ctx, u32 id)
 
 static int core_allreduce_wait(struct gn_ctx *ctx, u32 id)
 {
+	bool mine = false;
 	int r, err = 0;
 
 	lock(ctx);
 	while (!(r = gn_core_allreduce_done(ctx, id, &err)))
-		gn_env_libc_wait(libc_of(ctx), 0);
+		mine = gn_drv_wait(ctx, mine);
+	gn_drv_done(ctx, mine);
 	unlock(ctx);
 	return r < 0 ? r : err;
 }

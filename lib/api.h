@@ -49,11 +49,23 @@ struct gn_drv {
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
+	/*
+	 * Run to completion (a poll-mode transport): a thread that waits for
+	 * an allreduce polls the core itself while the progress thread stays
+	 * out of the transport; @driving says one does, @polling that the
+	 * progress thread is outside the lock, in or near the transport.
+	 */
+	bool rtc;
+	bool driving;
+	bool polling;
+	u64 next_ns;			/* when the core wants to run again */
 };
 
 /* driver.c */
 int gn_drv_start(struct gn_ctx *ctx) GN_HIDDEN;
 void gn_drv_stop(struct gn_ctx *ctx) GN_HIDDEN;
+bool gn_drv_wait(struct gn_ctx *ctx, bool mine) GN_HIDDEN;
+void gn_drv_done(struct gn_ctx *ctx, bool mine) GN_HIDDEN;
 
 /* api.c */
 int gn_opts_check(const void *opts, size_t sz, size_t known) GN_HIDDEN;

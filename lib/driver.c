@@ -2,9 +2,40 @@
 /*
  * driver.c - libgradnet's driver of the core: a progress thread that
  * polls the core and sleeps in the transport until the next deadline, a
- * packet, or a wake from the caller's thread.
+ * packet, or a wake from the caller's thread. On a poll-mode transport
+ * (DPDK) a thread that waits for an allreduce runs the same loop itself
+ * until its step is done (run to completion), so that the packet that
+ * ends a step is seen by the thread that waits for it, not handed over
+ * through a wake-up; meanwhile the progress thread keeps out of the
+ * transport, whose queue takes one poller at a time, and takes over
+ * again between steps (acknowledgements, retransmissions, pings).
  */
+#include <sched.h>
+
 #include "api.h"
+
+/* Poll the core, with the lock held: it says when it wants to run next. */
+static void drv_poll(struct gn_ctx *ctx)
+{
+	struct gn_drv *d = ctx->drv;
+
+	d->next_ns = gn_core_poll(ctx);
+}
+
+/* Wait unlocked until then, for a packet, or for a wake. */
+static void drv_sleep(struct gn_ctx *ctx)
+{
+	struct gn_drv *d = ctx->drv;
+	const struct gn_env *env = &d->env.env;
+	u64 next = d->next_ns, now = gn_env_now(env);
+	int ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+
+	/* Other threads get the lock in between, busy or not. */
+	gn_env_unlock(env);
+	if (ms)
+		d->tp.ops->wait(d->tp.state, ms);
+	gn_env_lock(env);
+}
 
 static void *progress_main(void *arg)
 {
@@ -12,19 +43,74 @@ static void *progress_main(void *arg)
 	struct gn_drv *d = ctx->drv;
 	const struct gn_env *env = &d->env.env;
 
+	/* A transport that pins its poller pins this thread, first. */
+	if (d->rtc)
+		d->tp.ops->wait(d->tp.state, 0);
 	gn_env_lock(env);
 	while (!d->stop) {
-		u64 next = gn_core_poll(ctx), now = gn_env_now(env);
-		int ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
-
-		/* The caller's thread gets the lock in between, busy or not. */
-		gn_env_unlock(env);
-		if (ms)
-			d->tp.ops->wait(d->tp.state, ms);
-		gn_env_lock(env);
+		if (d->driving) {
+			gn_env_libc_wait(&d->env, 0);
+			continue;
+		}
+		drv_poll(ctx);
+		__atomic_store_n(&d->polling, true, __ATOMIC_RELAXED);
+		drv_sleep(ctx);
+		__atomic_store_n(&d->polling, false, __ATOMIC_RELEASE);
 	}
 	gn_env_unlock(env);
 	return NULL;
+}
+
+/*
+ * gn_drv_wait() - with the lock held, wait for the core to move: drive it
+ * for a round if this thread drives (@mine) or the transport polls and no
+ * other thread drives, else sleep until woken. A round is a wait, then a
+ * poll, so that the caller sees at once what the poll did: a step that
+ * ended does not wait for the next packet or deadline.
+ * Return: whether this thread drives; it calls gn_drv_done() with that
+ * when its wait ends.
+ */
+bool gn_drv_wait(struct gn_ctx *ctx, bool mine)
+{
+	struct gn_drv *d = ctx->drv;
+	const struct gn_env *env = &d->env.env;
+
+	if (mine) {
+		drv_sleep(ctx);
+		drv_poll(ctx);
+		return true;
+	}
+	if (!d->rtc || d->driving || !d->thread_started) {
+		gn_env_libc_wait(&d->env, 0);
+		return false;
+	}
+	d->driving = true;
+	/*
+	 * The progress thread leaves the transport and parks. Wait for it
+	 * without the lock, which it needs to get back: a thread that let go
+	 * of a mutex and took it again at once would keep it from the
+	 * progress thread until the scheduler's next tick.
+	 */
+	if (__atomic_load_n(&d->polling, __ATOMIC_ACQUIRE)) {
+		d->tp.ops->wake(d->tp.state);
+		gn_env_unlock(env);
+		while (__atomic_load_n(&d->polling, __ATOMIC_ACQUIRE))
+			sched_yield();
+		gn_env_lock(env);
+	}
+	drv_poll(ctx);
+	return true;
+}
+
+/* Hand the core back to the progress thread, with the lock held. */
+void gn_drv_done(struct gn_ctx *ctx, bool mine)
+{
+	struct gn_drv *d = ctx->drv;
+
+	if (!mine)
+		return;
+	d->driving = false;
+	gn_env_wake(&d->env.env);
 }
 
 int gn_drv_start(struct gn_ctx *ctx)
@@ -44,6 +130,7 @@ void gn_drv_stop(struct gn_ctx *ctx)
 		return;
 	gn_env_lock(&d->env.env);
 	d->stop = true;
+	gn_env_wake(&d->env.env);
 	gn_env_unlock(&d->env.env);
 	d->tp.ops->wake(d->tp.state);
 	pthread_join(d->thread, NULL);

@@ -108,7 +108,11 @@ enum gn_codec {
  *	comma-separated; "-" for this rank: the port's), GN_DPDK_MBUFS (tx
  *	mbufs), GN_DPDK_POLL_US (longest idle sleep of the poll loop, default
  *	1000; 0 polls without sleeping), GN_DPDK_SPIN_US (how long it polls
- *	after the last packet before it sleeps, default 1000).
+ *	after the last packet before it sleeps, default 1000), GN_DPDK_LCORE
+ *	(the lcore whose CPUs the progress thread polls on), GN_DPDK_RTC (1:
+ *	a thread that waits for an allreduce polls the port itself until
+ *	its step is done, the default unless GN_DPDK_LCORE is set; 0: the
+ *	progress thread always polls).
  *	GN_CODEC_WORKERS (1..64) sets
  *	@codec_workers.
  * @sz: sizeof(struct gn_ctx_opts)

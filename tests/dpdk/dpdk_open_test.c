@@ -228,6 +228,19 @@ TEST(lcore_not_the_eals_is_einval)
 	eal_dir_rm();
 }
 
+TEST(rtc_not_0_or_1_is_einval)
+{
+	struct gn_ctx *ctx;
+
+	eal_env("--vdev=net_null0");
+	setenv("GN_DPDK_PEERS", "-", 1);
+	setenv("GN_DPDK_RTC", "2", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_DPDK_RTC=2 is not a number in 0..1")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_DPDK_RTC");
+	eal_dir_rm();
+}
+
 /* The CPUs of the thread named @name in this process: its tid, or -1. */
 static int thread_cpus(const char *name, cpu_set_t *set)
 {

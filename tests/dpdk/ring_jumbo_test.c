@@ -16,6 +16,11 @@
  * the application's pool (9 KiB, one segment) and frees the sender's,
  * counting the frames by size as it goes.
  *
+ * The job runs twice: with run to completion (the default), where the
+ * thread that waits for an allreduce polls its port itself, and with
+ * GN_DPDK_RTC=0, where only gradnet's progress thread does; the rx
+ * callback notes which threads polled.
+ *
  * The harness forks each test, so each brings up an EAL of its own.
  */
 #include <errno.h>
@@ -24,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -39,14 +45,23 @@
 #define FRAME_MAX (RTE_ETHER_HDR_LEN + MTU)
 #define NIC_MBUFS 4095
 
-/* What one port's "NIC" received. */
+#define POLLERS 8
+
+/* What one port's "NIC" received, and which threads polled it. */
 struct nic {
 	struct rte_mempool *pool;	/* the application's rx pool */
 	uint64_t frames, over_1518, segmented, dropped;
 	uint32_t longest;
+	pid_t poller[POLLERS];
 };
 
 static struct nic nics[2];
+/*
+ * Pollers are noted once both contexts are open: opening resolves the
+ * peer by ARP in the opening thread, before there is a progress thread.
+ */
+static pthread_barrier_t opened;
+static bool armed;
 
 static void eal_dir_rm(void)
 {
@@ -84,11 +99,19 @@ static uint16_t nic_rx(uint16_t port, uint16_t queue, struct rte_mbuf **pkts,
 		       uint16_t n, uint16_t max, void *arg)
 {
 	struct nic *nic = arg;
+	pid_t me = gettid();
 	uint16_t i, kept = 0;
 
 	(void)port;
 	(void)queue;
 	(void)max;
+	/* One poller at a time per port: gradnet hands the queue over. */
+	for (i = 0; __atomic_load_n(&armed, __ATOMIC_ACQUIRE) &&
+		    i < POLLERS && nic->poller[i] != me; i++)
+		if (!nic->poller[i]) {
+			nic->poller[i] = me;
+			break;
+		}
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i], *c = rte_pktmbuf_alloc(nic->pool);
 		uint32_t len = rte_pktmbuf_pkt_len(m);
@@ -166,6 +189,7 @@ static const struct job_spec spec = {
 
 struct rank {
 	int rank;
+	pid_t tid;			/* the thread that waits for its steps */
 	int rc;
 	char what[512];
 	uint64_t hash[JOB_MAX_TENSORS][JOB_MAX_STEPS];
@@ -184,11 +208,14 @@ static void *rank_main(void *arg)
 	float *x = NULL;
 	int k, step;
 
+	rk->tid = gettid();
 	rk->rc = gn_ctx_open(&o, &ctx);
-	if (rk->rc) {
+	if (rk->rc)
 		snprintf(rk->what, sizeof(rk->what), "open: %s", gn_last_errmsg());
+	pthread_barrier_wait(&opened);
+	if (rk->rc)
 		return NULL;
-	}
+	__atomic_store_n(&armed, true, __ATOMIC_RELEASE);
 	for (k = 0; k < spec.ntensors && !rk->rc; k++) {
 		GN_OPTS(gn_tensor_opts, t, .id = 1 + (uint32_t)k,
 			.elems = spec.elems[k], .codec = spec.codec[k]);
@@ -210,8 +237,22 @@ static void *rank_main(void *arg)
 	return NULL;
 }
 
-/* Two contexts of one process, one per port, at MTU 9000. */
-TEST(mtu_9000_two_contexts_on_a_ring_pair)
+static bool polled_by(const struct nic *nic, pid_t tid)
+{
+	int i;
+
+	for (i = 0; i < POLLERS; i++)
+		if (nic->poller[i] == tid)
+			return true;
+	return false;
+}
+
+/*
+ * Two contexts of one process, one per port, at MTU 9000; @rtc: the
+ * threads that wait for the steps poll (run to completion), or only the
+ * progress threads do.
+ */
+static void jumbo_job(struct __test_metadata *_metadata, bool rtc)
 {
 	struct rank rk[2] = { { .rank = 0 }, { .rank = 1 } };
 	uint64_t ref[JOB_MAX_STEPS];
@@ -220,6 +261,9 @@ TEST(mtu_9000_two_contexts_on_a_ring_pair)
 	int i, k, step;
 
 	ASSERT_NE(NULL, out);
+	if (!rtc)
+		setenv("GN_DPDK_RTC", "0", 1);
+	ASSERT_EQ(0, pthread_barrier_init(&opened, NULL, 2));
 	ASSERT_LE(0, eal_up()) TH_LOG("rte_eal_init: %s", rte_strerror(rte_errno));
 	ASSERT_EQ(0, ring_pair());
 	/* A smaller tx pool than the default 256 MiB: two contexts in 1 GiB. */
@@ -247,11 +291,26 @@ TEST(mtu_9000_two_contexts_on_a_ring_pair)
 		EXPECT_GE((uint32_t)FRAME_MAX, nics[i].longest);
 		EXPECT_EQ(0u, nics[i].segmented);
 		EXPECT_EQ(0u, nics[i].dropped);
+		/* Port i is rank i's: its waiting thread polled it, or not. */
+		EXPECT_EQ(rtc, polled_by(&nics[i], rk[i].tid))
+			TH_LOG("port %d: rank %d's waiting thread %s it", i, i,
+			       rtc ? "never polled" : "polled");
+		EXPECT_FALSE(polled_by(&nics[i], rk[1 - i].tid));
 	}
 	free(out);
 	for (i = 0; i < 2; i++)
 		rte_eth_dev_stop((uint16_t)i);
 	eal_dir_rm();
+}
+
+TEST(mtu_9000_two_contexts_on_a_ring_pair)
+{
+	jumbo_job(_metadata, true);
+}
+
+TEST(mtu_9000_with_the_progress_thread_polling)
+{
+	jumbo_job(_metadata, false);
 }
 
 /* The DPDK fields of gn_ctx_opts belong to the dpdk transport. */
