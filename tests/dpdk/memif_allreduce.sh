@@ -93,8 +93,9 @@ CPU1=${CPU1:-$CPU0}
 # pair, in the background; JSON to $tmp/NAME.K.json, results to .out.
 # env execs, so pids[] are gradnet-rank's own.
 start_pair() {
-	local name=$1 extra=$2 k role cpu mac sock=$tmp/$name.sock
+	local name=$1 extra=$2 k role cpu mac sock
 
+	sock=$tmp/$name.sock
 	shift 2
 	case=$((case + 1))
 	for k in 0 1; do
