@@ -828,9 +828,11 @@ static struct rte_mempool *pool_new(const char *name, u32 n, u32 room,
  */
 #define XDP_HEADROOM 256
 
-/* The data room of net_af_xdp's rx mbufs for frames of @frame bytes. */
-static u32 umem_room(u32 frame)
+/* The data room of net_af_xdp's rx mbufs for frames of MTU @mtu. */
+static u32 umem_room(u32 mtu)
 {
+	u32 frame = ETH_LEN + mtu + 8;		/* with a VLAN tag */
+
 	return PAYLOAD_OFF + XDP_HEADROOM +
 	       RTE_MAX(RTE_ALIGN(frame, RTE_CACHE_LINE_SIZE),
 		       (u32)RTE_MBUF_DEFAULT_DATAROOM);
@@ -844,13 +846,12 @@ static u32 umem_chunk(u32 room)
 					      RTE_MEMPOOL_F_NO_IOVA_CONTIG, NULL);
 }
 
-/* The largest MTU whose frames (with a VLAN tag) fit a page's chunk. */
+/* The largest MTU whose frames fit a page's chunk. */
 static u32 umem_mtu_max(void)
 {
 	u32 mtu = GN_WIRE_MAX_PKT + GN_WIRE_IPUDP;
 
-	while (mtu > 576 && umem_chunk(umem_room(ETH_LEN + mtu + 8)) >
-			    (u32)getpagesize())
+	while (mtu > 576 && umem_chunk(umem_room(mtu)) > (u32)getpagesize())
 		mtu--;
 	return mtu;
 }
@@ -935,8 +936,8 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 		return 0;
 	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
 	d->rx_pool = d->umem ?
-		pool_new_umem(name, RX_POOL, umem_room(ETH_LEN + c->mtu + 8),
-			      socket, msg, len) :
+		pool_new_umem(name, RX_POOL, umem_room(c->mtu), socket, msg,
+			      len) :
 		pool_new(name, RX_POOL, room, socket, msg, len);
 	return d->rx_pool ? 0 : -ENOMEM;
 }
@@ -975,7 +976,7 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 		return -EINVAL;
 	}
 	d->umem = !strcmp(info.driver_name, "net_af_xdp");
-	if (d->umem && c->mtu > umem_mtu_max()) {
+	if (d->umem && umem_chunk(umem_room(c->mtu)) > (u32)getpagesize()) {
 		snprintf(msg, len, "DPDK port %u (%s) receives each frame into one page of %d bytes with its headroom: an MTU of at most %u, the job's is %u",
 			 d->port, info.driver_name, getpagesize(),
 			 umem_mtu_max(), c->mtu);
