@@ -172,17 +172,28 @@ TEST(eal_failure_names_the_eal)
 	eal_dir_rm();
 }
 
-TEST(missing_port_is_enodev)
+/*
+ * A one-rank open on the EAL of @extra with variable @var set to @val
+ * fails with @err and a message that holds @says.
+ */
+static void refused(struct __test_metadata *_metadata, const char *extra,
+		    const char *var, const char *val, int err, const char *says)
 {
 	struct gn_ctx *ctx;
 
-	eal_env("");
+	eal_env(extra);
 	setenv("GN_DPDK_PEERS", "-", 1);
-	setenv("GN_DPDK_PORT", "3", 1);
-	ASSERT_EQ(-ENODEV, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
-	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "port 3 does not exist")) TH_LOG("%s", gn_last_errmsg());
-	unsetenv("GN_DPDK_PORT");
+	setenv(var, val, 1);
+	ASSERT_EQ(err, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), says)) TH_LOG("%s", gn_last_errmsg());
+	unsetenv(var);
 	eal_dir_rm();
+}
+
+TEST(missing_port_is_enodev)
+{
+	refused(_metadata, "", "GN_DPDK_PORT", "3", -ENODEV,
+		"port 3 does not exist");
 }
 
 TEST(ipv6_peers_refused)
@@ -217,28 +228,14 @@ TEST(mtu_over_the_port_limit_is_einval)
 
 TEST(lcore_not_the_eals_is_einval)
 {
-	struct gn_ctx *ctx;
-
-	eal_env("--vdev=net_null0");
-	setenv("GN_DPDK_PEERS", "-", 1);
-	setenv("GN_DPDK_LCORE", "200", 1);
-	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
-	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_DPDK_LCORE=200 is not one of the EAL's lcores")) TH_LOG("%s", gn_last_errmsg());
-	unsetenv("GN_DPDK_LCORE");
-	eal_dir_rm();
+	refused(_metadata, "--vdev=net_null0", "GN_DPDK_LCORE", "200", -EINVAL,
+		"GN_DPDK_LCORE=200 is not one of the EAL's lcores");
 }
 
 TEST(rtc_not_0_or_1_is_einval)
 {
-	struct gn_ctx *ctx;
-
-	eal_env("--vdev=net_null0");
-	setenv("GN_DPDK_PEERS", "-", 1);
-	setenv("GN_DPDK_RTC", "2", 1);
-	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
-	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_DPDK_RTC=2 is not a number in 0..1")) TH_LOG("%s", gn_last_errmsg());
-	unsetenv("GN_DPDK_RTC");
-	eal_dir_rm();
+	refused(_metadata, "--vdev=net_null0", "GN_DPDK_RTC", "2", -EINVAL,
+		"GN_DPDK_RTC=2 is not a number in 0..1");
 }
 
 /* The CPUs of the thread named @name in this process: its tid, or -1. */
