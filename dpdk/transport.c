@@ -44,11 +44,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rte_alarm.h>
 #include <rte_arp.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_interrupts.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
 #include <rte_lcore.h>
@@ -185,6 +187,53 @@ __attribute__((destructor)) static void ports_close(void)
 	}
 	pthread_mutex_unlock(&ports_lock);
 }
+/*
+ * Stop @port on the EAL's interrupt thread and wait for it. Drivers
+ * handle their peers' control messages on that thread: net_memif tears
+ * the link down there when its peer leaves (unmaps and frees the shared
+ * regions), and again in the thread that stops the port, with no lock
+ * between the two, so a port stopped while its peer was leaving freed the
+ * same memory twice (the EAL's "Invalid memory", or a crash in rte_free).
+ * An alarm runs on that thread, one handler after another, so the stop
+ * and the driver's handler never overlap.
+ */
+struct port_stop {
+	u16 port;
+	bool done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void port_stop_run(void *arg)
+{
+	struct port_stop *ps = arg;
+
+	rte_eth_dev_stop(ps->port);
+	pthread_mutex_lock(&ps->lock);
+	ps->done = true;
+	pthread_cond_signal(&ps->cond);
+	pthread_mutex_unlock(&ps->lock);
+}
+
+static void port_stop(u16 port)
+{
+	struct port_stop ps = {
+		.port = port,
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.cond = PTHREAD_COND_INITIALIZER,
+	};
+
+	/* On that thread already, or without one: stop here. */
+	if (rte_thread_is_intr() || rte_eal_alarm_set(1, port_stop_run, &ps)) {
+		rte_eth_dev_stop(port);
+		return;
+	}
+	pthread_mutex_lock(&ps.lock);
+	while (!ps.done)
+		pthread_cond_wait(&ps.cond, &ps.lock);
+	pthread_mutex_unlock(&ps.lock);
+}
+
 static unsigned int pool_seq;
 
 static struct mbuf_priv *priv_of(struct rte_mbuf *m)
@@ -548,7 +597,7 @@ static void link_watch(struct dtp *d)
 	if (now - d->link_down_tsc < d->tsc_hz / 1000 * LINK_RESTART_MS)
 		return;
 	d->link_down_tsc = now;
-	rte_eth_dev_stop(d->port);
+	port_stop(d->port);
 	/* A stopped port is not polled (DPDK complains) until it starts. */
 	if (!rte_eth_dev_start(d->port)) {
 		d->stopped = false;
@@ -743,7 +792,7 @@ static void dtp_free(struct dtp *d)
 	stats_write(d);
 	if (!d->shared) {
 		/* The queues may hold mbufs of the pools until the port stops. */
-		rte_eth_dev_stop(d->port);
+		port_stop(d->port);
 		/*
 		 * Stopping leaves net_af_xdp's socket bound, its fill ring
 		 * full of rx pool buffers the kernel may still write frames
