@@ -683,9 +683,12 @@ static void nap(struct dtp *d, u64 ns)
  * next packet, an ACK or the peer's share, is seen at once) or for
  * SPIN_NS at least, then with sleeps that double from SLEEP_MIN_NS up to
  * poll_ns, so a rank between steps costs little CPU and a burst of
- * traffic is seen within poll_ns. While it spins past SPIN_NS it yields
- * the CPU to any thread waiting for it (the trainer's, another rank's
- * on a shared core). What a poll finds stays for recv.
+ * traffic is seen within poll_ns. It spins without yielding only on an
+ * lcore of its own (GN_DPDK_LCORE), for SPIN_NS; on the main lcore it
+ * yields the CPU at every round to any thread waiting for it: the
+ * trainer's, gradnet's progress thread, which share that CPU (each
+ * hand-over of the queue between the two waited out the whole SPIN_NS),
+ * another rank's. What a poll finds stays for recv.
  * Return: 1 packets are there, 0 woken or timed out.
  */
 static int dtp_wait(void *tp, int timeout_ms)
@@ -711,7 +714,7 @@ static int dtp_wait(void *tp, int timeout_ms)
 		if (now >= end)
 			return 0;
 		if (!d->poll_ns || now < spin_end) {
-			if (now - start < SPIN_NS)
+			if (d->lcore >= 0 && now - start < SPIN_NS)
 				rte_pause();
 			else
 				sched_yield();

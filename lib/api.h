@@ -59,6 +59,7 @@ struct gn_drv {
 	bool driving;
 	bool polling;
 	u64 next_ns;			/* when the core wants to run again */
+	u64 handback_ns;		/* the progress thread polls from then */
 };
 
 /* driver.c */
