@@ -20,27 +20,8 @@
 
 #include <gradnet/gradnet.h>
 
+#include "eal_dir.h"
 #include "kselftest_harness.h"
-
-/*
- * The EAL leaves its runtime directory behind (/var/run/dpdk/PREFIX for
- * root, else under $XDG_RUNTIME_DIR or /tmp): this process's goes, at the
- * end of each test (the harness's children exit without atexit()).
- */
-static void eal_dir_rm(void)
-{
-	const char *base = getenv("XDG_RUNTIME_DIR");
-	char cmd[512];
-
-	if (!getuid())
-		base = "/var/run";
-	else if (!base)
-		base = "/tmp";
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/dpdk/gnopen%d'", base,
-		 (int)getpid());
-	if (system(cmd))
-		fprintf(stderr, "cannot remove the EAL runtime directory\n");
-}
 
 /*
  * EAL arguments for this process: no hugepages, no PCI, no shared config
@@ -99,7 +80,7 @@ TEST(neighbour_list_entries_checked)
 	setenv("GN_DPDK_PEERS", "-,arp,ar", 1);
 	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 3, "10.1.0.1:7000,10.1.0.2:7000,10.1.0.3:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "entry 2")) TH_LOG("%s", gn_last_errmsg());
-	eal_dir_rm();
+	gn_eal_dir_rm("gnopen");
 }
 
 /*
@@ -133,7 +114,7 @@ static void arp_silence(struct __test_metadata *_metadata, const char *peers)
 	}
 	ASSERT_EQ(NULL, strstr(gn_last_errmsg(), "rank 0")) TH_LOG("%s", gn_last_errmsg());
 	ASSERT_LE(1.0, secs);
-	eal_dir_rm();
+	gn_eal_dir_rm("gnopen");
 }
 
 TEST(arp_unanswered_names_the_ranks)
@@ -169,7 +150,7 @@ TEST(eal_failure_names_the_eal)
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rte_eal_init")) TH_LOG("%s", gn_last_errmsg());
 	/* Once failed, the EAL stays failed in this process: the same error. */
 	ASSERT_EQ(r, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
-	eal_dir_rm();
+	gn_eal_dir_rm("gnopen");
 }
 
 /*
@@ -187,7 +168,7 @@ static void refused(struct __test_metadata *_metadata, const char *extra,
 	ASSERT_EQ(err, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), says)) TH_LOG("%s", gn_last_errmsg());
 	unsetenv(var);
-	eal_dir_rm();
+	gn_eal_dir_rm("gnopen");
 }
 
 TEST(missing_port_is_enodev)
@@ -204,7 +185,7 @@ TEST(ipv6_peers_refused)
 	setenv("GN_DPDK_PEERS", "-", 1);
 	ASSERT_EQ(-EAFNOSUPPORT, open_dpdk(&ctx, 1, "[::1]:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "IPv4 only")) TH_LOG("%s", gn_last_errmsg());
-	eal_dir_rm();
+	gn_eal_dir_rm("gnopen");
 }
 
 /* A port that takes no jumbo frames says so, with its limit. */
@@ -223,7 +204,7 @@ TEST(mtu_over_the_port_limit_is_einval)
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "takes frames of at most 1518 bytes (an MTU of 1500), the job's MTU is 9000")) TH_LOG("%s", gn_last_errmsg());
 	unsetenv("GN_MTU");
 	unlink(sock);
-	eal_dir_rm();
+	gn_eal_dir_rm("gnopen");
 }
 
 TEST(lcore_not_the_eals_is_einval)
@@ -297,7 +278,7 @@ TEST(poll_loop_on_the_dedicated_lcore)
 	ASSERT_TRUE(CPU_ISSET(cpu[1], &set));
 	gn_ctx_close(ctx);
 	unsetenv("GN_DPDK_LCORE");
-	eal_dir_rm();
+	gn_eal_dir_rm("gnopen");
 }
 
 /* A job of one: opens, reduces (nothing to send), closes, and again. */
@@ -318,7 +299,7 @@ TEST(one_rank_on_net_null_twice)
 			ASSERT_EQ((float)(i + 1), x[i]);
 		gn_ctx_close(ctx);
 	}
-	eal_dir_rm();
+	gn_eal_dir_rm("gnopen");
 }
 
 TEST_HARNESS_MAIN

@@ -38,6 +38,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "eal_dir.h"
 #include "job.h"
 #include "kselftest_harness.h"
 
@@ -62,16 +63,6 @@ static struct nic nics[2];
  */
 static pthread_barrier_t opened;
 static bool armed;
-
-static void eal_dir_rm(void)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf /var/run/dpdk/gnring%d",
-		 (int)getpid());
-	if (system(cmd))
-		fprintf(stderr, "cannot remove the EAL runtime directory\n");
-}
 
 static int eal_up(void)
 {
@@ -300,7 +291,7 @@ static void jumbo_job(struct __test_metadata *_metadata, bool rtc)
 	free(out);
 	for (i = 0; i < 2; i++)
 		rte_eth_dev_stop((uint16_t)i);
-	eal_dir_rm();
+	gn_eal_dir_rm("gnring");
 }
 
 TEST(mtu_9000_two_contexts_on_a_ring_pair)
