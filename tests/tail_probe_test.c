@@ -8,7 +8,8 @@
  * polled for longer than the probe timeout (and than the old 10 ms
  * retransmission floor) is probed, and once it answers nothing is resent;
  * small steps with pauses between them are not probed beyond a share of
- * the data. What the core did is read from its internal counters (struct
+ * the data; ACKs a full transmit queue turns away wait and go later, and
+ * nothing is resent for them. What the core did is read from its internal counters (struct
  * gn_dl_counts), not from the public statistics.
  */
 #include <errno.h>
@@ -102,6 +103,12 @@ struct rig {
 	int tails_lost;
 	/* Lose rank 0's first tensor descriptor (CTRL) to rank 1. */
 	bool lose_desc;
+	/*
+	 * Rank 1's transport refuses this many ACK sends, as a tx queue full
+	 * of the rank's own data does (the send returns 0): back-pressure.
+	 */
+	int acks_to_refuse;
+	int acks_refused;
 	bool done[WORLD];
 };
 
@@ -154,14 +161,30 @@ static bool lose(struct lossy *l, const struct gn_buf *b)
 	return true;
 }
 
+/* An ACK of rank 1's that its full queue does not take, while any are. */
+static bool refuse(struct lossy *l, const struct gn_buf *b)
+{
+	struct rig *r = l->rig;
+	struct gn_wire_hdr h;
+
+	if (l != &r->tp[1] || r->acks_refused >= r->acks_to_refuse ||
+	    gn_wire_hdr_get(b->data, b->len, &h) || h.type != GN_PKT_ACK)
+		return false;
+	r->acks_refused++;
+	return true;
+}
+
 static int l_send(void *tp, struct gn_buf *const *b, int n)
 {
 	struct lossy *l = tp;
 	int i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (refuse(l, b[i]))
+			return i;
 		if (!lose(l, b[i]))
 			l->inner.ops->send(l->inner.state, &b[i], 1);
+	}
 	return n;
 }
 
@@ -421,6 +444,40 @@ TEST_F(probe, lost_tail_found_by_probe_answer)
 	EXPECT_LE(2, c0.probe_lost);
 	EXPECT_LE(2, c0.rtx_lost);
 	/* Nothing that arrived was sent again. */
+	EXPECT_EQ(0, dups(r, 0) + dups(r, 1));
+}
+
+/*
+ * Rank 1's transport turns its first ACKs away, as a tx queue full of its
+ * own data does. That is back-pressure, not loss: the ACKs wait in the
+ * delivery layer's park and go at the next poll, so rank 0 takes nothing
+ * that arrived for lost and resends nothing. (When they were dropped,
+ * rank 0 found its packets unacknowledged, probed, and resent them.)
+ */
+TEST_F(probe, refused_acks_wait_not_resent)
+{
+	struct rig *r = &self->r;
+	struct gn_dl_counts c0, c1;
+
+	r->acks_to_refuse = 3;
+	ASSERT_EQ(0, rig_start(r));
+	ASSERT_TRUE(run(r, 3, all_done, vclock + LIMIT_NS));
+	ASSERT_EQ(0, memcmp(r->want, r->x[0], ELEMS * sizeof(float)));
+	ASSERT_EQ(0, memcmp(r->want, r->x[1], ELEMS * sizeof(float)));
+	/* The ACKs held for the next step's data go after a while. */
+	run(r, 3, NULL, vclock + SILENCE_NS);
+	TH_LOG("rank 1's transport refused %d ACKs", r->acks_refused);
+	ASSERT_LE(1, r->acks_refused);
+	c0 = counts(r, 0);
+	c1 = counts(r, 1);
+	TH_LOG("rank 1: %llu ACKs parked, %llu dropped; rank 0: %llu resent as lost, "
+	       "%llu after a timeout, %llu probes",
+	       (unsigned long long)c1.ctl_parked, (unsigned long long)c1.ctl_dropped,
+	       (unsigned long long)c0.rtx_lost, (unsigned long long)c0.rtx_timeout,
+	       (unsigned long long)c0.probes);
+	EXPECT_LE(1, c1.ctl_parked);
+	EXPECT_EQ(0, c1.ctl_dropped);
+	EXPECT_EQ(0, c0.rtx_lost + c0.rtx_timeout + c1.rtx_lost + c1.rtx_timeout);
 	EXPECT_EQ(0, dups(r, 0) + dups(r, 1));
 }
 

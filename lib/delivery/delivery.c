@@ -85,6 +85,11 @@ void gn_dl_destroy(struct gn_dl *dl)
 	u32 i;
 
 	gn_dl_account_flush(dl);
+	while (dl->park_n) {
+		gn_dl_buf_put(dl, dl->park[dl->park_head]);
+		dl->park_head = (dl->park_head + 1) % GN_CTL_PARK;
+		dl->park_n--;
+	}
 	/* Data messages are freed above; control messages end up here. */
 	for (i = 0; dl->msg_tab && i <= dl->msg_mask; i++)
 		while (dl->msg_tab[i]) {
@@ -353,6 +358,7 @@ u64 gn_dl_poll_tx(struct gn_dl *dl)
 {
 	u64 next, t;
 
+	gn_dl_park_flush(dl);
 	gn_dl_ack_maybe(dl);
 	gn_dl_peers_tick(dl);
 	if (dl->ready)
@@ -364,6 +370,9 @@ u64 gn_dl_poll_tx(struct gn_dl *dl)
 	}
 	if (dl->ackq_n && dl->ack_due_ns < next)
 		next = dl->ack_due_ns;
+	/* What is parked goes as soon as the transport has room. */
+	if (dl->park_n)
+		next = dl->now_ns;
 	gn_dl_account_flush(dl);
 	return next;
 }

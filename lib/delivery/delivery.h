@@ -212,6 +212,9 @@ struct gn_event {
  */
 #define GN_ACCT_PENDING 4
 
+/* Control packets that wait for room in the transport, at most. */
+#define GN_CTL_PARK 32
+
 /*
  * The delivery layer's own counters, for tests and diagnosis, not in the
  * ABI: why packets went again, and what the tail-loss probes did.
@@ -224,6 +227,8 @@ struct gn_dl_counts {
 	u64 probe_lost;			/* packets a PONG, not an ACK, showed lost */
 	u64 probe_slow;			/* probes that waited for credit */
 	u64 ping_flushes;		/* PINGs in that found acknowledgements owed */
+	u64 ctl_parked;			/* control packets the transport did not take at once */
+	u64 ctl_dropped;		/* parked ones dropped, the park full */
 };
 
 /* ---- what the layer above registers ------------------------------------ */
@@ -313,6 +318,9 @@ struct gn_dl {
 	struct gn_event acct[GN_ACCT_PENDING];
 	u32 acct_n;
 	struct gn_dl_counts counts;
+	/* control packets the transport did not take, oldest first (send.c) */
+	struct gn_buf *park[GN_CTL_PARK];
+	u32 park_head, park_n;
 	struct gn_buf *rx[GN_RX_BATCH];
 	struct gn_buf *tx[GN_TX_BATCH];
 	struct gn_txpkt *tx_pend[GN_TX_BATCH];
@@ -383,8 +391,12 @@ int gn_dl_ctrl_send(struct gn_dl *dl, int peer, u8 kind, u8 flags, u32 tensor,
 		    u32 stepno, u8 codec, u64 value, u32 extra);
 /* Wake a driver sleeping in the transport: there is something to send. */
 void gn_dl_kick(struct gn_dl *dl);
-/* Send one unreliable packet now (HELLO, PING, ACK...): it is put. */
-int gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b);
+/*
+ * Send one unreliable packet (HELLO, PING, ACK...) now, or after those
+ * the transport could not take yet (the park): it is put.
+ */
+void gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b);
+bool gn_dl_park_flush(struct gn_dl *dl);
 void gn_dl_pump(struct gn_dl *dl);
 u64 gn_dl_tx_deadline(struct gn_dl *dl);
 void gn_dl_ack_in(struct gn_dl *dl, struct gn_peer *p,

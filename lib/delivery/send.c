@@ -96,17 +96,56 @@ void gn_dl_kick(struct gn_dl *dl)
 		dl->tp->ops->wake(dl->tp->state);
 }
 
-/* One packet that needs no acknowledgement; @b is put. */
-int gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b)
+/*
+ * @b to the transport: 1 it took it (@b is put), 0 it had no room (@b is
+ * kept), < 0 it cannot send it at all (@b is put, the packet lost).
+ */
+static int send_ctl(struct gn_dl *dl, struct gn_buf *b)
 {
 	struct gn_event ev = { .type = GN_EV_TX_CTL, .peer = b->peer,
 			       .wire_bytes = b->len };
 	int r = dl->tp->ops->send(dl->tp->state, &b, 1);
 
+	if (!r)
+		return 0;
 	if (r == 1)
 		gn_dl_account(dl, &ev);
 	gn_dl_buf_put(dl, b);
-	return r == 1 ? 0 : -EAGAIN;
+	return r;
+}
+
+/*
+ * Control packets the transport had no room for (its tx queue full of
+ * this rank's own data) wait in the park, in order, and go before
+ * anything else: an ACK dropped there made its sender take packets that
+ * had arrived for lost, as soon as a later ACK acknowledged later ones
+ * (RACK), and send them again. Return: whether the park is empty.
+ */
+bool gn_dl_park_flush(struct gn_dl *dl)
+{
+	while (dl->park_n && send_ctl(dl, dl->park[dl->park_head])) {
+		dl->park_head = (dl->park_head + 1) % GN_CTL_PARK;
+		dl->park_n--;
+	}
+	return !dl->park_n;
+}
+
+/*
+ * One packet that needs no acknowledgement, @b, which is put: now, or
+ * after those parked. A full park drops its oldest, as the wire would.
+ */
+void gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b)
+{
+	if (gn_dl_park_flush(dl) && send_ctl(dl, b))
+		return;
+	dl->counts.ctl_parked++;
+	if (dl->park_n == GN_CTL_PARK) {
+		gn_dl_buf_put(dl, dl->park[dl->park_head]);
+		dl->park_head = (dl->park_head + 1) % GN_CTL_PARK;
+		dl->park_n--;
+		dl->counts.ctl_dropped++;
+	}
+	dl->park[(dl->park_head + dl->park_n++) % GN_CTL_PARK] = b;
 }
 
 /* ---- messages ------------------------------------------------------------ */
