@@ -187,6 +187,7 @@ __attribute__((destructor)) static void ports_close(void)
 	}
 	pthread_mutex_unlock(&ports_lock);
 }
+
 /*
  * Stop @port on the EAL's interrupt thread and wait for it. Drivers
  * handle their peers' control messages on that thread: net_memif tears

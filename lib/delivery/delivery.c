@@ -85,11 +85,8 @@ void gn_dl_destroy(struct gn_dl *dl)
 	u32 i;
 
 	gn_dl_account_flush(dl);
-	while (dl->park_n) {
-		gn_dl_buf_put(dl, dl->park[dl->park_head]);
-		dl->park_head = (dl->park_head + 1) % GN_CTL_PARK;
-		dl->park_n--;
-	}
+	while (dl->park_n)
+		gn_dl_buf_put(dl, gn_dl_park_pop(dl));
 	/* Data messages are freed above; control messages end up here. */
 	for (i = 0; dl->msg_tab && i <= dl->msg_mask; i++)
 		while (dl->msg_tab[i]) {

@@ -397,6 +397,16 @@ void gn_dl_kick(struct gn_dl *dl);
  */
 void gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b);
 bool gn_dl_park_flush(struct gn_dl *dl);
+
+/* The oldest parked packet, out of the park (there is one). */
+static inline struct gn_buf *gn_dl_park_pop(struct gn_dl *dl)
+{
+	struct gn_buf *b = dl->park[dl->park_head];
+
+	dl->park_head = (dl->park_head + 1) % GN_CTL_PARK;
+	dl->park_n--;
+	return b;
+}
 void gn_dl_pump(struct gn_dl *dl);
 u64 gn_dl_tx_deadline(struct gn_dl *dl);
 void gn_dl_ack_in(struct gn_dl *dl, struct gn_peer *p,

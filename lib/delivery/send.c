@@ -123,10 +123,8 @@ static int send_ctl(struct gn_dl *dl, struct gn_buf *b)
  */
 bool gn_dl_park_flush(struct gn_dl *dl)
 {
-	while (dl->park_n && send_ctl(dl, dl->park[dl->park_head])) {
-		dl->park_head = (dl->park_head + 1) % GN_CTL_PARK;
-		dl->park_n--;
-	}
+	while (dl->park_n && send_ctl(dl, dl->park[dl->park_head]))
+		gn_dl_park_pop(dl);
 	return !dl->park_n;
 }
 
@@ -140,9 +138,7 @@ void gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b)
 		return;
 	dl->counts.ctl_parked++;
 	if (dl->park_n == GN_CTL_PARK) {
-		gn_dl_buf_put(dl, dl->park[dl->park_head]);
-		dl->park_head = (dl->park_head + 1) % GN_CTL_PARK;
-		dl->park_n--;
+		gn_dl_buf_put(dl, gn_dl_park_pop(dl));
 		dl->counts.ctl_dropped++;
 	}
 	dl->park[(dl->park_head + dl->park_n++) % GN_CTL_PARK] = b;
