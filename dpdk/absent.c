@@ -27,3 +27,17 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *conf,
 	(void)conf;
 	return absent(msg, len);
 }
+
+/* Never called: no context of this library has a DPDK transport. */
+int gn_dpdk_poller_start(void *tp, void *(*fn)(void *), void *arg)
+{
+	(void)tp;
+	(void)fn;
+	(void)arg;
+	return -EOPNOTSUPP;
+}
+
+void gn_dpdk_poller_join(void *tp)
+{
+	(void)tp;
+}

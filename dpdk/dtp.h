@@ -7,6 +7,7 @@
 #ifndef GN_DPDK_DTP_H
 #define GN_DPDK_DTP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <rte_ether.h>
@@ -41,9 +42,13 @@ struct dtp {
 	u64 spin_tsc;			/* poll this long after traffic (cycles) */
 	u64 active_tsc;			/* the last send or receive of a packet */
 	bool tx_csum;			/* the port computes IPv4 and UDP checksums */
-	bool pinned;
 	int lcore;			/* whose CPUs the poll loop takes; -1: the
 					   main lcore's (none on a shared port) */
+	/* The poll loop's thread: lcore's own function, or ours. */
+	bool launched;
+	pthread_t poller;
+	void *(*poller_fn)(void *);
+	void *poller_arg;
 	struct rte_mempool *tx_pool, *rx_pool;
 	struct rte_ether_addr mac;
 	u32 ip;				/* ours, network byte order */

@@ -87,4 +87,18 @@ int gn_dpdk_eal_init(const char *args, char *msg, size_t len);
 int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *conf,
 		 char *msg, size_t len);
 
+/*
+ * gn_dpdk_poller_start() - start @fn(@arg), the loop that polls the
+ * transport @tp (gn_dpdk_open()'s state) between a caller's steps, on
+ * the lcore of @conf->lcore: as that lcore's function where it is a
+ * worker lcore of the EAL running nothing, else on a thread pinned to its
+ * CPUs (or the main lcore's). @fn returns when told to stop.
+ *
+ * Return: 0, or -errno if no thread could start.
+ */
+int gn_dpdk_poller_start(void *tp, void *(*fn)(void *), void *arg);
+
+/* gn_dpdk_poller_join() - wait for the loop to return, before closing @tp. */
+void gn_dpdk_poller_join(void *tp);
+
 #endif /* GN_DPDK_TP_H */

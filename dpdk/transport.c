@@ -644,25 +644,74 @@ static u64 mono_ns(void)
 }
 
 /*
- * The poll loop runs on the CPUs of an lcore, whatever thread drives it:
- * the EAL's main lcore, so two ranks on one host given -l 0 and -l 1 do
- * not share a core, or the one GN_DPDK_LCORE dedicates to it. The thread
- * is named, for top -H and the tests.
+ * The poll loop's thread runs on an lcore's CPUs. With GN_DPDK_LCORE
+ * naming a worker lcore of the EAL that runs nothing, the loop is that
+ * lcore's function (rte_eal_remote_launch()): the EAL's own thread, with
+ * its lcore id (per-lcore mempool caches, rte_lcore_id()). Otherwise it
+ * is a thread of ours pinned to that lcore's CPUs (the main lcore, or one
+ * already running something), or without GN_DPDK_LCORE to the main
+ * lcore's, so two ranks on one host given -l 0 and -l 1 do not share a
+ * core; on an application's port it stays where the application put the
+ * opening thread. Either thread is named gn-dpdk-poll, for top -H and the
+ * tests.
  */
-static void pin_once(struct dtp *d)
+static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int poller_main(void *arg)
 {
+	struct dtp *d = arg;
+	char name[16] = "";
 	rte_cpuset_t set;
 
-	if (d->pinned)
-		return;
-	d->pinned = true;
+	pthread_getname_np(pthread_self(), name, sizeof(name));
 	pthread_setname_np(pthread_self(), "gn-dpdk-poll");
-	if (d->shared && d->lcore < 0)
-		return;
-	set = rte_lcore_cpuset(d->lcore >= 0 ? (unsigned int)d->lcore :
-						rte_get_main_lcore());
-	if (CPU_COUNT(&set))
-		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (!d->launched && !(d->shared && d->lcore < 0)) {
+		set = rte_lcore_cpuset(d->lcore >= 0 ? (unsigned int)d->lcore :
+							rte_get_main_lcore());
+		if (CPU_COUNT(&set))
+			pthread_setaffinity_np(pthread_self(), sizeof(set),
+					       &set);
+	}
+	d->poller_fn(d->poller_arg);
+	/* The lcore's thread goes back to the EAL as it was. */
+	if (d->launched)
+		pthread_setname_np(pthread_self(), name);
+	return 0;
+}
+
+static void *poller_thread(void *arg)
+{
+	poller_main(arg);
+	return NULL;
+}
+
+int gn_dpdk_poller_start(void *tp, void *(*fn)(void *), void *arg)
+{
+	struct dtp *d = tp;
+	unsigned int lc = (unsigned int)d->lcore;
+
+	d->poller_fn = fn;
+	d->poller_arg = arg;
+	/* Decided before the launch: the launched thread reads it. */
+	pthread_mutex_lock(&launch_lock);
+	d->launched = d->lcore >= 0 && lc != rte_get_main_lcore() &&
+		      rte_eal_get_lcore_state(lc) == WAIT;
+	if (d->launched && rte_eal_remote_launch(poller_main, d, lc))
+		d->launched = false;
+	pthread_mutex_unlock(&launch_lock);
+	if (d->launched)
+		return 0;
+	return -pthread_create(&d->poller, NULL, poller_thread, d);
+}
+
+void gn_dpdk_poller_join(void *tp)
+{
+	struct dtp *d = tp;
+
+	if (d->launched)
+		rte_eal_wait_lcore((unsigned int)d->lcore);
+	else
+		pthread_join(d->poller, NULL);
 }
 
 /* Sleep up to @ns, or until wake() (a futex, so wake cuts it short). */
@@ -700,7 +749,6 @@ static int dtp_wait(void *tp, int timeout_ms)
 	u64 since = rte_get_timer_cycles() - d->active_tsc;
 	u64 spin_end = start + SPIN_NS;
 
-	pin_once(d);
 	if (since < d->spin_tsc) {
 		u64 left = (d->spin_tsc - since) * NSEC_PER_SEC / d->tsc_hz;
 
@@ -1264,7 +1312,7 @@ static char eal_err[160];
  * The EAL keeps pointers into its arguments, so they live as long as the
  * process; it is brought up once. rte_eal_init() pins the calling thread
  * to the main lcore: the caller's thread is the application's and gets
- * its CPUs back, the poll loop pins itself (pin_once()).
+ * its CPUs back; the poll loop's thread is pinned (poller_main()).
  */
 static int eal_up(const char *args)
 {

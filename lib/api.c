@@ -743,6 +743,8 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	r = gn_dpdk_open(&d->tp, &c, msg, sizeof(msg));
 	if (r)
 		r = open_fail(r, "DPDK: %s", msg);
+	else
+		d->dpdk = d->tp.state;
 out:
 	free(dp);
 	return r;

@@ -47,6 +47,8 @@ struct gn_drv {
 	struct gn_transport tp;
 	struct gn_probe_flow probe;	/* the USDT probes' flow */
 	pthread_t thread;
+	void *dpdk;			/* the DPDK transport, which starts the
+					   progress thread on its lcore; NULL */
 	bool thread_started;
 	bool stop;
 	/*

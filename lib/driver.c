@@ -19,6 +19,7 @@
 #include <sched.h>
 
 #include "api.h"
+#include "gn_dpdk.h"
 
 /*
  * How long after a caller's step the progress thread leaves the
@@ -57,9 +58,6 @@ static void *progress_main(void *arg)
 	struct gn_drv *d = ctx->drv;
 	const struct gn_env *env = &d->env.env;
 
-	/* A transport that pins its poller pins this thread, first. */
-	if (d->rtc)
-		d->tp.ops->wait(d->tp.state, 0);
 	gn_env_lock(env);
 	while (!d->stop) {
 		if (d->driving || gn_env_now(env) < d->handback_ns) {
@@ -134,10 +132,11 @@ void gn_drv_done(struct gn_ctx *ctx, bool mine)
 int gn_drv_start(struct gn_ctx *ctx)
 {
 	struct gn_drv *d = ctx->drv;
-	int r = pthread_create(&d->thread, NULL, progress_main, ctx);
+	int r = d->dpdk ? gn_dpdk_poller_start(d->dpdk, progress_main, ctx) :
+			  -pthread_create(&d->thread, NULL, progress_main, ctx);
 
 	d->thread_started = !r;
-	return -r;
+	return r;
 }
 
 void gn_drv_stop(struct gn_ctx *ctx)
@@ -151,6 +150,9 @@ void gn_drv_stop(struct gn_ctx *ctx)
 	gn_env_wake(&d->env.env);
 	gn_env_unlock(&d->env.env);
 	d->tp.ops->wake(d->tp.state);
-	pthread_join(d->thread, NULL);
+	if (d->dpdk)
+		gn_dpdk_poller_join(d->dpdk);
+	else
+		pthread_join(d->thread, NULL);
 	d->thread_started = false;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <gradnet/gradnet.h>
+#include <rte_launch.h>
 
 #include "eal_dir.h"
 #include "kselftest_harness.h"
@@ -244,15 +245,18 @@ static int thread_cpus(const char *name, cpu_set_t *set)
 }
 
 /*
- * GN_DPDK_LCORE: the poll loop runs on that lcore's CPU, not the main
- * lcore's. Needs two CPUs: the EAL gets -l A,B and the loop lcore B.
+ * GN_DPDK_LCORE: the poll loop is that lcore's own function, the EAL's
+ * thread of the lcore (so on its CPU, with its lcore id), not a thread
+ * pinned to the main lcore's CPU; after close the lcore is free and its
+ * thread back under its EAL name, so a second context launches there
+ * again. Needs two CPUs: the EAL gets -l A,B and the loop lcore B.
  */
 TEST(poll_loop_on_the_dedicated_lcore)
 {
 	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 8, .codec = GN_CODEC_NONE);
 	float x[8] = { 0 };
-	char args[512], lc[16];
-	int cpu[2] = { -1, -1 }, n = 0, c;
+	char args[512], lc[16], worker[32];
+	int cpu[2] = { -1, -1 }, n = 0, c, round, tid;
 	struct gn_ctx *ctx;
 	cpu_set_t set;
 
@@ -269,6 +273,54 @@ TEST(poll_loop_on_the_dedicated_lcore)
 	setenv("GN_DPDK_PEERS", "-", 1);
 	snprintf(lc, sizeof(lc), "%d", cpu[1]);
 	setenv("GN_DPDK_LCORE", lc, 1);
+	/* The EAL's name for the thread of lcore B (-l: lcore id = CPU). */
+	snprintf(worker, sizeof(worker), "rte-worker-%d\n", cpu[1]);
+	for (round = 0; round < 2; round++) {
+		ASSERT_EQ(0, open_dpdk(&ctx, 1, "10.1.0.1:7000")) TH_LOG("%s", gn_last_errmsg());
+		ASSERT_EQ(0, gn_tensor_register(ctx, &t));
+		ASSERT_EQ(0, gn_allreduce(ctx, 1, x));
+		usleep(100000);
+		tid = thread_cpus("gn-dpdk-poll", &set);
+		ASSERT_LT(0, tid);
+		ASSERT_EQ(1, CPU_COUNT(&set));
+		ASSERT_TRUE(CPU_ISSET(cpu[1], &set));
+		ASSERT_EQ(RUNNING, rte_eal_get_lcore_state((unsigned int)cpu[1]));
+		ASSERT_EQ(-1, thread_cpus(worker, &set));
+		gn_ctx_close(ctx);
+		ASSERT_EQ(WAIT, rte_eal_get_lcore_state((unsigned int)cpu[1]));
+		ASSERT_EQ(tid, thread_cpus(worker, &set));
+		ASSERT_EQ(-1, thread_cpus("gn-dpdk-poll", &set));
+	}
+	unsetenv("GN_DPDK_LCORE");
+	gn_eal_dir_rm("gnopen");
+}
+
+/*
+ * GN_DPDK_LCORE naming the main lcore, whose thread is the caller's:
+ * the poll loop is a thread of gradnet's pinned to its CPU.
+ */
+TEST(poll_loop_pinned_to_the_main_lcore)
+{
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 8, .codec = GN_CODEC_NONE);
+	float x[8] = { 0 };
+	char args[512], lc[16];
+	int cpu[2] = { -1, -1 }, n = 0, c;
+	struct gn_ctx *ctx;
+	cpu_set_t set;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
+	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &set))
+			cpu[n++] = c;
+	ASSERT_EQ(2, n) TH_LOG("this test needs two CPUs");
+	snprintf(args, sizeof(args),
+		 "--no-huge -m 1024 --no-pci --no-shconf --no-telemetry -l %d,%d --main-lcore %d --file-prefix=gnopen%d --log-level=*:error --vdev=net_null0",
+		 cpu[0], cpu[1], cpu[1], (int)getpid());
+	setenv("GN_DPDK_EAL", args, 1);
+	setenv("GN_TRANSPORT", "dpdk", 1);
+	setenv("GN_DPDK_PEERS", "-", 1);
+	snprintf(lc, sizeof(lc), "%d", cpu[1]);
+	setenv("GN_DPDK_LCORE", lc, 1);
 	ASSERT_EQ(0, open_dpdk(&ctx, 1, "10.1.0.1:7000")) TH_LOG("%s", gn_last_errmsg());
 	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
 	ASSERT_EQ(0, gn_allreduce(ctx, 1, x));
@@ -276,7 +328,10 @@ TEST(poll_loop_on_the_dedicated_lcore)
 	ASSERT_LT(0, thread_cpus("gn-dpdk-poll", &set));
 	ASSERT_EQ(1, CPU_COUNT(&set));
 	ASSERT_TRUE(CPU_ISSET(cpu[1], &set));
+	/* Lcore A, the worker, was left alone. */
+	ASSERT_EQ(WAIT, rte_eal_get_lcore_state((unsigned int)cpu[0]));
 	gn_ctx_close(ctx);
+	ASSERT_EQ(-1, thread_cpus("gn-dpdk-poll", &set));
 	unsetenv("GN_DPDK_LCORE");
 	gn_eal_dir_rm("gnopen");
 }
