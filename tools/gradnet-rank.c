@@ -132,6 +132,29 @@ static uint64_t fnv(const float *v, size_t n)
 	return h;
 }
 
+/*
+ * The last field of a failed step's JSON line: what went to and came from
+ * each peer, "peers": [...], to tell which link stopped.
+ */
+static void print_peers(struct gn_ctx *ctx, int rank)
+{
+	int j, n = 0;
+
+	printf("\"peers\": [");
+	for (j = 0; j < gn_ctx_world_size(ctx); j++) {
+		GN_OPTS(gn_stats, st);
+
+		if (j == rank || gn_stats_peer(ctx, j, &st))
+			continue;
+		printf("%s{\"peer\": %d, \"tx_packets\": %llu, \"rx_packets\": %llu, \"retransmits\": %llu, \"ctl_packets\": %llu}",
+		       n++ ? ", " : "", j, (unsigned long long)st.tx_packets,
+		       (unsigned long long)st.rx_packets,
+		       (unsigned long long)st.retransmits,
+		       (unsigned long long)st.ctl_packets);
+	}
+	printf("]}\n");
+}
+
 /* The last field of the JSON line: receive drops by reason, "drops": {...}. */
 static void print_drops(const struct gn_stats *st)
 {
@@ -273,8 +296,9 @@ int main(int argc, char **argv)
 			cpu += cpu_now() - c0;
 		}
 		if (r) {
-			printf("{\"rank\": %d, \"step\": %d, \"error\": \"%s\", \"message\": \"%s\"}\n",
+			printf("{\"rank\": %d, \"step\": %d, \"error\": \"%s\", \"message\": \"%s\", ",
 			       rank, k, gn_strerror(r), gn_ctx_errmsg(ctx));
+			print_peers(ctx, rank);
 			fflush(stdout);
 			break;
 		}

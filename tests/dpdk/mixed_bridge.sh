@@ -152,6 +152,30 @@ start_rank() {
 	pids[k]=$!
 }
 
+# net_state: the network as the hosts see it, as TAP comments, for a job
+# that failed: each host's neighbours and its UDP and ICMP counters
+# (datagrams to a port nobody holds, unreachables sent and taken), and
+# the addresses the bridge learnt.
+net_state() {
+	local k c
+
+	for ((k = 0; k <= WORLD; k++)); do
+		c=$(gn_host_exec "$k" nstat -az UdpNoPorts IcmpInDestUnreachs \
+			IcmpOutDestUnreachs 2>/dev/null |
+			awk '/^[A-Z]/ { printf "%s=%s ", $1, $2 }')
+		gn_diag "host $k: $(gn_host_exec "$k" ip neigh show dev eth0 |
+			tr '\n' ';') $c"
+	done
+	gn_diag "bridge: $(gn_bridge_exec bridge fdb show br br0 dynamic |
+		tr '\n' ';')"
+}
+
+# job_result OK MSG: gn_result, with net_state first if the job failed.
+job_result() {
+	[ "$1" -eq 1 ] || net_state
+	gn_result "$1" "$2"
+}
+
 # start_job NAME NDPDK ARGS...: the first NDPDK ranks on DPDK, the rest UDP.
 start_job() {
 	local name=$1 n=$2 k
@@ -218,7 +242,7 @@ for codec in 3lc none; do
 		--codec "$codec"
 	gn_wait_ranks "$name" || ok=0
 	[ "$ok" -eq 1 ] && same_out "$name" "$tmp/udp-$codec.0.out" || ok=0
-	gn_result "$ok" "$name: $NDPDK DPDK (af_packet) + $((WORLD - NDPDK)) UDP ranks: bit-identical to the all-UDP run"
+	job_result "$ok" "$name: $NDPDK DPDK (af_packet) + $((WORLD - NDPDK)) UDP ranks: bit-identical to the all-UDP run"
 	ok=1
 	for ((k = 0; k < NDPDK; k++)); do
 		gn_diag "$name: rank $k filter $(cat "$tmp/$name.$k.stats" 2>/dev/null)"
@@ -276,7 +300,7 @@ for codec in 3lc none; do
 	gn_diag "$name: gn-loss dropped $lost datagrams, the ranks retransmitted $rtx"
 	[ "$ok" -eq 1 ] && same_out "$name" "$tmp/udp-$codec.0.out" || ok=0
 	[ "$lost" -gt 0 ] && [ "$rtx" -gt 0 ] || ok=0
-	gn_result "$ok" "$name: 5% loss on the kernel side (tc BPF): bit-identical to the all-UDP run, loss repaired"
+	job_result "$ok" "$name: 5% loss on the kernel side (tc BPF): bit-identical to the all-UDP run, loss repaired"
 done
 
 # ---- forged packets into a DPDK rank --------------------------------------
@@ -322,7 +346,7 @@ gn_wait_ranks "$name" || ok=0
 gn_diag "forge: rank 0 $(cat "$tmp/$name.0.json")"
 [ "$ok" -eq 1 ] && same_out "$name" "$tmp/forge-clean.0.out" &&
 	same_out forge-clean "$tmp/forge-clean.0.out" || ok=0
-gn_result "$ok" "forge: forged packets into DPDK rank 0 of a live job: every rank's result is the clean run's"
+job_result "$ok" "forge: forged packets into DPDK rank 0 of a live job: every rank's result is the clean run's"
 
 ok=1
 for r in source mac job malformed version; do
@@ -408,7 +432,7 @@ for how in moved quiet announced; do
 		announced) [ "${n:--1}" -eq 0 ] || ok=0 ;;
 		esac
 	done
-	gn_result "$ok" "$name: host $k takes a new MAC address mid-job ($how): the DPDK ranks move it, results are the clean run's"
+	job_result "$ok" "$name: host $k takes a new MAC address mid-job ($how): the DPDK ranks move it, results are the clean run's"
 done
 
 # ---- net_af_xdp -------------------------------------------------------------
@@ -436,7 +460,7 @@ gn_wait_ranks "$name" || ok=0
 for ((k = 0; k < NDPDK; k++)); do
 	gn_diag "$name: rank $k filter $(cat "$tmp/$name.$k.stats" 2>/dev/null)"
 done
-gn_result "$ok" "$name: $NDPDK DPDK (af_xdp) + $((WORLD - NDPDK)) UDP ranks, dense: bit-identical to the all-UDP run"
+job_result "$ok" "$name: $NDPDK DPDK (af_xdp) + $((WORLD - NDPDK)) UDP ranks, dense: bit-identical to the all-UDP run"
 
 # A rank that ends closes its port, which takes the XDP program off the
 # interface; a port only stopped would leave it attached.
