@@ -327,6 +327,7 @@ t1=$(date +%s.%N)
 pids=()
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 gn_diag "$name: rank 0 exited $rc after ${secs}s: $(tr '\n' ' ' <"$tmp/$name.0.json")"
+[ "$rc" -eq 3 ] || gn_diag "$name: rank 0: $(grep -v '^EAL' "$tmp/$name.0.err" | tail -3 | tr '\n' ' ')"
 [ "$rc" -eq 3 ] || ok=0
 grep -q '"error": "a peer went silent"' "$tmp/$name.0.json" || ok=0
 awk -v s="$secs" -v t="$KILL_TIMEOUT_MS" 'BEGIN { exit !(s >= t / 2000) }' || ok=0
