@@ -245,6 +245,37 @@ static int thread_cpus(const char *name, cpu_set_t *set)
 }
 
 /*
+ * The first two CPUs this process may use in @cpu; an EAL on lcores
+ * -l A,B (lcore id = CPU), B the main lcore if @b_main, on net_null, with
+ * GN_DPDK_LCORE=B. Return: how many CPUs were found (the tests need 2).
+ */
+static int lcore_env(int cpu[2], bool b_main)
+{
+	char args[512], lc[16], main_arg[32] = "";
+	int n = 0, c;
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &set))
+			cpu[n++] = c;
+	if (n < 2)
+		return n;
+	if (b_main)
+		snprintf(main_arg, sizeof(main_arg), " --main-lcore %d", cpu[1]);
+	snprintf(args, sizeof(args),
+		 "--no-huge -m 1024 --no-pci --no-shconf --no-telemetry -l %d,%d%s --file-prefix=gnopen%d --log-level=*:error --vdev=net_null0",
+		 cpu[0], cpu[1], main_arg, (int)getpid());
+	setenv("GN_DPDK_EAL", args, 1);
+	setenv("GN_TRANSPORT", "dpdk", 1);
+	setenv("GN_DPDK_PEERS", "-", 1);
+	snprintf(lc, sizeof(lc), "%d", cpu[1]);
+	setenv("GN_DPDK_LCORE", lc, 1);
+	return n;
+}
+
+/*
  * GN_DPDK_LCORE: the poll loop is that lcore's own function, the EAL's
  * thread of the lcore (so on its CPU, with its lcore id), not a thread
  * pinned to the main lcore's CPU; after close the lcore is free and its
@@ -255,24 +286,12 @@ TEST(poll_loop_on_the_dedicated_lcore)
 {
 	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 8, .codec = GN_CODEC_NONE);
 	float x[8] = { 0 };
-	char args[512], lc[16], worker[32];
-	int cpu[2] = { -1, -1 }, n = 0, c, round, tid;
+	char worker[32];
+	int cpu[2] = { -1, -1 }, round, tid;
 	struct gn_ctx *ctx;
 	cpu_set_t set;
 
-	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
-	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
-		if (CPU_ISSET(c, &set))
-			cpu[n++] = c;
-	ASSERT_EQ(2, n) TH_LOG("this test needs two CPUs");
-	snprintf(args, sizeof(args),
-		 "--no-huge -m 1024 --no-pci --no-shconf --no-telemetry -l %d,%d --file-prefix=gnopen%d --log-level=*:error --vdev=net_null0",
-		 cpu[0], cpu[1], (int)getpid());
-	setenv("GN_DPDK_EAL", args, 1);
-	setenv("GN_TRANSPORT", "dpdk", 1);
-	setenv("GN_DPDK_PEERS", "-", 1);
-	snprintf(lc, sizeof(lc), "%d", cpu[1]);
-	setenv("GN_DPDK_LCORE", lc, 1);
+	ASSERT_EQ(2, lcore_env(cpu, false)) TH_LOG("this test needs two CPUs");
 	/* The EAL's name for the thread of lcore B (-l: lcore id = CPU). */
 	snprintf(worker, sizeof(worker), "rte-worker-%d\n", cpu[1]);
 	for (round = 0; round < 2; round++) {
@@ -303,24 +322,11 @@ TEST(poll_loop_pinned_to_the_main_lcore)
 {
 	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = 8, .codec = GN_CODEC_NONE);
 	float x[8] = { 0 };
-	char args[512], lc[16];
-	int cpu[2] = { -1, -1 }, n = 0, c;
+	int cpu[2] = { -1, -1 };
 	struct gn_ctx *ctx;
 	cpu_set_t set;
 
-	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
-	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
-		if (CPU_ISSET(c, &set))
-			cpu[n++] = c;
-	ASSERT_EQ(2, n) TH_LOG("this test needs two CPUs");
-	snprintf(args, sizeof(args),
-		 "--no-huge -m 1024 --no-pci --no-shconf --no-telemetry -l %d,%d --main-lcore %d --file-prefix=gnopen%d --log-level=*:error --vdev=net_null0",
-		 cpu[0], cpu[1], cpu[1], (int)getpid());
-	setenv("GN_DPDK_EAL", args, 1);
-	setenv("GN_TRANSPORT", "dpdk", 1);
-	setenv("GN_DPDK_PEERS", "-", 1);
-	snprintf(lc, sizeof(lc), "%d", cpu[1]);
-	setenv("GN_DPDK_LCORE", lc, 1);
+	ASSERT_EQ(2, lcore_env(cpu, true)) TH_LOG("this test needs two CPUs");
 	ASSERT_EQ(0, open_dpdk(&ctx, 1, "10.1.0.1:7000")) TH_LOG("%s", gn_last_errmsg());
 	ASSERT_EQ(0, gn_tensor_register(ctx, &t));
 	ASSERT_EQ(0, gn_allreduce(ctx, 1, x));
