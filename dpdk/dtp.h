@@ -29,9 +29,36 @@ struct dtp_neigh {
 	u64 next_tsc;			/* the next one is due */
 };
 
+/*
+ * One queue pair's receive side: a burst read and not yet handed out (wait reads ahead),
+ * and, with several queues, what its part of a receive round left for
+ * recv: packets for the core, ARP frames for neigh.c (which runs under
+ * the core's lock, after the parts), the filter's drops.
+ */
+struct dtp_rxq {
+	struct rte_mbuf *rx[BURST];
+	u16 rx_n, rx_i;
+	u32 low_in;			/* packets until the rx pool is read again */
+	bool low;			/* it ran low at the last read */
+	bool doubt;			/* a peer's datagram came from another MAC */
+	struct gn_buf *ready[BURST];
+	u16 ready_n, ready_i;
+	struct rte_mbuf *arp[BURST];
+	struct gn_dpdk_rx arp_rx[BURST];
+	u16 arp_n;
+	u64 drops[GN_DDROP_N];		/* frames the filter dropped, by reason */
+	u64 rx_frames, tx_frames;	/* through this queue pair */
+} __rte_cache_aligned;
+
 struct dtp {
 	u16 port;
-	u16 queue;			/* the rx and tx queue */
+	u16 queue;			/* the first rx and tx queue */
+	u16 nq;				/* queue pairs: queue .. queue + nq - 1 */
+	struct dtp_rxq *rxq;		/* @nq of them */
+	/* Runs a round's parts, one per rx queue, on the codec workers. */
+	void (*run)(void *arg, void (*fn)(void *, u32), void *fn_arg,
+		    u32 parts);
+	void *run_arg;
 	bool shared;			/* the application's port: never configured,
 					   started or stopped here */
 	bool umem;			/* net_af_xdp: the rx pool is the socket's
@@ -61,19 +88,12 @@ struct dtp {
 	u16 *peer_tab;
 	u32 peer_mask;
 
-	/* A burst received and not yet handed out (wait reads ahead). */
-	struct rte_mbuf *rx[BURST];
-	u16 rx_n, rx_i;
-	u32 low_in;			/* packets until the rx pool is read again */
-	bool low;			/* it ran low at the last read */
 	struct rte_mbuf *tx[BURST];
 	int tx_cap;			/* mbufs per tx burst: fewer after a full
 					   ring, back to BURST as they fit */
 	struct rte_mbuf *ctl[BURST];	/* ARP frames of one recv */
 	int ctl_n;
 
-	/* Frames the filter dropped, by reason (GN_DDROP_*). */
-	u64 drops[GN_DDROP_N];
 	u64 arp_answered, arp_asked;	/* requests for us, requests sent */
 	u64 arp_moved;			/* peers learnt at a new MAC address */
 	u64 arp_reasked;		/* requests for peers heard from another

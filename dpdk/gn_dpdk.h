@@ -46,6 +46,21 @@ struct gn_dpdk_conf {
 					   tx queue are the transport's */
 	const char *stats_path;		/* NULL, or a file for the filter's
 					   counters, written at close */
+	/*
+	 * Queue pairs on a port the transport configures: @queues if not 0
+	 * (-EINVAL if the port has fewer; over memif both ends need the
+	 * same count), else one per codec worker (@workers) where the port
+	 * hashes flows to queues (RSS), else one.
+	 */
+	u32 queues, workers;
+	/*
+	 * With several queues: runs @fn(@fn_arg, part) for every part in
+	 * [0, @parts), spread over the codec workers (one rx queue each);
+	 * NULL: in turn on the caller.
+	 */
+	void (*run)(void *arg, void (*fn)(void *, u32), void *fn_arg,
+		    u32 parts);
+	void *run_arg;
 };
 
 /*

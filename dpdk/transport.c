@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * transport.c - gradnet's DPDK poll-mode transport: the table of
- * lib/transport/transport.h over one ethdev port with one rx and one tx
- * queue, putting on the wire the same Ethernet/IPv4/UDP datagrams as the
- * UDP-socket path.
+ * lib/transport/transport.h over one ethdev port with one queue pair or
+ * several (one per codec worker where the port has RSS), putting on the
+ * wire the same Ethernet/IPv4/UDP datagrams as the UDP-socket path.
  *
  * Buffers are mbufs. A gn_buf lives in its mbuf's private area, and its
  * data points GN_WIRE_IPUDP + 14 bytes past where the frame starts, so the
@@ -29,8 +29,10 @@
  * ARP requests for our address are answered; everything else is freed.
  *
  * Threads: send, recv and the ARP replies run under the core's lock, so
- * the tx queue has one user at a time; wait runs in the progress thread
- * only, wake in any; get, hold and put in any (the pools are multi-
+ * the tx queues have one user at a time; with several queues, recv
+ * reads each rx queue in a part of its own on the codec workers, every
+ * part writing only its queue's state (struct dtp_rxq); wait runs in the
+ * polling thread only, wake in any; get, hold and put in any (the pools are multi-
  * producer, multi-consumer rings and mbuf reference counts are atomic).
  */
 #include <errno.h>
@@ -400,6 +402,20 @@ static void frame_build(struct dtp *d, struct rte_mbuf *m, struct mbuf_priv *p)
 	p->hdr_gen = d->mac_gen;
 }
 
+/*
+ * The tx queue of frames to @peer. A peer's frames keep to one queue, as
+ * RSS keeps a flow to one rx queue: loss detection takes a packet for
+ * lost once a packet sent a reordering window after it is acknowledged,
+ * and a PONG answers only for what arrived before its PING (send.c), so
+ * one peer's frames spread over queues that fill and drain apart come
+ * out of order, and the peer resends what had arrived (README.md,
+ * "Queues"). A rank's peers spread over the queues.
+ */
+static u16 tx_queue(const struct dtp *d, u16 peer)
+{
+	return (u16)(d->queue + peer % d->nq);
+}
+
 static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 {
 	struct dtp *d = tp;
@@ -409,6 +425,7 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		return 0;
 	while (done < n) {
 		int k = 0, at = done, r, i;
+		u16 q = 0;
 
 		while (at < n && k < d->tx_cap) {
 			struct gn_buf *x = b[at];
@@ -423,6 +440,10 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 				done = ++at;
 				continue;
 			}
+			/* A burst is for one queue. */
+			if (k && tx_queue(d, x->peer) != q)
+				break;
+			q = tx_queue(d, x->peer);
 			/*
 			 * Headers are redone after a peer moved (neigh.c),
 			 * unless the tx ring may still hold the mbuf from an
@@ -440,7 +461,8 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		}
 		if (!k)
 			continue;
-		r = rte_eth_tx_burst(d->port, d->queue, d->tx, (u16)k);
+		r = rte_eth_tx_burst(d->port, q, d->tx, (u16)k);
+		d->rxq[q - d->queue].tx_frames += (u16)r;
 		/*
 		 * A full ring is back-pressure: the rest go back to the core,
 		 * which keeps its reference (ours is dropped), and the next
@@ -465,6 +487,9 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 
 /* ---- receive ---- */
 
+/* Bursts read per call at most, so a flood of others' frames ends it. */
+#define RX_BURSTS 4
+
 /* What the port verified of a checksum, in filter.h's terms. */
 static unsigned int csum_state(u64 flags, u64 good, u64 bad)
 {
@@ -474,17 +499,20 @@ static unsigned int csum_state(u64 flags, u64 good, u64 bad)
 }
 
 /*
- * The UDP payload of @m if it is a datagram to us, else NULL: ARP handed
- * to neigh.c, everything else counted by reason (filter.c checks every
- * length against the bytes the mbuf holds, in one segment).
+ * The UDP payload of @m if it is a datagram to us, else NULL: ARP kept in
+ * @q for neigh.c, everything else counted by reason (filter.c checks
+ * every length against the bytes the mbuf holds, in one segment). Runs
+ * on one queue's worker: it writes only @q and @m (and sets a peer's
+ * doubt flag, which nothing else writes meanwhile).
  */
-static u8 *rx_filter(struct dtp *d, struct rte_mbuf *m, u16 *len, u16 *peer)
+static u8 *rx_filter(struct dtp *d, struct dtp_rxq *q, struct rte_mbuf *m,
+		     u16 *len, u16 *peer, bool *keep)
 {
 	u8 *frame = rte_pktmbuf_mtod(m, u8 *);
 	struct gn_dpdk_rx rx;
 
 	if (unlikely(m->nb_segs != 1)) {
-		d->drops[GN_DDROP_SEGMENTED]++;
+		q->drops[GN_DDROP_SEGMENTED]++;
 		return NULL;
 	}
 	switch (gn_dpdk_classify(&d->filt, frame, m->data_len,
@@ -502,15 +530,22 @@ static u8 *rx_filter(struct dtp *d, struct rte_mbuf *m, u16 *len, u16 *peer)
 			     memcmp(frame + 6, d->peers[*peer].mac,
 				    RTE_ETHER_ADDR_LEN)) &&
 		    !d->neigh[*peer].fixed)
-			d->doubt = d->neigh[*peer].doubt = true;
+		{
+			__atomic_store_n(&d->neigh[*peer].doubt, true,
+					 __ATOMIC_RELAXED);
+			q->doubt = true;
+		}
 		return frame + rx.off;
 	case GN_DRX_ARP_REQUEST:
 	case GN_DRX_ARP_REPLY:
 	case GN_DRX_ARP_ANNOUNCE:
-		dtp_arp_in(d, &rx);
+		/* Room: rx_take() stops when it is full. */
+		q->arp_rx[q->arp_n] = rx;
+		q->arp[q->arp_n++] = m;
+		*keep = true;
 		return NULL;
 	default:
-		d->drops[rx.drop]++;
+		q->drops[rx.drop]++;
 		return NULL;
 	}
 }
@@ -529,29 +564,32 @@ static bool pool_low(struct rte_mempool *mp)
  * packets: a read walks every lcore's cache (some 670 instructions), and
  * RX_LOW_EVERY is far below the RX_LOW mbufs of margin.
  */
-static bool rx_pool_low(struct dtp *d, struct rte_mbuf *m)
+static bool rx_pool_low(struct dtp_rxq *q, struct rte_mbuf *m)
 {
-	if (unlikely(!d->low_in--)) {
-		d->low_in = RX_LOW_EVERY - 1;
-		d->low = pool_low(m->pool);
+	if (unlikely(!q->low_in--)) {
+		q->low_in = RX_LOW_EVERY - 1;
+		q->low = pool_low(m->pool);
 	}
-	return d->low;
+	return q->low;
 }
 
-/* @m as a gn_buf for the core, or NULL if it was not for us (freed). */
-static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m)
+/* @m as a gn_buf for the core, or NULL if it was not for us. */
+static struct gn_buf *rx_one(struct dtp *d, struct dtp_rxq *q,
+			     struct rte_mbuf *m)
 {
 	struct gn_buf *b;
 	struct rte_mbuf *c;
 	u16 len, peer;
-	u8 *data = rx_filter(d, m, &len, &peer);
+	bool keep = false;
+	u8 *data = rx_filter(d, q, m, &len, &peer, &keep);
 
 	if (!data) {
-		rte_pktmbuf_free(m);
+		if (!keep)
+			rte_pktmbuf_free(m);
 		return NULL;
 	}
 	/* The rx pool runs low: the core may hold this one for long. */
-	if (rx_pool_low(d, m) && (c = rte_pktmbuf_alloc(d->tx_pool))) {
+	if (rx_pool_low(q, m) && (c = rte_pktmbuf_alloc(d->tx_pool))) {
 		b = buf_init(c, (u8 *)c->buf_addr + PAYLOAD_OFF, len);
 		memcpy(b->data, data, len);
 		rte_pktmbuf_free(m);
@@ -562,12 +600,94 @@ static struct gn_buf *rx_one(struct dtp *d, struct rte_mbuf *m)
 	return b;
 }
 
-static bool rx_fill(struct dtp *d)
+static bool rx_fill(struct dtp *d, struct dtp_rxq *q)
 {
-	d->rx_i = 0;
-	d->rx_n = d->stopped ? 0 :
-		  rte_eth_rx_burst(d->port, d->queue, d->rx, BURST);
-	return d->rx_n;
+	q->rx_i = 0;
+	q->rx_n = d->stopped ? 0 :
+		  rte_eth_rx_burst(d->port, (u16)(d->queue + (q - d->rxq)),
+				   q->rx, BURST);
+	q->rx_frames += q->rx_n;
+	return q->rx_n;
+}
+
+/* Up to @max packets of @q for the core in @out, reading @bursts at most. */
+static int rx_take(struct dtp *d, struct dtp_rxq *q, struct gn_buf **out,
+		   int max, int bursts)
+{
+	int n = 0;
+
+	while (n < max && q->arp_n < BURST) {
+		if (q->rx_i == q->rx_n && (!bursts-- || !rx_fill(d, q)))
+			break;
+		out[n] = rx_one(d, q, q->rx[q->rx_i++]);
+		n += out[n] != NULL;
+	}
+	return n;
+}
+
+/* One queue's part of a receive round, on a codec worker. */
+static void rx_part(void *arg, u32 part)
+{
+	struct dtp *d = arg;
+	struct dtp_rxq *q = &d->rxq[part];
+
+	q->ready_i = 0;
+	q->ready_n = (u16)rx_take(d, q, q->ready, BURST, RX_BURSTS);
+}
+
+/* Packets the last round left, queue by queue, up to @max. */
+static int rx_ready(struct dtp *d, struct gn_buf **b, int max)
+{
+	int n = 0, i;
+
+	for (i = 0; i < d->nq && n < max; i++) {
+		struct dtp_rxq *q = &d->rxq[i];
+
+		while (q->ready_i < q->ready_n && n < max)
+			b[n++] = q->ready[q->ready_i++];
+	}
+	return n;
+}
+
+/*
+ * Several queues: every queue's burst is read and filtered at once, a
+ * part per queue on the codec workers (memif copies each frame out of
+ * its ring in the rx burst, and checksums are checked in software where
+ * the port does not), then handed out; a round starts when the last
+ * one's packets are all out.
+ */
+static int rx_round(struct dtp *d, struct gn_buf **b, int max)
+{
+	int n = rx_ready(d, b, max), i;
+
+	if (n)
+		return n;
+	if (d->run)
+		d->run(d->run_arg, rx_part, d, d->nq);
+	else
+		for (i = 0; i < d->nq; i++)
+			rx_part(d, (u32)i);
+	return rx_ready(d, b, max);
+}
+
+/* What the parts left for the core's thread: ARP, peers in doubt. */
+static void rx_after(struct dtp *d)
+{
+	bool doubt = false;
+	int i, k;
+
+	for (i = 0; i < d->nq; i++) {
+		struct dtp_rxq *q = &d->rxq[i];
+
+		for (k = 0; k < q->arp_n; k++) {
+			dtp_arp_in(d, &q->arp_rx[k]);
+			rte_pktmbuf_free(q->arp[k]);
+		}
+		q->arp_n = 0;
+		doubt |= q->doubt;
+		q->doubt = false;
+	}
+	d->doubt |= doubt;
 }
 
 /*
@@ -609,22 +729,16 @@ static void link_watch(struct dtp *d)
 	}
 }
 
-/* Bursts read per call at most, so a flood of others' frames ends it. */
-#define RX_BURSTS 4
 
 static int dtp_recv(void *tp, struct gn_buf **b, int max)
 {
 	struct dtp *d = tp;
-	int n = 0, bursts = 0;
+	int n;
 
 	link_watch(d);
-	while (n < max) {
-		if (d->rx_i == d->rx_n &&
-		    (bursts++ == RX_BURSTS || !rx_fill(d)))
-			break;
-		b[n] = rx_one(d, d->rx[d->rx_i++]);
-		n += b[n] != NULL;
-	}
+	n = d->nq == 1 ? rx_take(d, d->rxq, b, max, RX_BURSTS) :
+			 rx_round(d, b, max);
+	rx_after(d);
 	if (unlikely(d->doubt))
 		dtp_neigh_doubt(d, rte_get_timer_cycles());
 	dtp_ctl_flush(d);
@@ -727,8 +841,23 @@ static void nap(struct dtp *d, u64 ns)
 	__atomic_store_n(&d->sleeping, 0, __ATOMIC_SEQ_CST);
 }
 
+/* Packets waiting in a queue, read ahead into its burst if need be. */
+static bool rx_any(struct dtp *d)
+{
+	int i;
+
+	for (i = 0; i < d->nq; i++) {
+		struct dtp_rxq *q = &d->rxq[i];
+
+		if (q->ready_i < q->ready_n || q->rx_i < q->rx_n ||
+		    rx_fill(d, q))
+			return true;
+	}
+	return false;
+}
+
 /*
- * No descriptor to sleep on: poll the rx queue, busily while traffic is
+ * No descriptor to sleep on: poll the rx queues, busily while traffic is
  * recent (spin_tsc since the last packet sent or received, so a step's
  * next packet, an ACK or the peer's share, is seen at once) or for
  * SPIN_NS at least, then with sleeps that double from SLEEP_MIN_NS up to
@@ -756,7 +885,7 @@ static int dtp_wait(void *tp, int timeout_ms)
 			spin_end = start + left;
 	}
 	for (;;) {
-		if (d->rx_i < d->rx_n || rx_fill(d))
+		if (rx_any(d))
 			return 1;
 		if (__atomic_exchange_n(&d->wake_word, 0, __ATOMIC_SEQ_CST))
 			return 0;
@@ -795,7 +924,7 @@ static void stats_write(const struct dtp *d)
 {
 	struct rte_eth_stats es;
 	FILE *f;
-	int i;
+	int i, q;
 
 	if (!d->stats_path)
 		return;
@@ -809,9 +938,14 @@ static void stats_write(const struct dtp *d)
 		(unsigned long long)d->arp_asked,
 		(unsigned long long)d->arp_moved,
 		(unsigned long long)d->arp_reasked);
-	for (i = 0; i < GN_DDROP_N; i++)
+	for (i = 0; i < GN_DDROP_N; i++) {
+		u64 n = 0;
+
+		for (q = 0; q < d->nq; q++)
+			n += d->rxq[q].drops[i];
 		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", gn_dpdk_drop_name(i),
-			(unsigned long long)d->drops[i]);
+			(unsigned long long)n);
+	}
 	fprintf(f, "}");
 	/* The port's own counters: what it missed or could not place. */
 	if (!rte_eth_stats_get(d->port, &es))
@@ -822,7 +956,13 @@ static void stats_write(const struct dtp *d)
 			(unsigned long long)es.ierrors,
 			(unsigned long long)es.oerrors,
 			(unsigned long long)es.rx_nombuf);
-	fprintf(f, "}\n");
+	/* Frames per queue pair: how RSS (or memif's rings) spread them. */
+	fprintf(f, ", \"queues\": [");
+	for (q = 0; q < d->nq; q++)
+		fprintf(f, "%s{\"rx\": %llu, \"tx\": %llu}", q ? ", " : "",
+			(unsigned long long)d->rxq[q].rx_frames,
+			(unsigned long long)d->rxq[q].tx_frames);
+	fprintf(f, "]}\n");
 	fclose(f);
 }
 
@@ -837,10 +977,16 @@ static void filter_init(struct dtp *d)
 
 static void dtp_free(struct dtp *d)
 {
-	int i;
+	int i, k;
 
-	for (i = d->rx_i; i < d->rx_n; i++)
-		rte_pktmbuf_free(d->rx[i]);
+	for (i = 0; d->rxq && i < d->nq; i++) {
+		struct dtp_rxq *q = &d->rxq[i];
+
+		for (k = q->rx_i; k < q->rx_n; k++)
+			rte_pktmbuf_free(q->rx[k]);
+		for (k = q->ready_i; k < q->ready_n; k++)
+			rte_pktmbuf_free(mbuf_of(q->ready[k]));
+	}
 	stats_write(d);
 	if (!d->shared) {
 		/* The queues may hold mbufs of the pools until the port stops. */
@@ -870,6 +1016,7 @@ static void dtp_free(struct dtp *d)
 	free(d->peers);
 	free(d->peer_tab);
 	free(d->neigh);
+	free(d->rxq);
 	port_release(d->port, d->shared ? d->queue : -1);
 	free(d);
 }
@@ -1054,7 +1201,8 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 	struct rte_eth_dev_info info;
 	struct rte_eth_txconf txc;
 	int socket = rte_eth_dev_socket_id(d->port), r;
-	u16 nrx = RX_DESC, ntx = TX_DESC;
+	u16 nrx = RX_DESC, ntx = TX_DESC, q;
+	u64 rss;
 
 	r = rte_eth_dev_info_get(d->port, &info);
 	if (r) {
@@ -1092,7 +1240,28 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 	if ((info.rx_offload_capa & rx_csum) == rx_csum)
 		pc.rxmode.offloads = rx_csum;
 	pc.rxmode.mtu = c->mtu;
-	r = rte_eth_dev_configure(d->port, 1, 1, &pc);
+	/*
+	 * A queue pair per codec worker where the port spreads flows over
+	 * its queues by RSS (over the UDP ports and addresses: a NIC), or as
+	 * many as asked for: memif pairs our queue i with the peer's, and
+	 * net_af_packet's queues are sockets in a fanout group that the
+	 * kernel spreads by flow hash.
+	 */
+	q = RTE_MIN(info.max_rx_queues, info.max_tx_queues);
+	rss = info.flow_type_rss_offloads &
+	      (RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV4);
+	if (c->queues > q) {
+		snprintf(msg, len, "DPDK port %u (%s) has at most %u queue pairs, GN_DPDK_QUEUES is %u",
+			 d->port, info.driver_name, q, c->queues);
+		return -EINVAL;
+	}
+	d->nq = (u16)(c->queues ? c->queues :
+		      rss ? RTE_MAX(RTE_MIN(c->workers, (u32)q), 1u) : 1);
+	if (d->nq > 1 && rss) {
+		pc.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		pc.rx_adv_conf.rss_conf.rss_hf = rss;
+	}
+	r = rte_eth_dev_configure(d->port, d->nq, d->nq, &pc);
 	if (!r) {
 		pthread_mutex_lock(&ports_lock);
 		port_ours[d->port] = true;
@@ -1100,15 +1269,19 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 		r = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nrx, &ntx);
 	}
 	if (r) {
-		snprintf(msg, len, "DPDK port %u (%s): configuration with one queue pair and MTU %u refused: %s",
-			 d->port, info.driver_name, c->mtu, rte_strerror(-r));
+		snprintf(msg, len, "DPDK port %u (%s): configuration with %u queue pairs and MTU %u refused: %s",
+			 d->port, info.driver_name, d->nq, c->mtu,
+			 rte_strerror(-r));
 		return r;
 	}
-	r = rte_eth_rx_queue_setup(d->port, 0, nrx, socket, NULL, d->rx_pool);
-	if (!r) {
-		txc = info.default_txconf;
-		txc.offloads = pc.txmode.offloads;
-		r = rte_eth_tx_queue_setup(d->port, 0, ntx, socket, &txc);
+	txc = info.default_txconf;
+	txc.offloads = pc.txmode.offloads;
+	for (q = 0, r = 0; q < d->nq && !r; q++) {
+		r = rte_eth_rx_queue_setup(d->port, q, nrx, socket, NULL,
+					   d->rx_pool);
+		if (!r)
+			r = rte_eth_tx_queue_setup(d->port, q, ntx, socket,
+						   &txc);
 	}
 	if (r) {
 		snprintf(msg, len, "DPDK port %u (%s): queue setup failed: %s",
@@ -1194,6 +1367,17 @@ static int conf_check(const struct gn_dpdk_conf *c, char *msg, size_t len)
 			 c->rank);
 		return -EINVAL;
 	}
+	if (c->queues > (u32)RTE_MAX_QUEUES_PER_PORT ||
+	    c->workers > (u32)RTE_MAX_QUEUES_PER_PORT) {
+		snprintf(msg, len, "DPDK transport: %u queue pairs or %u workers: a port has at most %d queues",
+			 c->queues, c->workers, RTE_MAX_QUEUES_PER_PORT);
+		return -EINVAL;
+	}
+	if (c->queues > 1 && c->queue >= 0) {
+		snprintf(msg, len, "GN_DPDK_QUEUES=%u is for a port gradnet configures; on the application's port (GN_DPDK_QUEUE=%d) gradnet has one queue pair",
+			 c->queues, c->queue);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -1202,6 +1386,7 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 {
 	const struct gn_dpdk_peer *self;
 	struct dtp *d;
+	u32 nq;
 	int r;
 
 	r = conf_check(c, msg, len);
@@ -1244,6 +1429,19 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 		snprintf(msg, len, "out of memory");
 		goto out_port;
 	}
+	/* Room for every queue the port may give; port_start() says how many. */
+	nq = RTE_MAX(RTE_MAX(c->queues, c->workers), 1u);
+	d->rxq = aligned_alloc(RTE_CACHE_LINE_SIZE, sizeof(*d->rxq) * nq);
+	if (!d->rxq) {
+		free(d);
+		r = -ENOMEM;
+		snprintf(msg, len, "out of memory");
+		goto out_port;
+	}
+	memset(d->rxq, 0, sizeof(*d->rxq) * nq);
+	d->nq = 1;
+	d->run = c->run;
+	d->run_arg = c->run_arg;
 	d->port = c->port_id;
 	d->queue = c->queue < 0 ? 0 : (u16)c->queue;
 	d->shared = c->queue >= 0;
@@ -1294,6 +1492,7 @@ out_free:
 	free(d->peers);
 	free(d->peer_tab);
 	free(d->neigh);
+	free(d->rxq);
 	free(d);
 out_port:
 	port_release(c->port_id, c->queue);

@@ -685,6 +685,13 @@ static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
 }
 
 /* The EAL (once per process) and the DPDK transport on its port. */
+/* The DPDK transport's receive rounds, a part per queue, on the workers. */
+static void dpdk_run(void *arg, void (*fn)(void *, u32), void *fn_arg,
+		     u32 parts)
+{
+	gn_env_run(arg, fn, fn_arg, parts);
+}
+
 static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 {
 	static const char *const port_vars[] = { "GN_DPDK_PORT", NULL };
@@ -694,10 +701,11 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	static const char *const queue_vars[] = { "GN_DPDK_QUEUE", NULL };
 	static const char *const lcore_vars[] = { "GN_DPDK_LCORE", NULL };
 	static const char *const rtc_vars[] = { "GN_DPDK_RTC", NULL };
+	static const char *const queues_vars[] = { "GN_DPDK_QUEUES", NULL };
 	struct gn_dpdk_conf c = { .world = a->conf.world, .rank = a->conf.rank,
 				  .mtu = a->conf.mtu, .max_pkt = max_pkt };
 	long port = 0, mbufs = 0, poll_us = 1000, queue = -1, lcore = -1;
-	long rtc = -1;
+	long rtc = -1, queues = 0;
 	long spin_us = GN_DPDK_SPIN_US_DEFAULT;
 	char msg[GN_ERRMSG_LEN] = "";
 	struct gn_dpdk_peer *dp;
@@ -709,7 +717,8 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	    (r = env_int(spin_vars, 0, 1000000, &spin_us)) < 0 ||
 	    (r = env_int(queue_vars, 0, 65535, &queue)) < 0 ||
 	    (r = env_int(lcore_vars, 0, 65535, &lcore)) < 0 ||
-	    (r = env_int(rtc_vars, 0, 1, &rtc)) < 0)
+	    (r = env_int(rtc_vars, 0, 1, &rtc)) < 0 ||
+	    (r = env_int(queues_vars, 1, 1024, &queues)) < 0)
 		return r;
 	/* Run to completion, unless the poll loop has a core of its own. */
 	d->rtc = rtc < 0 ? lcore < 0 : rtc;
@@ -740,6 +749,11 @@ static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 	/* GN_DPDK_QUEUE: the application's port, this queue gradnet's. */
 	c.queue = (int)queue;
 	c.lcore = (int)lcore;
+	/* On a port of its own: a queue pair per codec worker where RSS. */
+	c.queues = (u32)queues;
+	c.workers = a->workers;
+	c.run = dpdk_run;
+	c.run_arg = (void *)&d->env.env;
 	r = gn_dpdk_open(&d->tp, &c, msg, sizeof(msg));
 	if (r)
 		r = open_fail(r, "DPDK: %s", msg);

@@ -220,6 +220,40 @@ TEST(rtc_not_0_or_1_is_einval)
 		"GN_DPDK_RTC=2 is not a number in 0..1");
 }
 
+TEST(queues_not_a_count_is_einval)
+{
+	refused(_metadata, "--vdev=net_null0", "GN_DPDK_QUEUES", "0", -EINVAL,
+		"GN_DPDK_QUEUES=0 is not a number in 1..1024");
+}
+
+/* More queue pairs than the port has: refused with its limit. */
+TEST(queues_over_the_port_limit_is_einval)
+{
+	char vdev[256], sock[64];
+	struct gn_ctx *ctx;
+
+	snprintf(sock, sizeof(sock), "/tmp/gnopen%d.sock", (int)getpid());
+	snprintf(vdev, sizeof(vdev),
+		 "--vdev=net_memif0,role=server,socket=%s,socket-abstract=no", sock);
+	eal_env_with(vdev, true);
+	setenv("GN_DPDK_PEERS", "-", 1);
+	setenv("GN_DPDK_QUEUES", "300", 1);
+	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "DPDK port 0 (net_memif) has at most 255 queue pairs, GN_DPDK_QUEUES is 300")) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_DPDK_QUEUES");
+	unlink(sock);
+	gn_eal_dir_rm("gnopen");
+}
+
+/* The application's port gives gradnet one queue, not several. */
+TEST(queues_on_the_applications_port_is_einval)
+{
+	setenv("GN_DPDK_QUEUE", "0", 1);
+	refused(_metadata, "--vdev=net_null0", "GN_DPDK_QUEUES", "2", -EINVAL,
+		"GN_DPDK_QUEUES=2 is for a port gradnet configures");
+	unsetenv("GN_DPDK_QUEUE");
+}
+
 /* The CPUs of the thread named @name in this process: its tid, or -1. */
 static int thread_cpus(const char *name, cpu_set_t *set)
 {

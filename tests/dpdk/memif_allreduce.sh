@@ -16,6 +16,8 @@
 #  loss   loss, duplication and reordering in the sender (GN_TEST_FAULTS,
 #         which wraps any transport): results still bit-identical to the
 #         reference, and the ranks did retransmit.
+#  queues two queue pairs and two codec workers a rank: results exact, with
+#         loss too; rank k receives on queue k, sends on the other.
 #  replay packets recorded in one job and sent again during the next are
 #         dropped and counted by the receiving DPDK rank; results exact.
 #  race   the client connects while the server is still filling its mbuf
@@ -138,7 +140,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..23"
+echo "1..25"
 gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -212,6 +214,38 @@ for codec in none 3lc; do
 	[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-$codec-sum-1000003.ref" || ok=0
 	[ "$rtx" -gt 0 ] || ok=0
 	gn_result "$ok" "memif, $codec, 5% loss, duplication, reordering: bit-identical, loss repaired"
+done
+
+# Two queue pairs a rank (GN_DPDK_QUEUES=2) and two codec workers: each
+# receive round reads both queues at once, a part per worker, and a
+# peer's frames keep to queue peer % 2, which memif carries to the same
+# queue of the other end: rank k receives on queue k only and sends on
+# queue 1 - k only. Dense clean, 3LC with loss, duplication and
+# reordering: results exact either way.
+for codec in none 3lc; do
+	name=queues-$codec
+	ok=1
+	faults=
+	[ "$codec" = 3lc ] && faults=GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05
+	start_pair "$name" "GN_CODEC_WORKERS=2 GN_DPDK_QUEUES=2 GN_DPDK_STATS=$tmp/$name.%k.stats $faults" \
+		--elems 1000003 --steps "$STEPS" --codec "$codec"
+	gn_wait_ranks "$name" || ok=0
+	[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-$codec-sum-1000003.ref" || ok=0
+	for k in 0 1; do
+		q=$(grep -o '"queues": .*' "$tmp/$name.$k.stats" 2>/dev/null || true)
+		gn_diag "$name: rank $k $q"
+		# rx and tx of queue 0, then of queue 1
+		read -r rx0 tx0 rx1 tx1 rest <<<"$(printf '%s' "$q" | grep -o '[0-9][0-9]*' | tr '\n' ' ')"
+		if [ "$k" -eq 0 ]; then
+			[ "${rx0:-0}" -gt 0 ] && [ "${tx1:-0}" -gt 0 ] &&
+				[ "${tx0:-1}" -eq 0 ] && [ "${rx1:-1}" -eq 0 ] || ok=0
+		else
+			[ "${rx1:-0}" -gt 0 ] && [ "${tx0:-0}" -gt 0 ] &&
+				[ "${tx1:-1}" -eq 0 ] && [ "${rx0:-1}" -eq 0 ] || ok=0
+		fi
+		[ -z "${rest:-}" ] || ok=0
+	done
+	gn_result "$ok" "memif, $codec, two queue pairs and two workers a rank${faults:+, 5% loss}: bit-identical, each peer's frames on its own queue"
 done
 
 # Replay across runs: what each rank sent in one job, recorded, is sent
