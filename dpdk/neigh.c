@@ -212,22 +212,29 @@ void dtp_neigh_doubt(struct dtp *d, u64 now)
 	}
 }
 
-/* Whatever the rx queue holds now: ARP handled, the rest freed. */
+/*
+ * Whatever the rx queues hold now: ARP handled, the rest freed. Every
+ * queue: ARP need not come in on the first (net_af_packet's fanout
+ * hashes it to any of its sockets).
+ */
 static void neigh_rx(struct dtp *d)
 {
 	struct rte_mbuf *m[BURST];
 	struct gn_dpdk_rx rx;
-	u16 n, i;
+	u16 n, i, q;
 
-	n = rte_eth_rx_burst(d->port, d->queue, m, BURST);
-	for (i = 0; i < n; i++) {
-		if (m[i]->nb_segs == 1 &&
-		    gn_dpdk_classify(&d->filt, rte_pktmbuf_mtod(m[i], u8 *),
-				     m[i]->data_len, GN_DCS_UNKNOWN,
-				     GN_DCS_UNKNOWN, &rx) != GN_DRX_UDP &&
-		    rx.kind != GN_DRX_DROP)
-			dtp_arp_in(d, &rx);
-		rte_pktmbuf_free(m[i]);
+	for (q = d->queue; q < d->queue + d->nq; q++) {
+		n = rte_eth_rx_burst(d->port, q, m, BURST);
+		for (i = 0; i < n; i++) {
+			if (m[i]->nb_segs == 1 &&
+			    gn_dpdk_classify(&d->filt,
+					     rte_pktmbuf_mtod(m[i], u8 *),
+					     m[i]->data_len, GN_DCS_UNKNOWN,
+					     GN_DCS_UNKNOWN, &rx) != GN_DRX_UDP &&
+			    rx.kind != GN_DRX_DROP)
+				dtp_arp_in(d, &rx);
+			rte_pktmbuf_free(m[i]);
+		}
 	}
 	dtp_ctl_flush(d);
 }

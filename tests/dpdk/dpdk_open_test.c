@@ -189,17 +189,25 @@ TEST(ipv6_peers_refused)
 	gn_eal_dir_rm("gnopen");
 }
 
-/* A port that takes no jumbo frames says so, with its limit. */
-TEST(mtu_over_the_port_limit_is_einval)
+/* One rank on a memif server port of its own, socket @sock. */
+static void memif_env(char *sock, size_t len)
 {
-	char vdev[256], sock[64];
-	struct gn_ctx *ctx;
+	char vdev[256];
 
-	snprintf(sock, sizeof(sock), "/tmp/gnopen%d.sock", (int)getpid());
+	snprintf(sock, len, "/tmp/gnopen%d.sock", (int)getpid());
 	snprintf(vdev, sizeof(vdev),
 		 "--vdev=net_memif0,role=server,socket=%s,socket-abstract=no", sock);
 	eal_env_with(vdev, true);
 	setenv("GN_DPDK_PEERS", "-", 1);
+}
+
+/* A port that takes no jumbo frames says so, with its limit. */
+TEST(mtu_over_the_port_limit_is_einval)
+{
+	struct gn_ctx *ctx;
+	char sock[64];
+
+	memif_env(sock, sizeof(sock));
 	setenv("GN_MTU", "9000", 1);
 	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "takes frames of at most 1518 bytes (an MTU of 1500), the job's MTU is 9000")) TH_LOG("%s", gn_last_errmsg());
@@ -229,14 +237,10 @@ TEST(queues_not_a_count_is_einval)
 /* More queue pairs than the port has: refused with its limit. */
 TEST(queues_over_the_port_limit_is_einval)
 {
-	char vdev[256], sock[64];
 	struct gn_ctx *ctx;
+	char sock[64];
 
-	snprintf(sock, sizeof(sock), "/tmp/gnopen%d.sock", (int)getpid());
-	snprintf(vdev, sizeof(vdev),
-		 "--vdev=net_memif0,role=server,socket=%s,socket-abstract=no", sock);
-	eal_env_with(vdev, true);
-	setenv("GN_DPDK_PEERS", "-", 1);
+	memif_env(sock, sizeof(sock));
 	setenv("GN_DPDK_QUEUES", "300", 1);
 	ASSERT_EQ(-EINVAL, open_dpdk(&ctx, 1, "10.1.0.1:7000"));
 	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "DPDK port 0 (net_memif) has at most 255 queue pairs, GN_DPDK_QUEUES is 300")) TH_LOG("%s", gn_last_errmsg());

@@ -11,6 +11,10 @@
 #  udp    the same job with four UDP ranks: exactly gn-ref's reference
 #  mixed  dense and 3LC: every rank's result is the all-UDP run's, bit for
 #         bit, and the DPDK ranks did resolve by ARP
+#  queues the dense mixed job with the DPDK ranks on two af_packet queue
+#         pairs each (a fanout group the kernel spreads by flow hash) and
+#         two codec workers: bit-identical to the all-UDP run, both
+#         queues sent on (a peer's frames keep to queue peer % 2)
 #  loss   gn-loss (tc BPF, TC_ACT_SHOT) on the UDP hosts' egress and on the
 #         bridge ports towards the DPDK hosts: still bit-identical, loss
 #         seen by gn-loss and repaired by retransmission
@@ -110,7 +114,7 @@ gn_bridge_exec sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
 	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
 
 echo "TAP version 13"
-echo "1..19"
+echo "1..20"
 
 stop_ranks() {
 	local pid
@@ -251,6 +255,36 @@ for codec in 3lc none; do
 	done
 	gn_result "$ok" "$name: the DPDK ranks resolved their peers by ARP"
 done
+
+# ---- two queue pairs a DPDK rank -------------------------------------------
+
+# net_af_packet with two queue pairs (two sockets in one fanout group,
+# which the kernel spreads by flow hash), GN_DPDK_QUEUES=2 and two codec
+# workers a rank: the dense mixed job is bit-identical to the all-UDP
+# run; each DPDK rank sent on both queues (a peer's frames keep to queue
+# peer % 2, and each has peers of both parities) and resolved its peers
+# by ARP (the replies may come in on either socket). Which queue received
+# which peer's flow is the kernel's hash: shown, not asserted.
+name=queues-none
+ok=1
+DPDK_VDEV=net_af_packet0,iface=eth0,qpairs=2
+export GN_DPDK_QUEUES=2 GN_CODEC_WORKERS=2
+start_job "$name" "$NDPDK" --elems "$ELEMS" --steps "$STEPS" --codec none
+unset GN_DPDK_QUEUES GN_CODEC_WORKERS
+DPDK_VDEV=net_af_packet0,iface=eth0
+gn_wait_ranks "$name" || ok=0
+[ "$ok" -eq 1 ] && same_out "$name" "$tmp/udp-none.0.out" || ok=0
+for ((k = 0; k < NDPDK; k++)); do
+	q=$(grep -o '"queues": .*' "$tmp/$name.$k.stats" 2>/dev/null || true)
+	gn_diag "$name: rank $k $q"
+	# rx and tx of queue 0, then of queue 1
+	read -r rx0 tx0 rx1 tx1 rest <<<"$(printf '%s' "$q" | grep -o '[0-9][0-9]*' | tr '\n' ' ')"
+	[ "${tx0:-0}" -gt 0 ] && [ "${tx1:-0}" -gt 0 ] &&
+		[ $((${rx0:-0} + ${rx1:-0})) -gt 0 ] && [ -z "${rest:-}" ] || ok=0
+	n=$(field arp_asked "$tmp/$name.$k.stats")
+	[ "${n:-0}" -gt 0 ] || ok=0
+done
+job_result "$ok" "$name: DPDK ranks on two af_packet queue pairs each: bit-identical to the all-UDP run, both queues sent on, peers resolved by ARP"
 
 # ---- loss on the kernel side ----------------------------------------------
 
