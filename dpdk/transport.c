@@ -76,6 +76,7 @@
 #define PAYLOAD_OFF RTE_PKTMBUF_HEADROOM
 #define RX_DESC 1024
 #define TX_DESC 1024
+/* The rx pool: for one queue, and 2 * RX_DESC more for each other. */
 #define RX_POOL 8191
 /* Below this many free rx mbufs, received packets are copied out. */
 #define RX_LOW 2048
@@ -1169,7 +1170,7 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 	u32 frame = RTE_ALIGN(ETH_LEN + c->mtu + 8, 1024);
 	u32 room = PAYLOAD_OFF + RTE_MAX(frame, (u32)RTE_MBUF_DEFAULT_DATAROOM);
 	u32 elt = (u32)sizeof(struct rte_mbuf) + RTE_CACHE_LINE_SIZE + room;
-	u32 ntx = c->mbufs ? c->mbufs : pool_size(TX_POOL_BYTES / elt);
+	u32 ntx = c->mbufs ? c->mbufs : pool_size(TX_POOL_BYTES / elt), nrx;
 	unsigned int seq = __atomic_fetch_add(&pool_seq, 1, __ATOMIC_RELAXED);
 	char name[RTE_MEMPOOL_NAMESIZE];
 
@@ -1183,10 +1184,10 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 	if (c->queue >= 0)
 		return 0;
 	snprintf(name, sizeof(name), "gn_rx%u_%u", d->port, seq);
+	nrx = pool_size(RX_POOL + (d->nq - 1u) * 2 * RX_DESC);
 	d->rx_pool = d->umem ?
-		pool_new_umem(name, RX_POOL, umem_room(c->mtu), socket, msg,
-			      len) :
-		pool_new(name, RX_POOL, room, socket, msg, len);
+		pool_new_umem(name, nrx, umem_room(c->mtu), socket, msg, len) :
+		pool_new(name, nrx, room, socket, msg, len);
 	return d->rx_pool ? 0 : -ENOMEM;
 }
 
@@ -1231,15 +1232,6 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 			 umem_mtu_max(), c->mtu);
 		return -EINVAL;
 	}
-	r = pools_create(d, c, socket, msg, len);
-	if (r)
-		return r;
-	d->tx_csum = (info.tx_offload_capa & tx_csum) == tx_csum;
-	if (d->tx_csum)
-		pc.txmode.offloads = tx_csum;
-	if ((info.rx_offload_capa & rx_csum) == rx_csum)
-		pc.rxmode.offloads = rx_csum;
-	pc.rxmode.mtu = c->mtu;
 	/*
 	 * A queue pair per codec worker where the port spreads flows over
 	 * its queues by RSS (over the UDP ports and addresses: a NIC), or as
@@ -1261,6 +1253,15 @@ static int port_start(struct dtp *d, const struct gn_dpdk_conf *c,
 		pc.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
 		pc.rx_adv_conf.rss_conf.rss_hf = rss;
 	}
+	r = pools_create(d, c, socket, msg, len);
+	if (r)
+		return r;
+	d->tx_csum = (info.tx_offload_capa & tx_csum) == tx_csum;
+	if (d->tx_csum)
+		pc.txmode.offloads = tx_csum;
+	if ((info.rx_offload_capa & rx_csum) == rx_csum)
+		pc.rxmode.offloads = rx_csum;
+	pc.rxmode.mtu = c->mtu;
 	r = rte_eth_dev_configure(d->port, d->nq, d->nq, &pc);
 	if (!r) {
 		pthread_mutex_lock(&ports_lock);
