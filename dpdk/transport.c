@@ -500,11 +500,12 @@ static unsigned int csum_state(u64 flags, u64 good, u64 bad)
 }
 
 /*
- * The UDP payload of @m if it is a datagram to us, else NULL: ARP kept in
- * @q for neigh.c, everything else counted by reason (filter.c checks
- * every length against the bytes the mbuf holds, in one segment). Runs
- * on one queue's worker: it writes only @q and @m (and sets a peer's
- * doubt flag, which nothing else writes meanwhile).
+ * The UDP payload of @m if it is a datagram to us, else NULL: ARP handed
+ * to neigh.c (with several queues, kept in @q for after the round),
+ * everything else counted by reason (filter.c checks every length
+ * against the bytes the mbuf holds, in one segment). With several queues
+ * it runs on one queue's worker and writes only @q and @m (and sets a
+ * peer's doubt flag, which nothing else writes meanwhile).
  */
 static u8 *rx_filter(struct dtp *d, struct dtp_rxq *q, struct rte_mbuf *m,
 		     u16 *len, u16 *peer, bool *keep)
@@ -540,6 +541,11 @@ static u8 *rx_filter(struct dtp *d, struct dtp_rxq *q, struct rte_mbuf *m,
 	case GN_DRX_ARP_REQUEST:
 	case GN_DRX_ARP_REPLY:
 	case GN_DRX_ARP_ANNOUNCE:
+		/* One queue: at once, before the datagrams behind it. */
+		if (d->nq == 1) {
+			dtp_arp_in(d, &rx);
+			return NULL;
+		}
 		/* Room: rx_take() stops when it is full. */
 		q->arp_rx[q->arp_n] = rx;
 		q->arp[q->arp_n++] = m;
