@@ -41,7 +41,7 @@ struct gn_dpdk_conf {
 					   -1: the main lcore's, or, on the
 					   application's port, where it is */
 	int queue;			/* -1: the transport configures, starts and
-					   stops the port, one queue pair; >= 0:
+					   stops the port (@queues below); >= 0:
 					   the application did, and this rx and
 					   tx queue are the transport's */
 	const char *stats_path;		/* NULL, or a file for the filter's

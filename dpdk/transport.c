@@ -736,7 +736,6 @@ static void link_watch(struct dtp *d)
 	}
 }
 
-
 static int dtp_recv(void *tp, struct gn_buf **b, int max)
 {
 	struct dtp *d = tp;
