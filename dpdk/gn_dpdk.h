@@ -2,8 +2,9 @@
 /*
  * gn_dpdk.h - gradnet's DPDK poll-mode transport as libgradnet sees it: the
  * EAL brought up once per process, and lib/transport/transport.h's table
- * over one port, one rx and one tx queue, peers found by ARP or a list. No DPDK type appears here
- * (SPDK's env.h boundary): the caller passes plain addresses.
+ * over one port and one queue pair or several, peers found by ARP or a
+ * list. No DPDK type appears here (SPDK's env.h boundary): the caller
+ * passes plain addresses.
  *
  * Built without libdpdk (absent.c), both functions fail with -EOPNOTSUPP
  * and say why.
