@@ -30,10 +30,11 @@ struct dtp_neigh {
 };
 
 /*
- * One queue pair's receive side: a burst read and not yet handed out (wait reads ahead),
- * and, with several queues, what its part of a receive round left for
- * recv: packets for the core, ARP frames for neigh.c (which runs under
- * the core's lock, after the parts), the filter's drops.
+ * One queue pair: on the receive side a burst read and not yet handed
+ * out (wait reads ahead) and, with several queues, what its part of a
+ * receive round left for recv: packets for the core, ARP frames for
+ * neigh.c (which runs under the core's lock, after the parts); the
+ * filter's drops, and the frames each way.
  */
 struct dtp_rxq {
 	struct rte_mbuf *rx[BURST];

@@ -32,8 +32,9 @@
  * the tx queues have one user at a time; with several queues, recv
  * reads each rx queue in a part of its own on the codec workers, every
  * part writing only its queue's state (struct dtp_rxq); wait runs in the
- * polling thread only, wake in any; get, hold and put in any (the pools are multi-
- * producer, multi-consumer rings and mbuf reference counts are atomic).
+ * polling thread only, wake in any; get, hold and put in any (the pools
+ * are multi-producer, multi-consumer rings and mbuf reference counts are
+ * atomic).
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -426,7 +427,7 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		return 0;
 	while (done < n) {
 		int k = 0, at = done, r, i;
-		u16 q = 0;
+		u16 q = 0, xq;
 
 		while (at < n && k < d->tx_cap) {
 			struct gn_buf *x = b[at];
@@ -442,9 +443,10 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 				continue;
 			}
 			/* A burst is for one queue. */
-			if (k && tx_queue(d, x->peer) != q)
+			xq = tx_queue(d, x->peer);
+			if (k && xq != q)
 				break;
-			q = tx_queue(d, x->peer);
+			q = xq;
 			/*
 			 * Headers are redone after a peer moved (neigh.c),
 			 * unless the tx ring may still hold the mbuf from an
@@ -463,7 +465,7 @@ static int dtp_send(void *tp, struct gn_buf *const *b, int n)
 		if (!k)
 			continue;
 		r = rte_eth_tx_burst(d->port, q, d->tx, (u16)k);
-		d->rxq[q - d->queue].tx_frames += (u16)r;
+		d->rxq[q - d->queue].tx_frames += (u64)r;
 		/*
 		 * A full ring is back-pressure: the rest go back to the core,
 		 * which keeps its reference (ours is dropped), and the next
@@ -531,8 +533,7 @@ static u8 *rx_filter(struct dtp *d, struct dtp_rxq *q, struct rte_mbuf *m,
 		if (unlikely(*peer < d->world &&
 			     memcmp(frame + 6, d->peers[*peer].mac,
 				    RTE_ETHER_ADDR_LEN)) &&
-		    !d->neigh[*peer].fixed)
-		{
+		    !d->neigh[*peer].fixed) {
 			__atomic_store_n(&d->neigh[*peer].doubt, true,
 					 __ATOMIC_RELAXED);
 			q->doubt = true;

@@ -684,7 +684,6 @@ static int dpdk_peers(const struct open_args *a, struct gn_dpdk_peer *dp)
 	return 0;
 }
 
-/* The EAL (once per process) and the DPDK transport on its port. */
 /* The DPDK transport's receive rounds, a part per queue, on the workers. */
 static void dpdk_run(void *arg, void (*fn)(void *, u32), void *fn_arg,
 		     u32 parts)
@@ -692,6 +691,7 @@ static void dpdk_run(void *arg, void (*fn)(void *, u32), void *fn_arg,
 	gn_env_run(arg, fn, fn_arg, parts);
 }
 
+/* The EAL (once per process) and the DPDK transport on its port. */
 static int dpdk_start(struct open_args *a, struct gn_drv *d, u32 max_pkt)
 {
 	static const char *const port_vars[] = { "GN_DPDK_PORT", NULL };
