@@ -232,10 +232,9 @@ for codec in none 3lc; do
 	gn_wait_ranks "$name" || ok=0
 	[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-$codec-sum-1000003.ref" || ok=0
 	for k in 0 1; do
-		q=$(grep -o '"queues": .*' "$tmp/$name.$k.stats" 2>/dev/null || true)
-		gn_diag "$name: rank $k $q"
-		# rx and tx of queue 0, then of queue 1
-		read -r rx0 tx0 rx1 tx1 rest <<<"$(printf '%s' "$q" | grep -o '[0-9][0-9]*' | tr '\n' ' ')"
+		q=$(gn_dpdk_queues "$tmp/$name.$k.stats")
+		gn_diag "$name: rank $k queues (rx, tx) $q"
+		read -r rx0 tx0 rx1 tx1 rest <<<"$q"
 		if [ "$k" -eq 0 ]; then
 			[ "${rx0:-0}" -gt 0 ] && [ "${tx1:-0}" -gt 0 ] &&
 				[ "${tx0:-1}" -eq 0 ] && [ "${rx1:-1}" -eq 0 ] || ok=0

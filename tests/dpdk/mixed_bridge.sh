@@ -275,10 +275,9 @@ DPDK_VDEV=net_af_packet0,iface=eth0
 gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] && same_out "$name" "$tmp/udp-none.0.out" || ok=0
 for ((k = 0; k < NDPDK; k++)); do
-	q=$(grep -o '"queues": .*' "$tmp/$name.$k.stats" 2>/dev/null || true)
-	gn_diag "$name: rank $k $q"
-	# rx and tx of queue 0, then of queue 1
-	read -r rx0 tx0 rx1 tx1 rest <<<"$(printf '%s' "$q" | grep -o '[0-9][0-9]*' | tr '\n' ' ')"
+	q=$(gn_dpdk_queues "$tmp/$name.$k.stats")
+	gn_diag "$name: rank $k queues (rx, tx) $q"
+	read -r rx0 tx0 rx1 tx1 rest <<<"$q"
 	[ "${tx0:-0}" -gt 0 ] && [ "${tx1:-0}" -gt 0 ] &&
 		[ $((${rx0:-0} + ${rx1:-0})) -gt 0 ] && [ -z "${rest:-}" ] || ok=0
 	n=$(field arp_asked "$tmp/$name.$k.stats")

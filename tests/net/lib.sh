@@ -53,6 +53,13 @@ gn_diag() {
 	echo "# $*"
 }
 
+# gn_dpdk_queues STATS: the frame counts of a GN_DPDK_STATS file's
+# "queues", rx and tx of queue 0, then of queue 1 and on, on one line.
+gn_dpdk_queues() {
+	{ grep -o '"queues": .*' "$1" 2>/dev/null || true; } |
+		grep -o '[0-9][0-9]*' | tr '\n' ' '
+}
+
 # gn_require_net: skip unless root with working netns, veth, bridge and tbf.
 gn_require_net() {
 	local probe="$GN_NS_PREFIX-probe"
