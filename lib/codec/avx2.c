@@ -46,9 +46,10 @@ static u32 maxabs_bits_avx2(const float *x, const float *e, size_t n)
 }
 
 /*
- * Eight values of one partition: e stored, trits returned as 1 (t > h),
- * -1 (t < -h) or 0 in 32-bit lanes. qm is M, -M or +0, so t - qm rounds
- * exactly as the reference.
+ * Eight values of one partition: e stored, and qm returned, whose 32-bit
+ * lanes read as integers are positive (t > h), negative (t < -h) or zero,
+ * the trit's sign. qm is M, -M or +0, so t - qm rounds exactly as the
+ * reference.
  */
 static inline __m256i quantize8(const float *x, const float *e_in,
 				float *e_out, __m256 hv, __m256 nhv, __m256 mv,
@@ -66,16 +67,14 @@ static inline __m256i quantize8(const float *x, const float *e_in,
 	} else {
 		_mm256_storeu_ps(e_out, t);
 	}
-	/* The masks are all ones where true: neg - pos is the trit. */
-	return _mm256_sub_epi32(_mm256_castps_si256(neg),
-				_mm256_castps_si256(pos));
+	return _mm256_castps_si256(qm);
 }
 
 /*
  * Sixteen groups of a chunk (all five partitions in range), e_out stored
  * with non-temporal stores if @stream. The trits of sixteen groups travel
- * as 16-bit lanes, and each partition adds its weight times its trit (a
- * sign operation) to 121.
+ * as the signs of 16-bit lanes (packing saturates, keeping them), and each
+ * partition adds its weight times its trit (a sign operation) to 121.
  */
 static inline void quartic16(const float *x, const float *e_in, float *e_out,
 			     size_t g, size_t j, __m256 hv, __m256 nhv,
@@ -176,6 +175,23 @@ static inline size_t store_packed16(__m128i v, u32 keep, u8 *dst)
 	return lo + (unsigned int)_mm_popcnt_u32(keep >> 8);
 }
 
+/* The code of a pending run of 0..13 groups (0 is written, never kept). */
+static const u8 run_code[16] = {
+	0, GN_TLC_ZERO, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253,
+	254
+};
+
+/* n mod 14 for the run left after a block: 0..31, or 32 + a carried run. */
+#define GN_M14(n) ((n) % GN_ZRE_RUN_MAX_LEN)
+#define GN_M14x8(n) GN_M14(n), GN_M14(n + 1), GN_M14(n + 2), GN_M14(n + 3), \
+		    GN_M14(n + 4), GN_M14(n + 5), GN_M14(n + 6), GN_M14(n + 7)
+static const u8 mod14[48] = {
+	GN_M14x8(0), GN_M14x8(8), GN_M14x8(16), GN_M14x8(24), GN_M14x8(32),
+	GN_M14x8(40)
+};
+#undef GN_M14x8
+#undef GN_M14
+
 /*
  * A 32-group block that mixes zeros and literals, with the scalar
  * encoder's semantics and no branch per literal: each lane gets the
@@ -185,8 +201,9 @@ static inline size_t store_packed16(__m128i v, u32 keep, u8 *dst)
  * of 14 becomes a 255, the last zero of a finished run becomes the code of
  * its count mod 14, literals stay, and everything else is packed out; a
  * run reaching the end of the block is carried. A run carried in that ends
- * right before the block gets its code first. Writes reach at most 33
- * bytes past @o, so in place the caller keeps @o a byte behind the block.
+ * right before the block gets its code first. Writes reach at most 32
+ * bytes past @o, 33 with a carried run, which the block's input is ahead
+ * of: safe in place (see zre_avx2()).
  */
 static size_t zre_mixed(__m256i v, __m256i zm, u32 lit, u8 *dst, size_t o,
 			unsigned int *run)
@@ -226,22 +243,16 @@ static size_t zre_mixed(__m256i v, __m256i zm, u32 lit, u8 *dst, size_t o,
 			      lit >> 1));
 	v = _mm256_blendv_epi8(v, _mm256_shuffle_epi8(codes, cnt), zm);
 	/* Written always, kept only where the carried run ends here. */
-	dst[o] = gn_zre_run_byte(r);
+	dst[o] = run_code[r];
 	o += (lit & 1) && r;
 	o += store_packed16(_mm256_castsi256_si128(v), keep & 0xffff, dst + o);
 	o += store_packed16(_mm256_extracti128_si256(v, 1), keep >> 16,
 			    dst + o);
-	/* The zeros after the last literal. */
-	*run = _lzcnt_u32(lit) % GN_ZRE_RUN_MAX_LEN;
+	/* The zeros after the last literal, or all 32 after the carried run. */
+	*run = mod14[_lzcnt_u32(lit) + (lit ? 0 : r)];
 	return o;
 }
 
-/*
- * Blocks of 32 groups: all zero and all literal ones take a fast path,
- * mixed ones go through zre_mixed() once the output trails the input,
- * and through the scalar encoder, which keeps the same state, before
- * that.
- */
 /*
  * gn_zre_run() on copies, so that the loop below keeps its output position
  * and run in registers: their addresses never leave it.
@@ -258,6 +269,16 @@ static inline size_t zre_run_copy(const u8 *q, size_t count, u8 *dst,
 	return n;
 }
 
+/*
+ * Blocks of 32 groups: all-zero and all-literal ones take a fast path,
+ * mixed ones go through zre_mixed(). The loop makes no call, so its
+ * constants stay in registers, and no branch but the block's kind.
+ *
+ * In place, every block's writes end at most 32 bytes past i: each byte
+ * written covers at least one group read, so o + run <= i at every block
+ * (a carried run is read but not yet written), and a block writes at most
+ * 32 bytes past o, one more only to end a carried run.
+ */
 static size_t zre_avx2(const u8 *q, size_t count, u8 *dst, size_t cap,
 		       size_t *consumed)
 {
@@ -276,20 +297,16 @@ static size_t zre_avx2(const u8 *q, size_t count, u8 *dst, size_t cap,
 			_mm_storeu_si128((__m128i *)(dst + o), ones);
 			o += run / GN_ZRE_RUN_MAX_LEN;
 			run %= GN_ZRE_RUN_MAX_LEN;
-			i += 32;
-		} else if (!z) {
-			if (run)
-				dst[o++] = gn_zre_run_byte(run);
+		} else if (z) {
+			o = zre_mixed(v, zm, ~z, dst, o, &run);
+		} else {
+			dst[o] = run_code[run];
+			o += run != 0;
 			run = 0;
 			_mm256_storeu_si256((__m256i *)(dst + o), v);
 			o += 32;
-			i += 32;
-		} else if (i > o) {
-			o = zre_mixed(v, zm, ~z, dst, o, &run);
-			i += 32;
-		} else {
-			i += zre_run_copy(q + i, 32, dst, cap, &o, &run);
 		}
+		i += 32;
 	}
 	i += zre_run_copy(q + i, count - i, dst, cap, &o, &run);
 	if (run)
