@@ -187,13 +187,12 @@ static const u8 run_code[16] = {
 	254
 };
 
-/* n mod 14 for the run left after a block: 0..31, or 32 + a carried run. */
+/* n mod 14 for the zeros after a mixed block's last literal, 0..31. */
 #define GN_M14(n) ((n) % GN_ZRE_RUN_MAX_LEN)
 #define GN_M14x8(n) GN_M14(n), GN_M14(n + 1), GN_M14(n + 2), GN_M14(n + 3), \
 		    GN_M14(n + 4), GN_M14(n + 5), GN_M14(n + 6), GN_M14(n + 7)
-static const u8 mod14[48] = {
-	GN_M14x8(0), GN_M14x8(8), GN_M14x8(16), GN_M14x8(24), GN_M14x8(32),
-	GN_M14x8(40)
+static const u8 mod14[32] = {
+	GN_M14x8(0), GN_M14x8(8), GN_M14x8(16), GN_M14x8(24)
 };
 #undef GN_M14x8
 #undef GN_M14
@@ -254,8 +253,8 @@ static size_t zre_mixed(__m256i v, __m256i zm, u32 lit, u8 *dst, size_t o,
 	o += store_packed16(_mm256_castsi256_si128(v), keep & 0xffff, dst + o);
 	o += store_packed16(_mm256_extracti128_si256(v, 1), keep >> 16,
 			    dst + o);
-	/* The zeros after the last literal, or all 32 after the carried run. */
-	*run = mod14[_lzcnt_u32(lit) + (lit ? 0 : r)];
+	/* The zeros after the last literal (a mixed block has one). */
+	*run = mod14[_lzcnt_u32(lit)];
 	return o;
 }
 
