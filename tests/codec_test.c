@@ -708,6 +708,81 @@ TEST_F(isa, long_chunks_out_of_place)
 	free(e_keep);
 }
 
+/*
+ * gn_tlc_quantize_chunks_ex() as libgradnet calls it, a few chunks of a
+ * large tensor per call: GN_TLC_NT streams e_out whatever the call's
+ * length, with the same floats and bytes as the scalar reference; flags 0
+ * does not; e_in is never written, not even by a call that stops at a
+ * value that is not finite. Bad flags are refused before anything is
+ * written.
+ */
+TEST_F(isa, chunks_ex_flags)
+{
+	static const size_t chunks[] = { 4096, 65536, 65541 };
+	size_t n = 4 * 65536 + 3, a, shift, c;
+	unsigned int flags;
+	struct gn_rng r = { 17 };
+	float *x = malloc(n * 4), *e = malloc(n * 4), *e_ref = malloc(n * 4);
+	uint32_t *e_keep = malloc(n * 4);
+	char *raw = malloc((n + 16) * 4 + 64);
+	float *e_out = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+	float *m = malloc(n / 4096 * 4 + 4), *m_ref = malloc(n / 4096 * 4 + 4);
+	uint8_t *q = malloc(n), *q_ref = malloc(n);
+
+	fill(&r, x, n, 1);
+	fill(&r, e, n, 1);
+	bits_of(e, e_keep, n);
+	for (a = 0; a < ARRAY_LEN(chunks); a++)
+		for (shift = 0; shift < 2; shift++)
+			for (flags = 0; flags <= GN_TLC_NT; flags++) {
+				size_t ch = chunks[a];
+				size_t ng = gn_tlc_chunks_groups(n, ch);
+				size_t nc = gn_tlc_chunk_count(n, ch);
+
+				memcpy(e_ref, e, n * 4);
+				ASSERT_EQ(0, gn_tlc_quantize_chunks_isa(
+						     GN_ISA_SCALAR, x, e_ref, e_ref,
+						     n, ch, 1.25f, q_ref, m_ref));
+				memset(e_out, 0xff, n * 4);
+				ASSERT_EQ(0, gn_tlc_quantize_chunks_ex(
+						     self->isa, x, e, e_out + shift,
+						     n, ch, 1.25f, flags, q, m));
+				ASSERT_EQ(0, memcmp(e_keep, e, n * 4));
+				ASSERT_EQ(0, memcmp(e_ref, e_out + shift, n * 4))
+				TH_LOG("chunk %zu shift %zu flags %u", ch, shift,
+				       flags);
+				ASSERT_EQ(0, memcmp(q_ref, q, ng));
+				ASSERT_EQ(0, memcmp(m_ref, m, nc * 4));
+			}
+	/* A NaN in the third chunk: e_in as it was, -EDOM. */
+	x[2 * 65536 + 7] = NAN;
+	ASSERT_EQ(-EDOM, gn_tlc_quantize_chunks_ex(self->isa, x, e, e_out, n,
+						   65536, 1.0f, GN_TLC_NT, q, m));
+	ASSERT_EQ(0, memcmp(e_keep, e, n * 4));
+	/* Refused, nothing written: NT in place, unknown flags. */
+	memcpy(e_ref, e, n * 4);
+	ASSERT_EQ(-EINVAL, gn_tlc_quantize_chunks_ex(self->isa, x, e, e, n,
+						     65536, 1.0f, GN_TLC_NT, q,
+						     m));
+	ASSERT_EQ(-EINVAL, gn_tlc_quantize_chunks_ex(self->isa, x, e, e_out, n,
+						     65536, 1.0f, 2u, q, m));
+	ASSERT_EQ(-EINVAL, gn_tlc_quantize_chunks_ex(self->isa, x, e, e, n,
+						     65536, 1.0f, ~GN_TLC_NT, q,
+						     m));
+	ASSERT_EQ(0, memcmp(e_ref, e, n * 4));
+	for (c = 0; c < n; c++)
+		ASSERT_EQ(e_keep[c], gn_bits(e[c]));
+	free(x);
+	free(e);
+	free(e_ref);
+	free(e_keep);
+	free(raw);
+	free(m);
+	free(m_ref);
+	free(q);
+	free(q_ref);
+}
+
 /* A bad value in chunk c: earlier chunks done, c and later untouched. */
 TEST_F(isa, chunks_stop_at_nonfinite)
 {

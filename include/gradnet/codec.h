@@ -151,9 +151,10 @@ static inline size_t gn_tlc_chunks_groups(size_t n, size_t chunk)
  * Each chunk is read twice (its maximum first), so chunks that fit in the
  * L2 cache (the default 65536 values do) read memory only once. With
  * @e_out != @e_in, @e_in is never written, so a caller can drop a failed
- * step by keeping @e_in; from 4 Mi values on, @e_out is then written with
- * non-temporal stores where its alignment allows (it is left out of the
- * caches, and its old contents are never read).
+ * step by keeping @e_in; from GN_TLC_NT_MIN values on, @e_out is then
+ * written with non-temporal stores (see GN_TLC_NT). A caller that
+ * quantizes a large tensor a few chunks per call asks for them with
+ * gn_tlc_quantize_chunks_ex().
  *
  * Return: 0; -EINVAL for a bad @s or @chunk; -EDOM if a chunk holds a
  * value that is not finite (chunks before it have been quantized; nothing
@@ -162,6 +163,33 @@ static inline size_t gn_tlc_chunks_groups(size_t n, size_t chunk)
 GN_EXPORT int gn_tlc_quantize_chunks(const float *x, const float *e_in,
 				     float *e_out, size_t n, size_t chunk,
 				     float s, uint8_t *quartic, float *m);
+
+/*
+ * Flags of gn_tlc_quantize_chunks_ex(). GN_TLC_NT: write @e_out with
+ * non-temporal stores where its alignment allows, so that it is left out
+ * of the caches and its old contents are never read (no read for
+ * ownership). For an error buffer that the next step reads only after the
+ * whole tensor has gone through the caches, that is: from about
+ * GN_TLC_NT_MIN values (16 MiB of float32) on.
+ */
+#define GN_TLC_NT 1u
+#define GN_TLC_NT_MIN ((size_t)1 << 22)
+
+/**
+ * gn_tlc_quantize_chunks_ex() - gn_tlc_quantize_chunks() with an explicit
+ * instruction set and flags
+ * @isa: a GN_ISA_* value, or GN_ISA_BEST
+ * @flags: 0 or GN_TLC_NT (which needs @e_out != @e_in); the size rule of
+ * gn_tlc_quantize_chunks() does not apply: the flags alone decide
+ *
+ * Return: as gn_tlc_quantize_chunks(); -EINVAL for an unknown flag or
+ * GN_TLC_NT in place; -EOPNOTSUPP for an instruction set the CPU lacks.
+ */
+GN_EXPORT int gn_tlc_quantize_chunks_ex(int isa, const float *x,
+					const float *e_in, float *e_out,
+					size_t n, size_t chunk, float s,
+					unsigned int flags, uint8_t *quartic,
+					float *m);
 
 /**
  * gn_zre_encode() - zero-run encode groups, up to a byte budget

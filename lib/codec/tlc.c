@@ -130,11 +130,11 @@ static int scale_of(u32 bits, float s, float *m)
  */
 static int quantize_chunks(const struct gn_tlc_kernels *k, const float *x,
 			   const float *e_in, float *e_out, size_t n,
-			   size_t chunk, float s, u8 *quartic, float *m)
+			   size_t chunk, float s, bool stream, u8 *quartic,
+			   float *m)
 {
 	size_t at = 0, len = n < chunk ? n : chunk, c;
 	size_t stride = gn_tlc_groups(chunk);
-	bool stream = e_out != e_in && n >= GN_TLC_STREAM_MIN;
 	struct gn_fpu fpu;
 	int ret = -EINVAL;
 	u32 bits;
@@ -164,19 +164,31 @@ out:
 	return ret;
 }
 
-int gn_tlc_quantize_chunks_isa(int isa, const float *x, const float *e_in,
-			       float *e_out, size_t n, size_t chunk, float s,
-			       u8 *quartic, float *m)
+int gn_tlc_quantize_chunks_ex(int isa, const float *x, const float *e_in,
+			      float *e_out, size_t n, size_t chunk, float s,
+			      unsigned int flags, u8 *quartic, float *m)
 {
 	const struct gn_tlc_kernels *k = kernels_for(isa);
 
 	if (!k)
 		return -EOPNOTSUPP;
-	if (!chunk || !valid_s(s))
+	if (!chunk || !valid_s(s) || (flags & ~GN_TLC_NT) ||
+	    ((flags & GN_TLC_NT) && e_out == e_in))
 		return -EINVAL;
 	if (!n)
 		return 0;
-	return quantize_chunks(k, x, e_in, e_out, n, chunk, s, quartic, m);
+	return quantize_chunks(k, x, e_in, e_out, n, chunk, s,
+			       flags & GN_TLC_NT, quartic, m);
+}
+
+int gn_tlc_quantize_chunks_isa(int isa, const float *x, const float *e_in,
+			       float *e_out, size_t n, size_t chunk, float s,
+			       u8 *quartic, float *m)
+{
+	unsigned int flags = e_out != e_in && n >= GN_TLC_NT_MIN ? GN_TLC_NT : 0;
+
+	return gn_tlc_quantize_chunks_ex(isa, x, e_in, e_out, n, chunk, s,
+					 flags, quartic, m);
 }
 
 int gn_tlc_quantize_chunks(const float *x, const float *e_in, float *e_out,
@@ -192,7 +204,7 @@ static int quantize(const struct gn_tlc_kernels *k, const float *x, float *e,
 		    size_t n, float s, u8 *quartic, float *m)
 {
 	if (n)
-		return quantize_chunks(k, x, e, e, n, n, s, quartic, m);
+		return quantize_chunks(k, x, e, e, n, n, s, false, quartic, m);
 	if (!valid_s(s))
 		return -EINVAL;
 	*m = 0.0f;

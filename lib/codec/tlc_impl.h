@@ -42,8 +42,6 @@ struct gn_tlc_span {
 	bool stream;
 };
 
-/* Values from which double-buffered error feedback is streamed (16 MiB). */
-#define GN_TLC_STREAM_MIN ((size_t)1 << 22)
 
 struct gn_tlc_kernels {
 	u32 (*maxabs_bits)(const float *x, const float *e, size_t n);

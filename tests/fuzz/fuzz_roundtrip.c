@@ -284,16 +284,17 @@ static void model_chunks(const struct fz_input *in, size_t chunk,
 }
 
 /*
- * One call, out of place or in place: chunks before a bad one equal the
- * model's, the bad one and those after it are not written, and the input
- * e of an out-of-place call is never written.
+ * One call, out of place (with non-temporal stores if @flags says so) or
+ * in place: chunks before a bad one equal the model's, the bad one and
+ * those after it are not written, and the input e of an out-of-place call
+ * is never written.
  */
 static void check_chunks_call(const struct fz_input *in,
 			      const struct chunks_model *cm, int isa,
-			      bool in_place)
+			      bool in_place, unsigned int flags)
 {
 	const char *name = gn_fz_isa_name(isa);
-	const char *how = in_place ? " in place" : "";
+	const char *how = in_place ? " in place" : flags ? " streamed" : "";
 	size_t n = in->n, bytes = n * sizeof(float), c, at;
 	float *e_in = gn_fz_dup(in->e, bytes);
 	float *e_out = in_place ? e_in : gn_fz_alloc(bytes, 0);
@@ -305,8 +306,8 @@ static void check_chunks_call(const struct fz_input *in,
 	if (!in_place)
 		fill_sentinel(e_out, n);
 	fill_sentinel(m, cm->nc);
-	ret = GN_FZ_CALL(gn_tlc_quantize_chunks_isa(isa, in->x, e_in, e_out, n,
-						    cm->chunk, in->s, q, m));
+	ret = GN_FZ_CALL(gn_tlc_quantize_chunks_ex(isa, in->x, e_in, e_out, n,
+						   cm->chunk, in->s, flags, q, m));
 	GN_FZ_CHECK(ret == cm->ret,
 		    "%s%s: chunks returned %d, the specification says %d (n %zu)",
 		    name, how, ret, cm->ret, n);
@@ -347,7 +348,10 @@ static void check_chunks_call(const struct fz_input *in,
 	free(q);
 }
 
-/* gn_tlc_quantize_chunks: chunk 0 refused, then out of place and in place. */
+/*
+ * gn_tlc_quantize_chunks: chunk 0 refused, then out of place, streamed and
+ * in place.
+ */
 static void check_chunks(const struct fz_input *in)
 {
 	size_t n = in->n, chunk = in->chunk;
@@ -370,8 +374,9 @@ static void check_chunks(const struct fz_input *in)
 	}
 	model_chunks(in, chunk, &cm);
 	gn_fz_for_each_isa(isa) {
-		check_chunks_call(in, &cm, isa, false);
-		check_chunks_call(in, &cm, isa, true);
+		check_chunks_call(in, &cm, isa, false, 0);
+		check_chunks_call(in, &cm, isa, false, GN_TLC_NT);
+		check_chunks_call(in, &cm, isa, true, 0);
 	}
 	free(cm.e);
 	free(cm.m);
