@@ -56,6 +56,18 @@ bool gn_all_finite(const void *v, size_t n)
 	return !(carry & 0x80000000u);
 }
 
+/*
+ * Error feedback is double-buffered and quantized a few chunks per call:
+ * the buffer written is read again only at the next step, after the whole
+ * tensor (@n values, or the own shard) has gone through the caches, so
+ * from GN_TLC_NT_MIN values on it is written with non-temporal stores (no
+ * read for ownership of the old contents).
+ */
+static unsigned int ef_flags(size_t n)
+{
+	return n >= GN_TLC_NT_MIN ? GN_TLC_NT : 0;
+}
+
 /* Chunks [off, off + len) of the caller's gradient, reduce direction. */
 int gn_fp_quantize(const struct gn_tensor *t, float *data, size_t off,
 		   size_t len, size_t chunk, u8 *q, float *scales)
@@ -63,9 +75,11 @@ int gn_fp_quantize(const struct gn_tensor *t, float *data, size_t off,
 	int r;
 
 	gn_simd_begin();
-	r = gn_tlc_quantize_chunks(data + off, t->e_rs[t->e_cur] + off,
-				   t->e_rs[!t->e_cur] + off, len, chunk,
-				   bits_float(t->s_bits), q, scales);
+	r = gn_tlc_quantize_chunks_ex(GN_ISA_BEST, data + off,
+				      t->e_rs[t->e_cur] + off,
+				      t->e_rs[!t->e_cur] + off, len, chunk,
+				      bits_float(t->s_bits), ef_flags(t->n), q,
+				      scales);
 	gn_simd_end();
 	return r;
 }
@@ -86,9 +100,12 @@ int gn_fp_gather_chunk(const struct gn_ctx *ctx, const struct gn_tensor *t,
 	if (t->codec != GN_WIRE_CODEC_3LC)
 		return gn_all_finite(sum, len) ? 0 : -EDOM;
 	gn_simd_begin();
-	if (gn_tlc_quantize_chunks(sum, t->e_ag[t->e_cur] + rel,
-				   t->e_ag[!t->e_cur] + rel, len, len,
-				   bits_float(t->s_bits), gq, &mm)) {
+	if (gn_tlc_quantize_chunks_ex(GN_ISA_BEST, sum, t->e_ag[t->e_cur] + rel,
+				      t->e_ag[!t->e_cur] + rel, len, len,
+				      bits_float(t->s_bits),
+				      ef_flags(t->lo[ctx->rank + 1] -
+					       t->lo[ctx->rank]),
+				      gq, &mm)) {
 		r = -EDOM;
 	} else {
 		memcpy(scale, &mm, sizeof(mm));
