@@ -52,11 +52,13 @@ static void encode_chunk(struct tjob *j, size_t k)
 	size_t at = k * j->chunk, len = j->n - at < j->chunk ? j->n - at : j->chunk;
 	size_t g = gn_tlc_groups(len), used;
 	uint8_t *out = j->buf + k * j->bound;
+	/* libgradnet's choice for its double-buffered error (lib/collective/fp.c) */
+	unsigned int flags = j->n >= GN_TLC_NT_MIN ? GN_TLC_NT : 0;
 	long z;
 
-	if (gn_tlc_quantize_chunks_isa(j->isa, j->x + at, j->ef[0] + at,
-				       j->ef[1] + at, len, j->chunk, 1.0f,
-				       j->q + k * j->stride, &j->m[k]))
+	if (gn_tlc_quantize_chunks_ex(j->isa, j->x + at, j->ef[0] + at,
+				      j->ef[1] + at, len, j->chunk, 1.0f, flags,
+				      j->q + k * j->stride, &j->m[k]))
 		bench_die("quantize failed");
 	memcpy(out, &j->m[k], sizeof(float));
 	z = gn_zre_encode_isa(j->isa, j->q + k * j->stride, g,
