@@ -109,7 +109,7 @@ static size_t encode_chunks(int isa, const float *x, const float *e_in,
 {
 	size_t k, k0, pos = 0, stride = gn_tlc_groups(chunk);
 	/* libgradnet's choice for its double-buffered error (lib/collective/fp.c) */
-	unsigned int flags = e_out != e_in && n >= GN_TLC_NT_MIN ? GN_TLC_NT : 0;
+	unsigned int flags = e_out != e_in ? gn_tlc_nt_flags(n) : 0;
 
 	c->chunks = gn_tlc_chunk_count(n, chunk);
 	for (k0 = 0; k0 < c->chunks; k0 += ENCODE_BATCH) {

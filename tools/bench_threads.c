@@ -53,7 +53,7 @@ static void encode_chunk(struct tjob *j, size_t k)
 	size_t g = gn_tlc_groups(len), used;
 	uint8_t *out = j->buf + k * j->bound;
 	/* libgradnet's choice for its double-buffered error (lib/collective/fp.c) */
-	unsigned int flags = j->n >= GN_TLC_NT_MIN ? GN_TLC_NT : 0;
+	unsigned int flags = gn_tlc_nt_flags(j->n);
 	long z;
 
 	if (gn_tlc_quantize_chunks_ex(j->isa, j->x + at, j->ef[0] + at,

@@ -176,6 +176,17 @@ GN_EXPORT int gn_tlc_quantize_chunks(const float *x, const float *e_in,
 #define GN_TLC_NT_MIN ((size_t)1 << 22)
 
 /**
+ * gn_tlc_nt_flags() - the flags for a double-buffered error buffer
+ * @n: values in the whole buffer (the tensor), not in one call
+ *
+ * Return: GN_TLC_NT from GN_TLC_NT_MIN values on, else 0.
+ */
+static inline unsigned int gn_tlc_nt_flags(size_t n)
+{
+	return n >= GN_TLC_NT_MIN ? GN_TLC_NT : 0;
+}
+
+/**
  * gn_tlc_quantize_chunks_ex() - gn_tlc_quantize_chunks() with an explicit
  * instruction set and flags
  * @isa: a GN_ISA_* value, or GN_ISA_BEST

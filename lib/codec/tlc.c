@@ -185,10 +185,9 @@ int gn_tlc_quantize_chunks_isa(int isa, const float *x, const float *e_in,
 			       float *e_out, size_t n, size_t chunk, float s,
 			       u8 *quartic, float *m)
 {
-	unsigned int flags = e_out != e_in && n >= GN_TLC_NT_MIN ? GN_TLC_NT : 0;
-
 	return gn_tlc_quantize_chunks_ex(isa, x, e_in, e_out, n, chunk, s,
-					 flags, quartic, m);
+					 e_out != e_in ? gn_tlc_nt_flags(n) : 0,
+					 quartic, m);
 }
 
 int gn_tlc_quantize_chunks(const float *x, const float *e_in, float *e_out,

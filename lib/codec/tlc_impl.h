@@ -42,7 +42,6 @@ struct gn_tlc_span {
 	bool stream;
 };
 
-
 struct gn_tlc_kernels {
 	u32 (*maxabs_bits)(const float *x, const float *e, size_t n);
 	u32 (*quartic)(const struct gn_tlc_span *cur, float m, u8 *out,

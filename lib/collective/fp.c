@@ -57,18 +57,13 @@ bool gn_all_finite(const void *v, size_t n)
 }
 
 /*
+ * Chunks [off, off + len) of the caller's gradient, reduce direction.
  * Error feedback is double-buffered and quantized a few chunks per call:
  * the buffer written is read again only at the next step, after the whole
- * tensor (@n values, or the own shard) has gone through the caches, so
- * from GN_TLC_NT_MIN values on it is written with non-temporal stores (no
- * read for ownership of the old contents).
+ * tensor (or, in gn_fp_gather_chunk(), the own shard) has gone through
+ * the caches, so the store flags come from the buffer's size, not the
+ * call's.
  */
-static unsigned int ef_flags(size_t n)
-{
-	return n >= GN_TLC_NT_MIN ? GN_TLC_NT : 0;
-}
-
-/* Chunks [off, off + len) of the caller's gradient, reduce direction. */
 int gn_fp_quantize(const struct gn_tensor *t, float *data, size_t off,
 		   size_t len, size_t chunk, u8 *q, float *scales)
 {
@@ -78,8 +73,8 @@ int gn_fp_quantize(const struct gn_tensor *t, float *data, size_t off,
 	r = gn_tlc_quantize_chunks_ex(GN_ISA_BEST, data + off,
 				      t->e_rs[t->e_cur] + off,
 				      t->e_rs[!t->e_cur] + off, len, chunk,
-				      bits_float(t->s_bits), ef_flags(t->n), q,
-				      scales);
+				      bits_float(t->s_bits),
+				      gn_tlc_nt_flags(t->n), q, scales);
 	gn_simd_end();
 	return r;
 }
@@ -103,8 +98,8 @@ int gn_fp_gather_chunk(const struct gn_ctx *ctx, const struct gn_tensor *t,
 	if (gn_tlc_quantize_chunks_ex(GN_ISA_BEST, sum, t->e_ag[t->e_cur] + rel,
 				      t->e_ag[!t->e_cur] + rel, len, len,
 				      bits_float(t->s_bits),
-				      ef_flags(t->lo[ctx->rank + 1] -
-					       t->lo[ctx->rank]),
+				      gn_tlc_nt_flags(t->lo[ctx->rank + 1] -
+						      t->lo[ctx->rank]),
 				      gq, &mm)) {
 		r = -EDOM;
 	} else {
