@@ -3,7 +3,8 @@
 #
 # stat_test.sh - gradnet-stat on a real job: three ranks, one per network
 # namespace on a bridge (tests/net/lib.sh), 1% loss on the bridge ports
-# (gn-loss), gradnet-stat attached to the ranks' USDT probes and to every
+# (gn-loss, spread: one packet in each 100 to a host, so every run loses
+# some), gradnet-stat attached to the ranks' USDT probes and to every
 # host's eth0 (tc). Then:
 #  - per rank, the flows' sums in the pinned map equal the library's own
 #    final counters exactly (GN_TEST_STATS_FILE: after close, when no
@@ -107,7 +108,7 @@ for ((k = 0; k < WORLD; k++)); do
 	"$STAT" attach --dev eth0 --netns "$(gn_host_ns "$k")" \
 		>>"$tmp/attach" 2>&1 || ok=0
 	gn_bridge_exec "$LOSS" attach --dev "p$k" --egress --ppm "$PPM" \
-		--ports "$PORT" >/dev/null 2>>"$tmp/attach" || ok=0
+		--spread --ports "$PORT" >/dev/null 2>>"$tmp/attach" || ok=0
 done
 [ "$ok" -eq 1 ] || sed 's/^/# /' "$tmp/attach"
 gn_result "$ok" "attach: USDT on gn-rank-test and libgradnet.so, tc on $WORLD hosts, 1% loss on the bridge"

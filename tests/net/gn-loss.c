@@ -2,7 +2,8 @@
 /*
  * gn-loss.c - attach, inspect and detach the tc loss injector (loss.bpf.c).
  *
- *   gn-loss attach --dev DEV [--ingress|--egress] --ppm N --ports LO[-HI]
+ *   gn-loss attach --dev DEV [--ingress|--egress] --ppm N [--spread]
+ *                  --ports LO[-HI]
  *   gn-loss stats  --dev DEV [--ingress|--egress]
  *   gn-loss detach --dev DEV [--ingress|--egress]
  *
@@ -10,7 +11,9 @@
  * filter. Nothing is pinned: stats and detach find the filter by its fixed
  * handle and priority, and the maps through the program's map ids, so the
  * tool works the same under `ip netns exec`. Direction defaults to egress
- * for attach and to both for stats and detach.
+ * for attach and to both for stats and detach. --spread drops one packet
+ * in each run of 10^6 / N instead of each with probability N / 10^6
+ * (loss.h): the same rate, but a flow is sure to lose some.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -56,6 +60,7 @@ struct gn_loss_args {
 	__u64 port_hi;
 	bool have_ppm;
 	bool have_ports;
+	bool spread;
 };
 
 /* What a query finds about one attached filter. */
@@ -233,6 +238,14 @@ static int cmd_attach(const struct gn_loss_args *a)
 		fprintf(stderr, "gn-loss: attach takes one direction\n");
 		return -EINVAL;
 	}
+	if (a->spread) {
+		cfg.spread = GN_LOSS_PPM_MAX / a->ppm;
+		if (getrandom(&cfg.seed, sizeof(cfg.seed), 0) !=
+		    sizeof(cfg.seed)) {
+			err = -errno;
+			goto out;
+		}
+	}
 	tc_hook_init(&hook, a->ifindex, dir);
 	libbpf_quiet = true;
 	err = bpf_tc_hook_create(&hook);
@@ -271,9 +284,10 @@ static int cmd_attach(const struct gn_loss_args *a)
 	err = bpf_tc_attach(&hook, &opts);
 	if (err)
 		goto out_destroy;
-	printf("attached %s %s prog_id %u ppm %llu ports %llu-%llu\n",
+	printf("attached %s %s prog_id %u ppm %llu spread %llu ports %llu-%llu\n",
 	       a->dev, dir_name(dir), opts.prog_id,
-	       (unsigned long long)cfg.ppm, (unsigned long long)cfg.port_lo,
+	       (unsigned long long)cfg.ppm, (unsigned long long)cfg.spread,
+	       (unsigned long long)cfg.port_lo,
 	       (unsigned long long)cfg.port_hi);
 
 out_destroy:
@@ -310,12 +324,14 @@ static int cmd_stats(const struct gn_loss_args *a)
 			goto out_err;
 		found++;
 		printf("{\"dev\":\"%s\",\"dir\":\"%s\",\"prog_id\":%u,"
-		       "\"ppm\":%llu,\"port_lo\":%llu,\"port_hi\":%llu,"
+		       "\"ppm\":%llu,\"spread\":%llu,"
+		       "\"port_lo\":%llu,\"port_hi\":%llu,"
 		       "\"seen\":%llu,\"dropped\":%llu,"
 		       "\"seen_bytes\":%llu,\"dropped_bytes\":%llu,"
 		       "\"seen_segs\":%llu,\"dropped_segs\":%llu}\n",
 		       a->dev, dir_name(dir), f.prog_id,
 		       (unsigned long long)f.cfg.ppm,
+		       (unsigned long long)f.cfg.spread,
 		       (unsigned long long)f.cfg.port_lo,
 		       (unsigned long long)f.cfg.port_hi,
 		       (unsigned long long)st.seen,
@@ -431,12 +447,14 @@ static int parse_ports(const char *s, struct gn_loss_args *a)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: gn-loss attach --dev DEV [--ingress|--egress] --ppm N --ports LO[-HI]\n"
+		"usage: gn-loss attach --dev DEV [--ingress|--egress] --ppm N [--spread]\n"
+		"                      --ports LO[-HI]\n"
 		"       gn-loss stats  --dev DEV [--ingress|--egress]\n"
 		"       gn-loss detach --dev DEV [--ingress|--egress]\n"
 		"Drops N per million UDP packets whose source or destination port is in\n"
-		"[LO, HI]; the tc filter stays after exit. stats prints one JSON line\n"
-		"per attached direction.\n");
+		"[LO, HI]; the tc filter stays after exit. --spread drops exactly one\n"
+		"in each run of 1000000/N such packets, at a random place (N must\n"
+		"divide 1000000). stats prints one JSON line per attached direction.\n");
 }
 
 int main(int argc, char **argv)
@@ -447,6 +465,7 @@ int main(int argc, char **argv)
 		{ "egress", no_argument, NULL, 'e' },
 		{ "ppm", required_argument, NULL, 'p' },
 		{ "ports", required_argument, NULL, 'P' },
+		{ "spread", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -464,7 +483,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	optind = 2;
-	while ((c = getopt_long(argc, argv, "d:iep:P:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:iep:P:sh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			a.dev = optarg;
@@ -488,6 +507,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			a.have_ports = true;
+			break;
+		case 's':
+			a.spread = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -514,6 +536,12 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "attach")) {
 		if (!a.have_ppm || !a.have_ports) {
 			usage(stderr);
+			return 2;
+		}
+		if (a.spread && (!a.ppm || GN_LOSS_PPM_MAX % a.ppm)) {
+			fprintf(stderr, "gn-loss: --spread needs a --ppm that "
+				"divides 1000000, not %llu\n",
+				(unsigned long long)a.ppm);
 			return 2;
 		}
 		err = cmd_attach(&a);

@@ -4,7 +4,8 @@
  * UDP packets whose source or destination port lies in a configured range.
  * netem is not available on the test machines; this is how the netns tests
  * put loss on a veth. Configuration and counters live in maps that the
- * loader, gn-loss, finds through the attached program.
+ * loader, gn-loss, finds through the attached program. Drops are either
+ * independent draws or spread one per run of packets (loss.h).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -31,6 +32,37 @@ struct {
 	__type(key, __u32);
 	__type(value, struct gn_loss_stats);
 } gn_loss_count SEC(".maps");
+
+/* Matching packets so far, all CPUs: numbers them for spread drops. */
+__u64 gn_loss_seq = 0;
+
+/*
+ * A 64-bit mixing function (splitmix64's finalizer): seed and run number
+ * in, a well-spread draw out.
+ */
+static __always_inline __u64 mix64(__u64 z)
+{
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/*
+ * Whether to drop this matching packet. Scaling a uniform 32-bit draw to
+ * [0, m) by multiply and shift has no modulo bias worth the name.
+ */
+static __always_inline int drop_this(const struct gn_loss_cfg *cfg)
+{
+	__u64 n, w = cfg->spread;
+
+	if (!w)
+		return (((__u64)bpf_get_prandom_u32() * GN_LOSS_PPM_MAX) >> 32) <
+		       cfg->ppm;
+	/* Numbered across CPUs, so each run really has w packets. */
+	n = __sync_fetch_and_add(&gn_loss_seq, 1);
+	return n % w == ((mix64(cfg->seed ^ (n / w)) >> 32) * w) >> 32;
+}
 
 /* Offset of the UDP header, or -1 if skb is not an unfragmented UDP head. */
 static __always_inline int udp_offset(struct __sk_buff *skb)
@@ -91,8 +123,7 @@ int gn_loss(struct __sk_buff *skb)
 	st->seen++;
 	st->seen_bytes += skb->len;
 	st->seen_segs += segs;
-	/* Scale a uniform 32-bit draw to [0, 10^6): no modulo bias. */
-	if ((((__u64)bpf_get_prandom_u32() * GN_LOSS_PPM_MAX) >> 32) >= cfg->ppm)
+	if (!drop_this(cfg))
 		return TC_ACT_OK;
 	st->dropped++;
 	st->dropped_bytes += skb->len;

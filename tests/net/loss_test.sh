@@ -4,8 +4,9 @@
 # loss_test.sh - check the tc loss injector (loss.bpf.c via gn-loss) on a
 # two-host netns topology: it drops the configured fraction of matching UDP
 # datagrams (within a 6-sigma binomial bound, so a pass does not hinge on
-# luck: a false failure has probability below 1e-6), leaves other ports
-# alone, counts exactly what was sent and dropped, and detaches cleanly.
+# luck: a false failure has probability below 1e-6), drops exactly one in
+# each run with --spread, leaves other ports alone, counts exactly what was
+# sent and dropped, and detaches cleanly.
 #
 # usage: loss_test.sh GN_LOSS UDP_COUNT
 # Exit: 0 pass, 1 fail, 4 skip (not root, no netns/bpf, tools not built);
@@ -47,21 +48,23 @@ fi
 gn_host_exec 0 "$GN_LOSS" detach --dev eth0 >/dev/null
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..9"
 
 # field NAME JSON: print the numeric field NAME of a gn-loss stats line.
 field() {
 	sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" <<<"$2"
 }
 
-# flow SPORT DPORT COUNT: send COUNT datagrams host 0 -> host 1, print the
-# number received.
+# flow SPORT DPORT COUNT [LOST]: send COUNT datagrams host 0 -> host 1,
+# print the number received; with LOST, write the numbers of the datagrams
+# that did not arrive there.
 flow() {
-	local sport=$1 dport=$2 count=$3 pid i sent
+	local sport=$1 dport=$2 count=$3 lost=${4:-} pid i sent
 
 	rm -f "$tmp/ready"
 	gn_host_exec 1 "$UDP_COUNT" recv --port "$dport" --ctl-port "$CTL" \
-		--ready "$tmp/ready" >"$tmp/recv" &
+		--ready "$tmp/ready" ${lost:+--lost "$lost" --count "$count"} \
+		>"$tmp/recv" &
 	pid=$!
 	for ((i = 0; i < 100; i++)); do
 		[ -e "$tmp/ready" ] && break
@@ -108,6 +111,46 @@ lossy() {
 
 lossy 0 egress 100000 40000 7000 "10% loss on egress, destination port in range"
 lossy 1 ingress 10000 7099 9000 "1% loss on ingress, source port in range"
+
+# --spread: one drop in each run of 100, so exactly N / 100 of N, each
+# run losing one datagram at its own place, and other places after a new
+# attach (a fresh seed). The datagrams go in order, one by one.
+# spread_run LOST: one attached flow of N; LOST gets the missing numbers.
+spread_run() {
+	local st
+
+	gn_host_exec 0 "$GN_LOSS" attach --dev eth0 --egress --ppm 10000 \
+		--spread --ports 7000-7099 >/dev/null
+	got=$(flow 40004 7001 "$N" "$1")
+	st=$(gn_host_exec 0 "$GN_LOSS" stats --dev eth0 --egress)
+	gn_host_exec 0 "$GN_LOSS" detach --dev eth0 >/dev/null
+	gn_diag "spread 100: sent $N received $got bpf seen $(field seen "$st")" \
+		"dropped $(field dropped "$st"), $(sort -u "$1" | wc -l) numbers lost," \
+		"$(awk '{ print $1 % 100 }' "$1" | sort -u | wc -l) places in a run"
+	[ "$(field spread "$st")" = 100 ] && [ "$(field seen "$st")" = "$N" ] &&
+		[ "$(field dropped "$st")" = $((N / 100)) ] &&
+		[ "$got" = $((N - N / 100)) ] &&
+		# one number lost in each run of 100
+		[ "$(awk '{ print int($1 / 100) }' "$1" | sort -un | wc -l)" = $((N / 100)) ] &&
+		[ "$(wc -l <"$1")" = $((N / 100)) ] &&
+		# not the same place in every run: 200 runs of 100 places
+		[ "$(awk '{ print $1 % 100 }' "$1" | sort -u | wc -l)" -gt 10 ]
+}
+ok=1
+spread_run "$tmp/lost1" || ok=0
+spread_run "$tmp/lost2" || ok=0
+cmp -s "$tmp/lost1" "$tmp/lost2" && ok=0
+gn_result "$ok" "--spread at 1% drops exactly one datagram in each run of 100, at random places"
+
+ok=1
+# A rate that is not one in a whole number of packets is refused.
+if gn_host_exec 0 "$GN_LOSS" attach --dev eth0 --ppm 3000 --spread \
+		--ports 7000 2>"$tmp/err"; then
+	ok=0
+fi
+grep -q 'divides 1000000' "$tmp/err" || ok=0
+gn_host_exec 0 "$GN_LOSS" stats --dev eth0 >/dev/null 2>&1 && ok=0
+gn_result "$ok" "--spread with a ppm that does not divide 10^6 is refused, nothing attached"
 
 # Everything in range goes, everything outside stays, on one attachment.
 gn_host_exec 0 "$GN_LOSS" attach --dev eth0 --egress --ppm 1000000 \

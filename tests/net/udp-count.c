@@ -4,12 +4,15 @@
  * arrive, for the loss injector test.
  *
  *   udp-count recv --port P --ctl-port C [--ready FILE]
+ *                  [--lost FILE --count N]
  *   udp-count send --to ADDR --port P [--sport S] --count N [--size B]
  *                  [--ctl-port C]
  *
  * recv counts datagrams on port P until a datagram arrives on port C (sent
  * by `send --ctl-port C` after its data), drains what is still queued, and
  * prints the count. The control port must lie outside the lossy range.
+ * send numbers its datagrams from 0; with --lost, recv writes the numbers
+ * below N that never arrived to FILE, one per line.
  * Sending is paced and the receive buffer is large, so the only loss is
  * the one injected.
  */
@@ -34,6 +37,7 @@
 struct udp_args {
 	const char *to;
 	const char *ready;
+	const char *lost;
 	long port, ctl_port, sport, count, size;
 };
 
@@ -59,26 +63,64 @@ static int udp_bind(long port)
 	return fd;
 }
 
-static long drain(int fd, char *buf, size_t len)
+/* Receive what is queued; mark each datagram's number below @count. */
+static long drain(int fd, char *buf, size_t len, unsigned char *seen,
+		  long count)
 {
-	long n = 0;
+	ssize_t r;
+	long n = 0, i;
 
-	while (recv(fd, buf, len, MSG_DONTWAIT) >= 0)
+	while ((r = recv(fd, buf, len, MSG_DONTWAIT)) >= 0) {
 		n++;
+		if (!seen || r < (ssize_t)sizeof(i))
+			continue;
+		memcpy(&i, buf, sizeof(i));
+		if (i >= 0 && i < count)
+			seen[i] = 1;
+	}
 	return n;
+}
+
+/* Write the numbers below @count that @seen lacks to @path. */
+static int write_lost(const char *path, const unsigned char *seen, long count)
+{
+	FILE *f = fopen(path, "w");
+	long i;
+
+	if (!f) {
+		perror("udp-count: lost file");
+		return -1;
+	}
+	for (i = 0; i < count; i++)
+		if (!seen[i])
+			fprintf(f, "%ld\n", i);
+	if (fclose(f)) {
+		perror("udp-count: lost file");
+		return -1;
+	}
+	return 0;
 }
 
 static int cmd_recv(const struct udp_args *a)
 {
+	unsigned char *seen = NULL;
 	struct pollfd pfd[2];
 	char buf[65536];
 	long got = 0;
 	int fd, ctl, ret = 1, elapsed = 0;
 	FILE *f;
 
+	if (a->lost) {
+		seen = calloc(a->count ? a->count : 1, 1);
+		if (!seen) {
+			fprintf(stderr, "udp-count: out of memory\n");
+			return 1;
+		}
+	}
 	fd = udp_bind(a->port);
 	if (fd < 0) {
 		fprintf(stderr, "udp-count: bind %ld: %s\n", a->port, strerror(-fd));
+		free(seen);
 		return 1;
 	}
 	ctl = udp_bind(a->ctl_port);
@@ -109,7 +151,7 @@ static int cmd_recv(const struct udp_args *a)
 			continue;
 		}
 		if (pfd[0].revents & POLLIN)
-			got += drain(fd, buf, sizeof(buf));
+			got += drain(fd, buf, sizeof(buf), seen, a->count);
 		if (pfd[1].revents & POLLIN)
 			break;
 	}
@@ -120,13 +162,16 @@ static int cmd_recv(const struct udp_args *a)
 	/* Data sent before the control datagram may still be on its way. */
 	pfd[0].revents = 0;
 	while (poll(pfd, 1, DRAIN_MS) > 0)
-		got += drain(fd, buf, sizeof(buf));
+		got += drain(fd, buf, sizeof(buf), seen, a->count);
 	printf("%ld\n", got);
+	if (seen && write_lost(a->lost, seen, a->count))
+		ret = 1;
 
 out_close_ctl:
 	close(ctl);
 out_close_fd:
 	close(fd);
+	free(seen);
 	return ret;
 }
 
@@ -198,7 +243,7 @@ static int cmd_send(const struct udp_args *a)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: udp-count recv --port P --ctl-port C [--ready FILE]\n"
+		"usage: udp-count recv --port P --ctl-port C [--ready FILE] [--lost FILE --count N]\n"
 		"       udp-count send --to ADDR --port P [--sport S] --count N [--size B] [--ctl-port C]\n");
 }
 
@@ -221,6 +266,7 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'n' },
 		{ "size", required_argument, NULL, 'z' },
 		{ "ready", required_argument, NULL, 'r' },
+		{ "lost", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct udp_args a = { .size = 64 };
@@ -254,6 +300,9 @@ int main(int argc, char **argv)
 		case 'r':
 			a.ready = optarg;
 			break;
+		case 'l':
+			a.lost = optarg;
+			break;
 		default:
 			bad = 1;
 		}
@@ -262,7 +311,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "recv") && a.ctl_port)
+	if (!strcmp(argv[1], "recv") && a.ctl_port && (!a.lost || a.count))
 		return cmd_recv(&a);
 	if (!strcmp(argv[1], "send") && a.to)
 		return cmd_send(&a);
