@@ -103,6 +103,52 @@ size_t bench_manifest(const char *rel, struct bench_tensor *t, size_t max)
 	return k;
 }
 
+/* Input for the throughput runs: real gradients tiled to @n values. */
+float *bench_tiled_gradients(size_t n)
+{
+	static const char *const files[] = {
+		"mlp-digits/mlp-s00001-fc2.weight.f32",
+		"mlp-digits/mlp-s00100-fc2.weight.f32",
+		"mlp-digits/mlp-s01000-fc2.weight.f32",
+	};
+	float *x = bench_alloc(n * sizeof(float)), *src[3];
+	size_t len[3], k, at = 0;
+
+	for (k = 0; k < 3; k++) {
+		src[k] = bench_load_f32(files[k], &len[k]);
+		if (!src[k])
+			bench_die("cannot read %s/%s", bench_data_dir(), files[k]);
+	}
+	for (k = 0; at < n; k = (k + 1) % 3) {
+		size_t take = n - at < len[k] ? n - at : len[k];
+
+		memcpy(x + at, src[k], take * sizeof(float));
+		at += take;
+	}
+	for (k = 0; k < 3; k++)
+		free(src[k]);
+	return x;
+}
+
+/* The baselines get the widest vector unit the CPU has, like the codec. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void bench_stream_add(float *e, const float *x, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		e[i] += x[i];
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void bench_stream_addk(float *acc, float k, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		acc[i] += k;
+}
+
 /* One core, the same one every run. */
 void bench_pin_cpu(void)
 {

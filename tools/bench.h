@@ -23,6 +23,10 @@ const char *bench_data_dir(void);
 float *bench_load_f32(const char *rel, size_t *n);
 size_t bench_manifest(const char *rel, struct bench_tensor *t, size_t max);
 void bench_pin_cpu(void);
+float *bench_tiled_gradients(size_t n);
+/* The memory anchors: STREAM-style e[i] += x[i] and acc[i] += k. */
+void bench_stream_add(float *e, const float *x, size_t n);
+void bench_stream_addk(float *acc, float k, size_t n);
 
 int bench_codec(int argc, char **argv);
 int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,

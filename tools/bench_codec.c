@@ -43,52 +43,6 @@ struct results {
 
 static const float s_values[4] = { 1.0f, 1.5f, 1.75f, 1.9f };
 
-/* The baselines get the widest vector unit the CPU has, like the codec. */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void stream_encode_kernel(float *e, const float *x, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		e[i] += x[i];
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void stream_decode_kernel(float *acc, float k, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		acc[i] += k;
-}
-
-/* Input for the throughput runs: real gradients tiled to @n values. */
-static float *tiled_gradients(size_t n)
-{
-	static const char *const files[] = {
-		"mlp-digits/mlp-s00001-fc2.weight.f32",
-		"mlp-digits/mlp-s00100-fc2.weight.f32",
-		"mlp-digits/mlp-s01000-fc2.weight.f32",
-	};
-	float *x = bench_alloc(n * sizeof(float)), *src[3];
-	size_t len[3], k, at = 0;
-
-	for (k = 0; k < 3; k++) {
-		src[k] = bench_load_f32(files[k], &len[k]);
-		if (!src[k])
-			bench_die("cannot read %s/%s", bench_data_dir(), files[k]);
-	}
-	for (k = 0; at < n; k = (k + 1) % 3) {
-		size_t take = n - at < len[k] ? n - at : len[k];
-
-		memcpy(x + at, src[k], take * sizeof(float));
-		at += take;
-	}
-	for (k = 0; k < 3; k++)
-		free(src[k]);
-	return x;
-}
-
 struct chunked {
 	uint8_t *buf, *quartic;
 	float *m;
@@ -182,7 +136,7 @@ static void measure(const struct codec_opts *o, size_t n, double *enc,
 {
 	size_t bytes = n * sizeof(float), chunk = o->chunk, zcap, i;
 	size_t nchunks = (n + chunk - 1) / chunk, total = 0;
-	float *x = tiled_gradients(n), *e = bench_alloc(bytes);
+	float *x = bench_tiled_gradients(n), *e = bench_alloc(bytes);
 	float *acc = bench_alloc(bytes), *dst = bench_alloc(bytes);
 	float *ef[2] = { bench_alloc(bytes), bench_alloc(bytes) };
 	struct chunked c = {
@@ -228,9 +182,9 @@ static void measure(const struct codec_opts *o, size_t n, double *enc,
 		   decode_chunks(o->isa, &c, acc, n, chunk));
 	BENCH_TIME(*mcp, bytes, o->min_seconds, memcpy(dst, x, bytes));
 	BENCH_TIME(*senc, bytes, o->min_seconds,
-		   stream_encode_kernel(dst, x, n));
+		   bench_stream_add(dst, x, n));
 	BENCH_TIME(*sdec, bytes, o->min_seconds,
-		   stream_decode_kernel(acc, 0.5f, n));
+		   bench_stream_addk(acc, 0.5f, n));
 	BENCH_TIME(zs[0], bytes, o->min_seconds,
 		   zlen = ZSTD_compressCCtx(zc, zbuf, zcap, x, bytes, 1));
 	if (ZSTD_isError(zlen))

@@ -4,7 +4,9 @@
  * split by chunk over threads, as libgradnet's codec workers split a
  * step (GN_CODEC_WORKERS): 3LC encode (error feedback double-buffered,
  * quantize, zero runs) and decode-accumulate of a tensor, at each thread
- * count, against the first count of the list in the same run. The
+ * count, against the first count of the list in the same run, and
+ * against the memory's own speed at that count: the STREAM-style kernels
+ * e[i] += x[i] and acc[i] += k, split by chunk in the same way. The
  * machine may be shared, so the counts take turns in rounds (each keeps
  * its fastest run), and each row also gives every thread's CPU time over
  * the wall time of its runs, and how busy the whole machine was
@@ -23,6 +25,8 @@
 
 #define MAX_THREADS 64
 
+enum phase { ENCODE, DECODE, STREAM_ADD, STREAM_ADDK, PHASES };
+
 struct tjob {
 	int isa;
 	size_t n, chunk, nchunks, stride, bound;
@@ -34,7 +38,7 @@ struct tjob {
 	size_t *len;
 	/* one run: */
 	pthread_barrier_t start, end;
-	int phase;			/* 0 encode, 1 decode, -1 quit */
+	int phase;			/* enum phase, or -1: quit */
 	size_t next;			/* next chunk to claim */
 	double cpu[MAX_THREADS];	/* seconds per thread, this phase */
 };
@@ -66,13 +70,27 @@ static void encode_chunk(struct tjob *j, size_t k)
 	j->len[k] = GN_TLC_SCALE_BYTES + (size_t)z;
 }
 
-static void decode_chunk(struct tjob *j, size_t k)
+/* Chunk @k of @phase: the codec's work, or the memory anchor's. */
+static void run_chunk(struct tjob *j, int phase, size_t k)
 {
 	size_t at = k * j->chunk, len = j->n - at < j->chunk ? j->n - at : j->chunk;
 
-	if (gn_tlc_decode_isa(j->isa, j->buf + k * j->bound, j->len[k],
-			      j->acc + at, len))
-		bench_die("decode failed");
+	switch (phase) {
+	case ENCODE:
+		encode_chunk(j, k);
+		break;
+	case DECODE:
+		if (gn_tlc_decode_isa(j->isa, j->buf + k * j->bound, j->len[k],
+				      j->acc + at, len))
+			bench_die("decode failed");
+		break;
+	case STREAM_ADD:	/* reads two streams, writes one: as encode */
+		bench_stream_add(j->acc + at, j->x + at, len);
+		break;
+	case STREAM_ADDK:	/* reads one, writes it: as decode */
+		bench_stream_addk(j->acc + at, 0.5f, len);
+		break;
+	}
 }
 
 /* Claim chunks until none is left; returns this thread's CPU seconds. */
@@ -81,12 +99,8 @@ static double work(struct tjob *j)
 	double c0 = thread_cpu();
 	size_t k;
 
-	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->nchunks) {
-		if (j->phase == 0)
-			encode_chunk(j, k);
-		else
-			decode_chunk(j, k);
-	}
+	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->nchunks)
+		run_chunk(j, j->phase, k);
 	return thread_cpu() - c0;
 }
 
@@ -146,10 +160,10 @@ static void machine_jiffies(unsigned long long *busy, unsigned long long *total)
 /* One thread count's measurements, summed over the rounds. */
 struct row {
 	int threads;
-	double enc_best, dec_best;	/* fastest run, seconds */
-	double enc_cpu[MAX_THREADS], dec_cpu[MAX_THREADS];	/* CPU seconds */
-	double enc_wall, dec_wall;	/* wall seconds of all runs */
-	long enc_runs, dec_runs;
+	double best[PHASES];		/* fastest run, seconds */
+	double cpu[PHASES][MAX_THREADS];	/* CPU seconds */
+	double phase_wall[PHASES];	/* wall seconds of all runs */
+	long runs[PHASES];
 	unsigned long long busy_j, total_j;	/* /proc/stat jiffies */
 	double own_cpu, wall;
 };
@@ -158,31 +172,26 @@ struct row {
 static void measure_phase(struct tjob *j, int t, int phase, double secs,
 			  struct row *r)
 {
-	double start = bench_now(), *best, *wall, *cpu;
-	long *runs;
+	double start = bench_now();
 	int i, n = 0;
 
-	best = phase ? &r->dec_best : &r->enc_best;
-	wall = phase ? &r->dec_wall : &r->enc_wall;
-	cpu = phase ? r->dec_cpu : r->enc_cpu;
-	runs = phase ? &r->dec_runs : &r->enc_runs;
 	memset(j->cpu, 0, sizeof(j->cpu));
 	while (n < 3 || bench_now() - start < secs) {
 		double dt = run_once(j, phase);
 		float *e;
 
-		*best = dt < *best ? dt : *best;
-		*wall += dt;
+		r->best[phase] = dt < r->best[phase] ? dt : r->best[phase];
+		r->phase_wall[phase] += dt;
 		n++;
-		if (phase == 0) {	/* the next step reads what this one wrote */
+		if (phase == ENCODE) {	/* the next step reads what this one wrote */
 			e = j->ef[0];
 			j->ef[0] = j->ef[1];
 			j->ef[1] = e;
 		}
 	}
-	*runs += n;
+	r->runs[phase] += n;
 	for (i = 0; i < t; i++) {
-		cpu[i] += j->cpu[i];
+		r->cpu[phase][i] += j->cpu[i];
 		r->own_cpu += j->cpu[i];
 	}
 }
@@ -206,9 +215,12 @@ static void measure_threads(struct tjob *j, int t, double secs, struct row *r)
 	r->threads = t;
 	machine_jiffies(&b0, &t0);
 	w0 = bench_now();
-	measure_phase(j, t, 0, secs, r);
+	measure_phase(j, t, ENCODE, secs, r);
 	memset(j->acc, 0, j->n * sizeof(float));
-	measure_phase(j, t, 1, secs, r);
+	measure_phase(j, t, DECODE, secs, r);
+	measure_phase(j, t, STREAM_ADD, secs, r);
+	memset(j->acc, 0, j->n * sizeof(float));
+	measure_phase(j, t, STREAM_ADDK, secs, r);
 	machine_jiffies(&b1, &t1);
 	r->wall += bench_now() - w0;
 	r->busy_j += b1 - b0;
@@ -219,30 +231,6 @@ static void measure_threads(struct tjob *j, int t, double secs, struct row *r)
 		pthread_join(th[i], NULL);
 	pthread_barrier_destroy(&j->start);
 	pthread_barrier_destroy(&j->end);
-}
-
-static float *tiled(size_t n)
-{
-	static const char *const files[] = {
-		"mlp-digits/mlp-s00001-fc2.weight.f32",
-		"mlp-digits/mlp-s00100-fc2.weight.f32",
-		"mlp-digits/mlp-s01000-fc2.weight.f32",
-	};
-	float *x = bench_alloc(n * sizeof(float));
-	size_t at = 0, k;
-
-	for (k = 0; at < n; k = (k + 1) % 3) {
-		size_t len, take;
-		float *src = bench_load_f32(files[k], &len);
-
-		if (!src)
-			bench_die("cannot read %s/%s", bench_data_dir(), files[k]);
-		take = n - at < len ? n - at : len;
-		memcpy(x + at, src, take * sizeof(float));
-		at += take;
-		free(src);
-	}
-	return x;
 }
 
 static int parse_list(const char *s, int *t, int max)
@@ -305,12 +293,15 @@ static void print_rows(const struct tjob *j, const char *list,
 		for (i = 0; i < nt; i++) {
 			const struct row *r = &rows[i];
 
-			printf("%s{\"threads\": %d, \"encode_gbps\": %.4f, \"decode_gbps\": %.4f, \"encode_x\": %.3f, \"decode_x\": %.3f, \"encode_gb_per_cpu_s\": %.4f, \"decode_gb_per_cpu_s\": %.4f, \"machine_busy_cores\": %.2f, \"own_cores\": %.2f}",
-			       i ? ", " : "", r->threads, gbps(j, r->enc_best),
-			       gbps(j, r->dec_best), r0->enc_best / r->enc_best,
-			       r0->dec_best / r->dec_best,
-			       per_cpu(j, r->enc_cpu, r->threads, r->enc_runs),
-			       per_cpu(j, r->dec_cpu, r->threads, r->dec_runs),
+			printf("%s{\"threads\": %d, \"encode_gbps\": %.4f, \"decode_gbps\": %.4f, \"encode_x\": %.3f, \"decode_x\": %.3f, \"encode_gb_per_cpu_s\": %.4f, \"decode_gb_per_cpu_s\": %.4f, \"stream_add_gbps\": %.4f, \"stream_addk_gbps\": %.4f, \"machine_busy_cores\": %.2f, \"own_cores\": %.2f}",
+			       i ? ", " : "", r->threads,
+			       gbps(j, r->best[ENCODE]), gbps(j, r->best[DECODE]),
+			       r0->best[ENCODE] / r->best[ENCODE],
+			       r0->best[DECODE] / r->best[DECODE],
+			       per_cpu(j, r->cpu[ENCODE], r->threads, r->runs[ENCODE]),
+			       per_cpu(j, r->cpu[DECODE], r->threads, r->runs[DECODE]),
+			       gbps(j, r->best[STREAM_ADD]),
+			       gbps(j, r->best[STREAM_ADDK]),
 			       busy_cores(r), r->own_cpu / r->wall);
 		}
 		printf("]}\n");
@@ -332,16 +323,33 @@ static void print_rows(const struct tjob *j, const char *list,
 
 		for (k = 0; k < r->threads && k < 8; k++) {
 			snprintf(ec + strlen(ec), sizeof(ec) - strlen(ec), "%s%.2f",
-				 k ? " " : "", r->enc_cpu[k] / r->enc_wall);
+				 k ? " " : "",
+				 r->cpu[ENCODE][k] / r->phase_wall[ENCODE]);
 			snprintf(dc + strlen(dc), sizeof(dc) - strlen(dc), "%s%.2f",
-				 k ? " " : "", r->dec_cpu[k] / r->dec_wall);
+				 k ? " " : "",
+				 r->cpu[DECODE][k] / r->phase_wall[DECODE]);
 		}
 		printf("| %d | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f | %s | %s | %.2f (%.2f) |\n",
-		       r->threads, gbps(j, r->enc_best), r0->enc_best / r->enc_best,
-		       per_cpu(j, r->enc_cpu, r->threads, r->enc_runs),
-		       gbps(j, r->dec_best), r0->dec_best / r->dec_best,
-		       per_cpu(j, r->dec_cpu, r->threads, r->dec_runs), ec, dc,
-		       busy_cores(r), r->own_cpu / r->wall);
+		       r->threads, gbps(j, r->best[ENCODE]),
+		       r0->best[ENCODE] / r->best[ENCODE],
+		       per_cpu(j, r->cpu[ENCODE], r->threads, r->runs[ENCODE]),
+		       gbps(j, r->best[DECODE]), r0->best[DECODE] / r->best[DECODE],
+		       per_cpu(j, r->cpu[DECODE], r->threads, r->runs[DECODE]),
+		       ec, dc, busy_cores(r), r->own_cpu / r->wall);
+	}
+	printf("\nThe memory's speed at each count (same split, same rounds): what scaling can reach\n\n");
+	printf("| threads | STREAM e[i] += x[i] GB/s | x | encode / STREAM | STREAM acc[i] += k GB/s | x | decode / STREAM |\n");
+	printf("|---|---|---|---|---|---|---|\n");
+	for (i = 0; i < nt; i++) {
+		const struct row *r = &rows[i];
+
+		printf("| %d | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f |\n",
+		       r->threads, gbps(j, r->best[STREAM_ADD]),
+		       r0->best[STREAM_ADD] / r->best[STREAM_ADD],
+		       r->best[STREAM_ADD] / r->best[ENCODE],
+		       gbps(j, r->best[STREAM_ADDK]),
+		       r0->best[STREAM_ADDK] / r->best[STREAM_ADDK],
+		       r->best[STREAM_ADDK] / r->best[DECODE]);
 	}
 }
 
@@ -368,7 +376,7 @@ int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 	j.nchunks = (n + chunk - 1) / chunk;
 	j.stride = gn_tlc_groups(chunk);
 	j.bound = gn_tlc_encode_bound(chunk);
-	j.x = tiled(n);
+	j.x = bench_tiled_gradients(n);
 	j.ef[0] = bench_alloc(bytes);
 	j.ef[1] = bench_alloc(bytes);
 	j.acc = bench_alloc(bytes);
@@ -382,7 +390,6 @@ int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 	for (i = 0; i < 3; i++) {
 		float *e;
 
-		j.phase = 0;
 		for (k = 0; (size_t)k < j.nchunks; k++)
 			encode_chunk(&j, (size_t)k);
 		e = j.ef[0];
@@ -397,7 +404,8 @@ int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 	 */
 	memset(rows, 0, sizeof(rows));
 	for (i = 0; i < nt; i++)
-		rows[i].enc_best = rows[i].dec_best = 1e30;
+		for (k = 0; k < PHASES; k++)
+			rows[i].best[k] = 1e30;
 	for (round = 0; round < ROUNDS; round++)
 		for (i = 0; i < nt; i++)
 			measure_threads(&j, counts[i], secs / ROUNDS, &rows[i]);
