@@ -410,5 +410,13 @@ int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 		for (i = 0; i < nt; i++)
 			measure_threads(&j, counts[i], secs / ROUNDS, &rows[i]);
 	print_rows(&j, list, rows, nt, enc_bytes, json);
+	free((void *)j.x);
+	free(j.ef[0]);
+	free(j.ef[1]);
+	free(j.acc);
+	free(j.q);
+	free(j.buf);
+	free(j.m);
+	free(j.len);
 	return 0;
 }
