@@ -239,10 +239,11 @@ static int cmd_attach(const struct gn_loss_args *a)
 		return -EINVAL;
 	}
 	if (a->spread) {
+		ssize_t r = getrandom(&cfg.seed, sizeof(cfg.seed), 0);
+
 		cfg.spread = GN_LOSS_PPM_MAX / a->ppm;
-		if (getrandom(&cfg.seed, sizeof(cfg.seed), 0) !=
-		    sizeof(cfg.seed)) {
-			err = -errno;
+		if (r != (ssize_t)sizeof(cfg.seed)) {
+			err = r < 0 ? -errno : -EIO;
 			goto out;
 		}
 	}
