@@ -18,7 +18,8 @@ trap 'rm -rf "$tmp"' EXIT
 echo "TAP version 13"
 echo "1..2"
 
-# check NAME CMD...: run CMD, hand its JSON line to the checker NAME.
+# check NAME TESTNO CMD...: run CMD, check its JSON line as NAME, print
+# TAP line TESTNO.
 check() {
 	local name=$1 testno=$2
 

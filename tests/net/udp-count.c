@@ -111,7 +111,7 @@ static int cmd_recv(const struct udp_args *a)
 	FILE *f;
 
 	if (a->lost) {
-		seen = calloc(a->count ? a->count : 1, 1);
+		seen = calloc((size_t)a->count, 1);
 		if (!seen) {
 			fprintf(stderr, "udp-count: out of memory\n");
 			return 1;
