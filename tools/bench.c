@@ -149,6 +149,108 @@ void bench_stream_addk(float *acc, float k, size_t n)
 		acc[i] += k;
 }
 
+/* @b set up for @n values of @x in chunks of @chunk; dies without memory. */
+void bench_enc_init(struct bench_enc *b, int isa, const float *x,
+		    float *e_in, float *e_out, size_t n, size_t chunk)
+{
+	*b = (struct bench_enc){
+		.isa = isa, .n = n, .chunk = chunk, .x = x,
+		.e_in = e_in, .e_out = e_out,
+		.chunks = gn_tlc_chunk_count(n, chunk),
+		.stride = gn_tlc_groups(chunk),
+		.bound = gn_tlc_encode_bound(chunk),
+	};
+	b->quartic = bench_alloc(b->chunks * b->stride);
+	b->m = bench_alloc(b->chunks * sizeof(float));
+	b->buf = bench_alloc(b->chunks * b->bound);
+	b->len = bench_alloc(b->chunks * sizeof(size_t));
+}
+
+void bench_enc_free(struct bench_enc *b)
+{
+	free(b->quartic);
+	free(b->m);
+	free(b->buf);
+	free(b->len);
+}
+
+/* The next step reads the error this one wrote. */
+void bench_enc_swap(struct bench_enc *b)
+{
+	float *e = b->e_in;
+
+	b->e_in = b->e_out;
+	b->e_out = e;
+}
+
+size_t bench_enc_parts(const struct bench_enc *b)
+{
+	return (b->chunks + BENCH_ENCODE_BATCH - 1) / BENCH_ENCODE_BATCH;
+}
+
+/*
+ * Part @part of @b's tensor, BENCH_ENCODE_BATCH chunks, as libgradnet's
+ * encoder does it (lib/collective/spread.c): one quantizer call for the
+ * part, then each chunk zero-run encoded behind its scale while its group
+ * bytes are still in cache. A double-buffered error is streamed where
+ * libgradnet streams it (gn_tlc_nt_flags(), lib/collective/fp.c).
+ */
+void bench_encode_part(const struct bench_enc *b, size_t part)
+{
+	size_t k0 = part * BENCH_ENCODE_BATCH, k;
+	size_t k1 = k0 + BENCH_ENCODE_BATCH < b->chunks ?
+			    k0 + BENCH_ENCODE_BATCH : b->chunks;
+	size_t at = k0 * b->chunk, end = k1 * b->chunk < b->n ? k1 * b->chunk :
+								b->n;
+	unsigned int flags = b->e_out != b->e_in ? gn_tlc_nt_flags(b->n) : 0;
+	int r = gn_tlc_quantize_chunks_ex(b->isa, b->x + at, b->e_in + at,
+					  b->e_out + at, end - at, b->chunk,
+					  1.0f, flags,
+					  b->quartic + k0 * b->stride,
+					  b->m + k0);
+
+	if (r)
+		bench_die("quantize: %s", strerror(-r));
+	for (k = k0; k < k1; k++) {
+		size_t len = b->n - k * b->chunk < b->chunk ?
+				     b->n - k * b->chunk : b->chunk;
+		size_t g = gn_tlc_groups(len), used;
+		uint8_t *out = b->buf + k * b->bound;
+		long z;
+
+		memcpy(out, &b->m[k], sizeof(float));
+		z = gn_zre_encode_isa(b->isa, b->quartic + k * b->stride, g,
+				      out + GN_TLC_SCALE_BYTES, g, &used);
+		if (z < 0)
+			bench_die("zero-run encode: %s", strerror((int)-z));
+		b->len[k] = GN_TLC_SCALE_BYTES + (size_t)z;
+	}
+}
+
+/* The whole tensor, part after part: returns the encoded bytes. */
+size_t bench_encode(const struct bench_enc *b)
+{
+	size_t p, k, total = 0;
+
+	for (p = 0; p < bench_enc_parts(b); p++)
+		bench_encode_part(b, p);
+	for (k = 0; k < b->chunks; k++)
+		total += b->len[k];
+	return total;
+}
+
+/* Chunk @k decoded and added to @acc (the whole tensor's accumulator). */
+void bench_decode_chunk(const struct bench_enc *b, size_t k, float *acc)
+{
+	size_t at = k * b->chunk;
+	size_t len = b->n - at < b->chunk ? b->n - at : b->chunk;
+	int r = gn_tlc_decode_isa(b->isa, b->buf + k * b->bound, b->len[k],
+				  acc + at, len);
+
+	if (r)
+		bench_die("decode: %s", strerror(-r));
+}
+
 /* One core, the same one every run. */
 void bench_pin_cpu(void)
 {

@@ -7,6 +7,7 @@
 #define GN_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 struct bench_tensor {
@@ -27,6 +28,38 @@ float *bench_tiled_gradients(size_t n);
 /* The memory anchors: STREAM-style e[i] += x[i] and acc[i] += k. */
 void bench_stream_add(float *e, const float *x, size_t n);
 void bench_stream_addk(float *acc, float k, size_t n);
+
+/*
+ * Chunks per quantizer call in libgradnet's encoder, and so in a part of
+ * the codec workers' encoding: ENCODE_BATCH in lib/collective/core.h.
+ */
+#define BENCH_ENCODE_BATCH 4
+
+/*
+ * A tensor encoded as libgradnet encodes it: chunk k's scale and zero-run
+ * stream in slot k of @buf (gn_tlc_encode_bound(chunk) bytes), its length
+ * in len[k]. The error feedback is read from @e_in and written to @e_out,
+ * which may be the same buffer; bench_enc_swap() exchanges them.
+ */
+struct bench_enc {
+	int isa;
+	size_t n, chunk, chunks, stride, bound;
+	const float *x;
+	float *e_in, *e_out;
+	uint8_t *quartic;	/* [chunks][stride] group bytes */
+	float *m;		/* [chunks] */
+	uint8_t *buf;		/* [chunks][bound] */
+	size_t *len;		/* [chunks] */
+};
+
+void bench_enc_init(struct bench_enc *b, int isa, const float *x,
+		    float *e_in, float *e_out, size_t n, size_t chunk);
+void bench_enc_free(struct bench_enc *b);
+void bench_enc_swap(struct bench_enc *b);
+size_t bench_enc_parts(const struct bench_enc *b);
+void bench_encode_part(const struct bench_enc *b, size_t part);
+size_t bench_encode(const struct bench_enc *b);
+void bench_decode_chunk(const struct bench_enc *b, size_t k, float *acc);
 
 int bench_codec(int argc, char **argv);
 int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,

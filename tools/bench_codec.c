@@ -43,88 +43,23 @@ struct results {
 
 static const float s_values[4] = { 1.0f, 1.5f, 1.75f, 1.9f };
 
-struct chunked {
-	uint8_t *buf, *quartic;
-	float *m;
-	size_t *off, *len;
-	size_t chunks;
-};
-
-/*
- * Encode @x in chunks of @chunk values as the allreduce does
- * (lib/collective/spread.c): one quantizer call per ENCODE_BATCH chunks,
- * then each of them zero-run encoded behind its scale while its group
- * bytes are still in cache. Returns the stream bytes.
- */
-#define ENCODE_BATCH 4		/* lib/collective/core.h */
-static size_t encode_chunks(int isa, const float *x, const float *e_in,
-			    float *e_out, size_t n, size_t chunk, float s,
-			    struct chunked *c)
-{
-	size_t k, k0, pos = 0, stride = gn_tlc_groups(chunk);
-	/* libgradnet's choice for its double-buffered error (lib/collective/fp.c) */
-	unsigned int flags = e_out != e_in ? gn_tlc_nt_flags(n) : 0;
-
-	c->chunks = gn_tlc_chunk_count(n, chunk);
-	for (k0 = 0; k0 < c->chunks; k0 += ENCODE_BATCH) {
-		size_t k1 = k0 + ENCODE_BATCH < c->chunks ? k0 + ENCODE_BATCH :
-							    c->chunks;
-		size_t at = k0 * chunk, end = k1 * chunk < n ? k1 * chunk : n;
-		int r = gn_tlc_quantize_chunks_ex(isa, x + at, e_in + at,
-						  e_out + at, end - at, chunk,
-						  s, flags,
-						  c->quartic + k0 * stride,
-						  c->m + k0);
-
-		if (r)
-			bench_die("quantize: %s", strerror(-r));
-		for (k = k0; k < k1; k++) {
-			size_t len = n - k * chunk < chunk ? n - k * chunk : chunk;
-			size_t g = gn_tlc_groups(len), used;
-			uint8_t *out = c->buf + pos;
-			long z;
-
-			memcpy(out, &c->m[k], sizeof(float));
-			z = gn_zre_encode_isa(isa, c->quartic + k * stride, g,
-					      out + GN_TLC_SCALE_BYTES, g,
-					      &used);
-			c->off[k] = pos;
-			c->len[k] = GN_TLC_SCALE_BYTES + (size_t)z;
-			pos += c->len[k];
-		}
-	}
-	return pos;
-}
-
-static void decode_chunks(int isa, const struct chunked *c, float *acc,
-			  size_t n, size_t chunk)
+static void decode_all(const struct bench_enc *b, float *acc)
 {
 	size_t k;
 
-	for (k = 0; k < c->chunks; k++) {
-		size_t at = k * chunk, len = n - at < chunk ? n - at : chunk;
-		int r = gn_tlc_decode_isa(isa, c->buf + c->off[k], c->len[k],
-					  acc + at, len);
-
-		if (r)
-			bench_die("decode: %s", strerror(-r));
-	}
+	for (k = 0; k < b->chunks; k++)
+		bench_decode_chunk(b, k, acc);
 }
 
 /*
- * The same, with the error feedback double-buffered as libgradnet keeps it
- * (read from one buffer, written to the other, so a failed step can keep
- * the old one); the buffers swap after each run.
+ * With the error feedback double-buffered as libgradnet keeps it (read
+ * from one buffer, written to the other, so a failed step can keep the
+ * old one); the buffers swap after each run.
  */
-static void encode_swapped(int isa, const float *x, float *ef[2], size_t n,
-			   size_t chunk, struct chunked *c)
+static void encode_swapped(struct bench_enc *b)
 {
-	float *t;
-
-	encode_chunks(isa, x, ef[0], ef[1], n, chunk, 1.0f, c);
-	t = ef[0];
-	ef[0] = ef[1];
-	ef[1] = t;
+	bench_encode(b);
+	bench_enc_swap(b);
 }
 
 /* Run @n values' worth of every kernel; speeds in GB/s of float input. */
@@ -134,18 +69,11 @@ static void measure(const struct codec_opts *o, size_t n, double *enc,
 		    double zs[2], double lz[2], double *zr, double *lr,
 		    double *tr)
 {
-	size_t bytes = n * sizeof(float), chunk = o->chunk, zcap, i;
-	size_t nchunks = (n + chunk - 1) / chunk, total = 0;
+	size_t bytes = n * sizeof(float), zcap, i, total = 0;
 	float *x = bench_tiled_gradients(n), *e = bench_alloc(bytes);
 	float *acc = bench_alloc(bytes), *dst = bench_alloc(bytes);
 	float *ef[2] = { bench_alloc(bytes), bench_alloc(bytes) };
-	struct chunked c = {
-		.buf = bench_alloc(nchunks * gn_tlc_encode_bound(chunk)),
-		.quartic = bench_alloc(gn_tlc_chunks_groups(n, chunk)),
-		.m = bench_alloc(nchunks * sizeof(float)),
-		.off = bench_alloc(nchunks * sizeof(size_t)),
-		.len = bench_alloc(nchunks * sizeof(size_t)),
-	};
+	struct bench_enc c;
 	ZSTD_CCtx *zc = ZSTD_createCCtx();
 	ZSTD_DCtx *zd = ZSTD_createDCtx();
 	char *zbuf, *out;
@@ -161,25 +89,26 @@ static void measure(const struct codec_opts *o, size_t n, double *enc,
 	memset(acc, 0, bytes);
 	memset(dst, 0, bytes);
 	/* Warm up to the error-feedback steady state. */
+	bench_enc_init(&c, o->isa, x, e, e, n, o->chunk);
 	for (i = 0; i < 3; i++)
-		total = encode_chunks(o->isa, x, e, e, n, chunk, 1.0f, &c);
+		total = bench_encode(&c);
 	*tr = (double)bytes / (double)total;
 	memcpy(ef[0], e, bytes);
 	memcpy(dst, e, bytes);		/* kept until the decode below */
 
-	BENCH_TIME(*enc2, bytes, o->min_seconds,
-		   encode_swapped(o->isa, x, ef, n, chunk, &c));
-	BENCH_TIME(*enc, bytes, o->min_seconds,
-		   encode_chunks(o->isa, x, e, e, n, chunk, 1.0f, &c));
+	c.e_in = ef[0];
+	c.e_out = ef[1];
+	BENCH_TIME(*enc2, bytes, o->min_seconds, encode_swapped(&c));
+	c.e_in = c.e_out = e;
+	BENCH_TIME(*enc, bytes, o->min_seconds, bench_encode(&c));
 	/*
 	 * Decode the stream of the first step after the warm-up, not of
 	 * whichever step the timed loop above happened to end on: its
 	 * sparsity, and so the decoder's speed, moves with that count.
 	 */
 	memcpy(e, dst, bytes);
-	encode_chunks(o->isa, x, e, e, n, chunk, 1.0f, &c);
-	BENCH_TIME(*dec, bytes, o->min_seconds,
-		   decode_chunks(o->isa, &c, acc, n, chunk));
+	bench_encode(&c);
+	BENCH_TIME(*dec, bytes, o->min_seconds, decode_all(&c, acc));
 	BENCH_TIME(*mcp, bytes, o->min_seconds, memcpy(dst, x, bytes));
 	BENCH_TIME(*senc, bytes, o->min_seconds,
 		   bench_stream_add(dst, x, n));
@@ -210,11 +139,7 @@ static void measure(const struct codec_opts *o, size_t n, double *enc,
 	free(ef[1]);
 	free(acc);
 	free(dst);
-	free(c.buf);
-	free(c.quartic);
-	free(c.m);
-	free(c.off);
-	free(c.len);
+	bench_enc_free(&c);
 	free(zbuf);
 	free(out);
 }
@@ -507,8 +432,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: gradnet-bench codec [--json] [--isa scalar|avx2|avx512]\n"
 		"                           [--dram-mib N] [--chunk N] [--seconds S]\n"
-		"                           [--threads 1,2,...]  (encode and decode split\n"
-		"                           by chunk over threads; --dram-mib default 100)\n"
+		"                           [--threads 1,2,...]  (the codec split over\n"
+		"                           threads as libgradnet's workers split it;\n"
+		"                           --dram-mib default 100)\n"
 		"       env GN_DATA_DIR overrides the gradient sample directory\n");
 	exit(2);
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_threads.c - `gradnet-bench codec --threads 1,2,...`: the codec
- * split by chunk over threads, as libgradnet's codec workers split a
- * step (GN_CODEC_WORKERS): 3LC encode (error feedback double-buffered,
- * quantize, zero runs) and decode-accumulate of a tensor, at each thread
+ * split over threads as libgradnet's codec workers split a step
+ * (GN_CODEC_WORKERS): 3LC encode (error feedback double-buffered,
+ * quantize, zero runs) in parts of BENCH_ENCODE_BATCH chunks and
+ * decode-accumulate by chunk, of a tensor, at each thread
  * count, against the first count of the list in the same run, and
  * against the memory's own speed at that count: the STREAM-style kernels
- * e[i] += x[i] and acc[i] += k, split by chunk in the same way. The
+ * e[i] += x[i] and acc[i] += k, split by chunk. The
  * machine may be shared, so the counts take turns in rounds (each keeps
  * its fastest run), and each row also gives every thread's CPU time over
  * the wall time of its runs, and how busy the whole machine was
@@ -28,14 +29,8 @@
 enum phase { ENCODE, DECODE, STREAM_ADD, STREAM_ADDK, PHASES };
 
 struct tjob {
-	int isa;
-	size_t n, chunk, nchunks, stride, bound;
-	const float *x;
-	float *ef[2];
+	struct bench_enc enc;
 	float *acc;
-	uint8_t *q, *buf;
-	float *m;
-	size_t *len;
 	/* one run: */
 	pthread_barrier_t start, end;
 	int phase;			/* enum phase, or -1: quit */
@@ -51,41 +46,24 @@ static double thread_cpu(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void encode_chunk(struct tjob *j, size_t k)
+/*
+ * Unit @k of @phase: a part of BENCH_ENCODE_BATCH chunks when encoding
+ * (as libgradnet's workers take them), else one chunk.
+ */
+static void run_unit(struct tjob *j, int phase, size_t k)
 {
-	size_t at = k * j->chunk, len = j->n - at < j->chunk ? j->n - at : j->chunk;
-	size_t g = gn_tlc_groups(len), used;
-	uint8_t *out = j->buf + k * j->bound;
-	/* libgradnet's choice for its double-buffered error (lib/collective/fp.c) */
-	unsigned int flags = gn_tlc_nt_flags(j->n);
-	long z;
-
-	if (gn_tlc_quantize_chunks_ex(j->isa, j->x + at, j->ef[0] + at,
-				      j->ef[1] + at, len, j->chunk, 1.0f, flags,
-				      j->q + k * j->stride, &j->m[k]))
-		bench_die("quantize failed");
-	memcpy(out, &j->m[k], sizeof(float));
-	z = gn_zre_encode_isa(j->isa, j->q + k * j->stride, g,
-			      out + GN_TLC_SCALE_BYTES, g, &used);
-	j->len[k] = GN_TLC_SCALE_BYTES + (size_t)z;
-}
-
-/* Chunk @k of @phase: the codec's work, or the memory anchor's. */
-static void run_chunk(struct tjob *j, int phase, size_t k)
-{
-	size_t at = k * j->chunk, len = j->n - at < j->chunk ? j->n - at : j->chunk;
+	const struct bench_enc *b = &j->enc;
+	size_t at = k * b->chunk, len = b->n - at < b->chunk ? b->n - at : b->chunk;
 
 	switch (phase) {
 	case ENCODE:
-		encode_chunk(j, k);
+		bench_encode_part(b, k);
 		break;
 	case DECODE:
-		if (gn_tlc_decode_isa(j->isa, j->buf + k * j->bound, j->len[k],
-				      j->acc + at, len))
-			bench_die("decode failed");
+		bench_decode_chunk(b, k, j->acc);
 		break;
 	case STREAM_ADD:	/* reads two streams, writes one: as encode */
-		bench_stream_add(j->acc + at, j->x + at, len);
+		bench_stream_add(j->acc + at, b->x + at, len);
 		break;
 	case STREAM_ADDK:	/* reads one, writes it: as decode */
 		bench_stream_addk(j->acc + at, 0.5f, len);
@@ -93,14 +71,16 @@ static void run_chunk(struct tjob *j, int phase, size_t k)
 	}
 }
 
-/* Claim chunks until none is left; returns this thread's CPU seconds. */
+/* Claim units until none is left; returns this thread's CPU seconds. */
 static double work(struct tjob *j)
 {
+	size_t units = j->phase == ENCODE ? bench_enc_parts(&j->enc) :
+					    j->enc.chunks;
 	double c0 = thread_cpu();
 	size_t k;
 
-	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->nchunks)
-		run_chunk(j, j->phase, k);
+	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < units)
+		run_unit(j, j->phase, k);
 	return thread_cpu() - c0;
 }
 
@@ -178,16 +158,12 @@ static void measure_phase(struct tjob *j, int t, int phase, double secs,
 	memset(j->cpu, 0, sizeof(j->cpu));
 	while (n < 3 || bench_now() - start < secs) {
 		double dt = run_once(j, phase);
-		float *e;
 
 		r->best[phase] = dt < r->best[phase] ? dt : r->best[phase];
 		r->phase_wall[phase] += dt;
 		n++;
-		if (phase == ENCODE) {	/* the next step reads what this one wrote */
-			e = j->ef[0];
-			j->ef[0] = j->ef[1];
-			j->ef[1] = e;
-		}
+		if (phase == ENCODE)
+			bench_enc_swap(&j->enc);
 	}
 	r->runs[phase] += n;
 	for (i = 0; i < t; i++) {
@@ -216,10 +192,10 @@ static void measure_threads(struct tjob *j, int t, double secs, struct row *r)
 	machine_jiffies(&b0, &t0);
 	w0 = bench_now();
 	measure_phase(j, t, ENCODE, secs, r);
-	memset(j->acc, 0, j->n * sizeof(float));
+	memset(j->acc, 0, j->enc.n * sizeof(float));
 	measure_phase(j, t, DECODE, secs, r);
 	measure_phase(j, t, STREAM_ADD, secs, r);
-	memset(j->acc, 0, j->n * sizeof(float));
+	memset(j->acc, 0, j->enc.n * sizeof(float));
 	measure_phase(j, t, STREAM_ADDK, secs, r);
 	machine_jiffies(&b1, &t1);
 	r->wall += bench_now() - w0;
@@ -258,7 +234,7 @@ static int parse_list(const char *s, int *t, int max)
 
 static double gbps(const struct tjob *j, double seconds)
 {
-	return (double)(j->n * sizeof(float)) / seconds / 1e9;
+	return (double)(j->enc.n * sizeof(float)) / seconds / 1e9;
 }
 
 /* GB per CPU-second of all threads: a core's speed while it runs. */
@@ -269,7 +245,7 @@ static double per_cpu(const struct tjob *j, const double *cpu, int t, long runs)
 
 	for (i = 0; i < t; i++)
 		sum += cpu[i];
-	return (double)(j->n * sizeof(float)) * (double)runs / sum / 1e9;
+	return (double)(j->enc.n * sizeof(float)) * (double)runs / sum / 1e9;
 }
 
 static double busy_cores(const struct row *r)
@@ -281,13 +257,13 @@ static double busy_cores(const struct row *r)
 static void print_rows(const struct tjob *j, const char *list,
 		       const struct row *rows, int nt, size_t enc_bytes, int json)
 {
-	size_t bytes = j->n * sizeof(float);
+	size_t bytes = j->enc.n * sizeof(float);
 	const struct row *r0 = &rows[0];
 	int i, k;
 
 	if (json) {
 		printf("{\"isa\": \"%s\", \"floats\": %zu, \"chunk\": %zu, \"cpus\": %ld, \"ratio\": %.2f, \"rounds\": %d, \"rows\": [",
-		       gn_codec_isa_name(j->isa), j->n, j->chunk,
+		       gn_codec_isa_name(j->enc.isa), j->enc.n, j->enc.chunk,
 		       sysconf(_SC_NPROCESSORS_ONLN),
 		       (double)bytes / (double)enc_bytes, ROUNDS);
 		for (i = 0; i < nt; i++) {
@@ -308,8 +284,8 @@ static void print_rows(const struct tjob *j, const char *list,
 		return;
 	}
 	printf("gradnet-bench codec --threads %s: %zu floats (%.0f MiB), chunks of %zu, %s kernels, %ld CPUs online, ratio %.1fx\n",
-	       list, j->n, (double)bytes / 1048576.0, j->chunk,
-	       gn_codec_isa_name(j->isa), sysconf(_SC_NPROCESSORS_ONLN),
+	       list, j->enc.n, (double)bytes / 1048576.0, j->enc.chunk,
+	       gn_codec_isa_name(j->enc.isa), sysconf(_SC_NPROCESSORS_ONLN),
 	       (double)bytes / (double)enc_bytes);
 	printf("%d rounds alternate the counts; speeds in GB/s of float input, fastest run; x: against the first row;\n"
 	       "per CPU-s: GB per CPU-second of all threads, the speed of a core while it runs;\n"
@@ -337,7 +313,7 @@ static void print_rows(const struct tjob *j, const char *list,
 		       per_cpu(j, r->cpu[DECODE], r->threads, r->runs[DECODE]),
 		       ec, dc, busy_cores(r), r->own_cpu / r->wall);
 	}
-	printf("\nThe memory's speed at each count (same split, same rounds): what scaling can reach\n\n");
+	printf("\nThe memory's speed at each count (split by chunk, in the same rounds): what scaling can reach\n\n");
 	printf("| threads | STREAM e[i] += x[i] GB/s | x | encode / STREAM | STREAM acc[i] += k GB/s | x | decode / STREAM |\n");
 	printf("|---|---|---|---|---|---|---|\n");
 	for (i = 0; i < nt; i++) {
@@ -367,37 +343,26 @@ static void print_rows(const struct tjob *j, const char *list,
 int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 			double secs, int json)
 {
-	struct tjob j = { .isa = isa, .n = n, .chunk = chunk };
+	struct tjob j;
 	struct row rows[16];
 	int counts[16], nt, i, k, round;
 	size_t bytes = n * sizeof(float), enc_bytes = 0;
+	float *x, *ef[2];
 
 	nt = parse_list(list, counts, 16);
-	j.nchunks = (n + chunk - 1) / chunk;
-	j.stride = gn_tlc_groups(chunk);
-	j.bound = gn_tlc_encode_bound(chunk);
-	j.x = bench_tiled_gradients(n);
-	j.ef[0] = bench_alloc(bytes);
-	j.ef[1] = bench_alloc(bytes);
+	memset(&j, 0, sizeof(j));
+	x = bench_tiled_gradients(n);
+	ef[0] = bench_alloc(bytes);
+	ef[1] = bench_alloc(bytes);
 	j.acc = bench_alloc(bytes);
-	j.q = bench_alloc(j.nchunks * j.stride);
-	j.buf = bench_alloc(j.nchunks * j.bound);
-	j.m = bench_alloc(j.nchunks * sizeof(float));
-	j.len = bench_alloc(j.nchunks * sizeof(size_t));
-	memset(j.ef[0], 0, bytes);
-	memset(j.ef[1], 0, bytes);
+	memset(ef[0], 0, bytes);
+	memset(ef[1], 0, bytes);
+	bench_enc_init(&j.enc, isa, x, ef[0], ef[1], n, chunk);
 	/* Warm up to the error-feedback steady state, on one thread. */
 	for (i = 0; i < 3; i++) {
-		float *e;
-
-		for (k = 0; (size_t)k < j.nchunks; k++)
-			encode_chunk(&j, (size_t)k);
-		e = j.ef[0];
-		j.ef[0] = j.ef[1];
-		j.ef[1] = e;
+		enc_bytes = bench_encode(&j.enc);
+		bench_enc_swap(&j.enc);
 	}
-	for (k = 0; (size_t)k < j.nchunks; k++)
-		enc_bytes += j.len[k];
 	/*
 	 * Rounds that alternate the counts, so that each count sees the same
 	 * spells of a shared machine; each keeps its fastest run.
@@ -410,13 +375,10 @@ int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 		for (i = 0; i < nt; i++)
 			measure_threads(&j, counts[i], secs / ROUNDS, &rows[i]);
 	print_rows(&j, list, rows, nt, enc_bytes, json);
-	free((void *)j.x);
-	free(j.ef[0]);
-	free(j.ef[1]);
+	bench_enc_free(&j.enc);
+	free(x);
+	free(ef[0]);
+	free(ef[1]);
 	free(j.acc);
-	free(j.q);
-	free(j.buf);
-	free(j.m);
-	free(j.len);
 	return 0;
 }
