@@ -24,12 +24,14 @@ The model, per rank and allreduce of N floats on W ranks:
             result (4N (2W-1)/W bytes). No overlap of codec and wire is
             assumed (gradnet overlaps them in part, so this is an upper
             bound), and cores scale perfectly (the per-CPU-second speed;
-            --efficiency scales it down, and memory bandwidth caps it on
-            a real machine).
+            --efficiency, the speed of k > 1 cores over k times one
+            core's, scales it down: take it from the thread counts'
+            rows, since memory bandwidth caps it on a real machine).
 """
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 
@@ -59,7 +61,8 @@ def gradnet_s(a, cores, link_gbit):
     w = a.ranks
     codec = (n4 / (a.encode_gbps * 1e9) +
              n4 * (2 * w - 1) / w / (a.decode_gbps * 1e9))
-    return codec / (cores * a.efficiency) + a.wire_3lc * 8 / (link_gbit * 1e9)
+    speedup = 1.0 if cores == 1 else cores * a.efficiency
+    return codec / speedup + a.wire_3lc * 8 / (link_gbit * 1e9)
 
 
 def dense_s(a, link_gbit):
@@ -72,10 +75,13 @@ def cores_to_win(a, link_gbit):
     wire = a.wire_3lc * 8 / (link_gbit * 1e9)
     if wire >= d:
         return None
-    codec1 = gradnet_s(a, 1, link_gbit) - wire
-    need = codec1 / (d - wire)
-    k = int(need)
-    return k + 1 if k < need or k == 0 else k
+    if gradnet_s(a, 1, link_gbit) < d:
+        return 1
+    need = (gradnet_s(a, 1, link_gbit) - wire) / (d - wire) / a.efficiency
+    k = max(2, math.ceil(need))
+    while gradnet_s(a, k, link_gbit) >= d:     # rounding at the boundary
+        k += 1
+    return k
 
 
 def main():

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""model_test.py - tools/allreduce-model.py computes what its docstring
+says: README's model table from README's inputs, one core's time whatever
+--efficiency says, the fewest cores that beat dense, and a clear refusal
+of inputs it cannot use. TAP on stdout.
+
+usage: model_test.py PATH/TO/allreduce-model.py
+"""
+
+import argparse
+import importlib.util
+import random
+import subprocess
+import sys
+
+MODEL = sys.argv[1]
+spec = importlib.util.spec_from_file_location("model", MODEL)
+model = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(model)
+
+# README's inputs (Zen 4, ec70e36) and the rows README prints for them.
+README_ARGS = ["--encode-gbps", "5.51", "--decode-gbps", "21.45",
+               "--wire-3lc", "642552", "--wire-dense", "110180940"]
+README_ROWS = [
+    "| 1 Gbit/s | 881.4 ms | **31.5 ms** | **18.3 ms** | **11.7 ms** | "
+    "**8.4 ms** | 1 core |",
+    "| 10 Gbit/s | 88.1 ms | **26.9 ms** | **13.7 ms** | **7.1 ms** | "
+    "**3.8 ms** | 1 core |",
+    "| 25 Gbit/s | 35.3 ms | **26.6 ms** | **13.4 ms** | **6.8 ms** | "
+    "**3.5 ms** | 1 core |",
+    "| 100 Gbit/s | 8.8 ms | 26.4 ms | 13.2 ms | **6.6 ms** | **3.3 ms** | "
+    "4 cores |",
+]
+
+
+def job(enc, dec, w3, wd, floats=26214400, ranks=2, eff=1.0):
+    return argparse.Namespace(encode_gbps=enc, decode_gbps=dec,
+                              wire_3lc=w3, wire_dense=wd, floats=floats,
+                              ranks=ranks, efficiency=eff)
+
+
+def run(args):
+    return subprocess.run([sys.executable, MODEL] + args,
+                          capture_output=True, text=True)
+
+
+def readme_table():
+    r = run(README_ARGS)
+    assert r.returncode == 0, r.stderr
+    rows = [l for l in r.stdout.splitlines() if l.startswith("| ") and
+            "Gbit/s" in l]
+    assert rows == README_ROWS, "\n".join(rows)
+
+
+def by_hand():
+    # 4N = 104,857,600 bytes: encode 4N at 5.51 GB/s, decode-add
+    # 4N * 3/2 at 21.45 GB/s, plus 642,552 bytes at 1 Gbit/s.
+    a = job(5.51, 21.45, 642552, 110180940)
+    want = 104857600 / 5.51e9 + 157286400 / 21.45e9 + 642552 * 8 / 1e9
+    assert abs(model.gradnet_s(a, 1, 1) - want) < 1e-12
+    assert abs(model.dense_s(a, 1) - 110180940 * 8 / 1e9) < 1e-12
+
+
+def efficiency_spares_one_core():
+    full, half = (job(6.25, 13.86, 642134, 109944000, eff=e)
+                  for e in (1.0, 0.5))
+    for g in model.LINKS_GBIT:
+        assert model.gradnet_s(half, 1, g) == model.gradnet_s(full, 1, g)
+        # two cores at half efficiency do one core's codec work
+        assert abs(model.gradnet_s(half, 2, g) -
+                   model.gradnet_s(full, 1, g)) < 1e-12
+
+
+def fewest_cores():
+    rng = random.Random(8)
+    seen = set()
+    for _ in range(3000):
+        a = job(rng.uniform(0.5, 40), rng.uniform(0.5, 60),
+                rng.uniform(1e4, 5e7), rng.uniform(1e6, 2e8),
+                ranks=rng.randint(2, 16), eff=rng.choice((1.0, 0.8, 0.5)))
+        for g in model.LINKS_GBIT:
+            k = model.cores_to_win(a, g)
+            d = model.dense_s(a, g)
+            if k is None:
+                assert a.wire_3lc >= a.wire_dense, (a, g)
+                continue
+            assert model.gradnet_s(a, k, g) < d, (a, g, k)
+            assert k == 1 or model.gradnet_s(a, k - 1, g) >= d, (a, g, k)
+            seen.add(min(k, 3))
+    assert seen == {1, 2, 3}, seen
+
+
+def refusals():
+    for bad in (["--efficiency", "0"], ["--efficiency", "1.5"],
+                ["--ranks", "1"], ["--encode-gbps", "-1"]):
+        r = run(README_ARGS + bad)
+        assert r.returncode == 2 and "error" in r.stderr, (bad, r.stderr)
+    r = run(["--encode-gbps", "5"])
+    assert r.returncode == 2 and "--measure" in r.stderr, r.stderr
+
+
+CHECKS = [("README's model table from README's inputs", readme_table),
+          ("one core's time by hand", by_hand),
+          ("--efficiency leaves one core's time alone", efficiency_spares_one_core),
+          ("the fewest cores that beat dense", fewest_cores),
+          ("bad inputs refused with exit 2", refusals)]
+
+print("TAP version 13")
+print(f"1..{len(CHECKS)}")
+failed = 0
+for i, (name, fn) in enumerate(CHECKS, 1):
+    try:
+        fn()
+        print(f"ok {i} - {name}")
+    except AssertionError as e:
+        failed += 1
+        for line in str(e).splitlines() or ["assertion failed"]:
+            print(f"# {line}")
+        print(f"not ok {i} - {name}")
+sys.exit(1 if failed else 0)
