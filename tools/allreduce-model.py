@@ -75,9 +75,10 @@ def cores_to_win(a, link_gbit):
     wire = a.wire_3lc * 8 / (link_gbit * 1e9)
     if wire >= d:
         return None
-    if gradnet_s(a, 1, link_gbit) < d:
+    one = gradnet_s(a, 1, link_gbit)
+    if one < d:
         return 1
-    need = (gradnet_s(a, 1, link_gbit) - wire) / (d - wire) / a.efficiency
+    need = (one - wire) / (d - wire) / a.efficiency
     k = max(2, math.ceil(need))
     while gradnet_s(a, k, link_gbit) >= d:     # rounding at the boundary
         k += 1

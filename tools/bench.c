@@ -212,9 +212,7 @@ void bench_encode_part(const struct bench_enc *b, size_t part)
 	if (r)
 		bench_die("quantize: %s", strerror(-r));
 	for (k = k0; k < k1; k++) {
-		size_t len = b->n - k * b->chunk < b->chunk ?
-				     b->n - k * b->chunk : b->chunk;
-		size_t g = gn_tlc_groups(len), used;
+		size_t g = gn_tlc_groups(bench_enc_len(b, k)), used;
 		uint8_t *out = b->buf + k * b->bound;
 		long z;
 
@@ -242,10 +240,8 @@ size_t bench_encode(const struct bench_enc *b)
 /* Chunk @k decoded and added to @acc (the whole tensor's accumulator). */
 void bench_decode_chunk(const struct bench_enc *b, size_t k, float *acc)
 {
-	size_t at = k * b->chunk;
-	size_t len = b->n - at < b->chunk ? b->n - at : b->chunk;
 	int r = gn_tlc_decode_isa(b->isa, b->buf + k * b->bound, b->len[k],
-				  acc + at, len);
+				  acc + k * b->chunk, bench_enc_len(b, k));
 
 	if (r)
 		bench_die("decode: %s", strerror(-r));

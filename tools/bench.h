@@ -52,6 +52,14 @@ struct bench_enc {
 	size_t *len;		/* [chunks] */
 };
 
+/* Values in chunk @k of @b's tensor: the last one may be short. */
+static inline size_t bench_enc_len(const struct bench_enc *b, size_t k)
+{
+	size_t at = k * b->chunk;
+
+	return b->n - at < b->chunk ? b->n - at : b->chunk;
+}
+
 void bench_enc_init(struct bench_enc *b, int isa, const float *x,
 		    float *e_in, float *e_out, size_t n, size_t chunk);
 void bench_enc_free(struct bench_enc *b);

@@ -34,7 +34,7 @@ struct tjob {
 	/* one run: */
 	pthread_barrier_t start, end;
 	int phase;			/* enum phase, or -1: quit */
-	size_t next;			/* next chunk to claim */
+	size_t next;			/* next unit (part or chunk) to claim */
 	double cpu[MAX_THREADS];	/* seconds per thread, this phase */
 };
 
@@ -53,7 +53,7 @@ static double thread_cpu(void)
 static void run_unit(struct tjob *j, int phase, size_t k)
 {
 	const struct bench_enc *b = &j->enc;
-	size_t at = k * b->chunk, len = b->n - at < b->chunk ? b->n - at : b->chunk;
+	size_t at = k * b->chunk;
 
 	switch (phase) {
 	case ENCODE:
@@ -63,10 +63,10 @@ static void run_unit(struct tjob *j, int phase, size_t k)
 		bench_decode_chunk(b, k, j->acc);
 		break;
 	case STREAM_ADD:	/* reads two streams, writes one: as encode */
-		bench_stream_add(j->acc + at, b->x + at, len);
+		bench_stream_add(j->acc + at, b->x + at, bench_enc_len(b, k));
 		break;
 	case STREAM_ADDK:	/* reads one, writes it: as decode */
-		bench_stream_addk(j->acc + at, 0.5f, len);
+		bench_stream_addk(j->acc + at, 0.5f, bench_enc_len(b, k));
 		break;
 	}
 }
