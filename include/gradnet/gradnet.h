@@ -149,7 +149,8 @@ enum gn_codec {
  *	chunk (or packet) over this thread, the progress thread and
  *	@codec_workers - 1 threads started when the context opens. The
  *	results are the same bytes whatever the count. Worth it when the
- *	link is faster than one core's codec (10 Gbit/s and up, README).
+ *	link is faster than one core's codec (10 Gbit/s and up,
+ *	doc/codec-workers.md).
  * @dpdk_eal: for the dpdk transport, the EAL arguments, space-separated;
  *	NULL takes GN_DPDK_EAL. The EAL comes up once per process, with the
  *	first context's; an EAL the application brought up is used as it is.

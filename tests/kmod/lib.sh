@@ -84,7 +84,7 @@ check_tools() {
 }
 
 # Builds in a copy of the sources, so the tree stays clean and runs in
-# parallel do not share objects; the command is the one the README gives.
+# parallel do not share objects; the command is the one doc/kmod.md gives.
 # The module is $tmp/src/gradnet.ko, the log $tmp/build.log.
 build_module() {
 	mkdir -p "$tmp/src/tests"

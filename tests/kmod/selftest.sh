@@ -203,7 +203,7 @@ check_isa() {
 			in_log "gradnet: selftest $isa: $nvec/$nvec golden vectors passed"
 	elif in_log "gradnet: selftest $isa: skipped, CPU lacks it"; then
 		# What is tested is the module's CPU check; the kernels of this
-		# ISA did not run in a kernel (README, "Not done yet").
+		# ISA did not run in a kernel (doc/limitations.md).
 		result 0 "$isa: the guest lacks it and the module's check agrees"
 	else
 		result 1 "$isa: guest lacks it, the module did not log a skip"
