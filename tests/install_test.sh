@@ -5,8 +5,9 @@
 # `meson install` into a temporary DESTDIR, then, with the source and
 # build trees hidden (a private mount namespace with tmpfs over them),
 # gradnet-bench finds bench-allreduce.sh, lib.sh and gradnet-rank, and
-# gradnet-rank finds the gradient samples, all under the DESTDIR; and (as
-# root) the installed gradnet-bench allreduce runs a tiny job.
+# gradnet-rank finds the gradient samples, all under the DESTDIR; (as
+# root) the installed gradnet-bench allreduce runs a tiny job; and man
+# finds the installed pages by their names.
 #
 # usage: install_test.sh BUILD_DIR SOURCE_DIR
 # Hiding the trees needs root (unshare -m); without it the same checks run
@@ -20,7 +21,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "TAP version 13"
-echo "1..8"
+echo "1..9"
 
 if ! meson install -C "$build" --no-rebuild --destdir "$tmp" >"$tmp/install.log" 2>&1; then
 	sed 's/^/# /' "$tmp/install.log"
@@ -132,6 +133,20 @@ elif [ -n "$pkg" ] && [ -n "$san" ]; then
 else
 	fail "the installed Python package imports and allreduces on the installed library"
 fi
+# The man pages: `man 7 gradnet` and a function's own name find their page
+# under the installed mandir, and it renders.
+mandir=$(find "$tmp" -path '*/man/man7/gradnet.7' | head -1)
+mandir=${mandir%/man7/gradnet.7}
+if [ -n "$mandir" ] &&
+	MANWIDTH=80 man -M "$mandir" 7 gradnet >"$tmp/out" 2>&1 &&
+	grep -q 'GN_WORLD_SIZE' "$tmp/out" &&
+	MANWIDTH=80 man -M "$mandir" 3 gn_allreduce_wait >"$tmp/out" 2>&1 &&
+	grep -q 'gn_allreduce_wait' "$tmp/out" &&
+	under "$(man -M "$mandir" -w gradnet-stat)"; then
+	ok "man 7 gradnet, man gn_allreduce_wait and man gradnet-stat find the installed pages"
+else
+	fail "the installed man pages are found by man -M MANDIR"
+fi
 ls "$(dirname "$inc")" >"$tmp/out"
 if [ "$(cat "$tmp/out")" = gradnet.h ]; then
 	ok "only gradnet.h is installed (codec.h and wire.h are internal)"
@@ -150,7 +165,7 @@ else
 	bash "$tmp/checks.sh" "$tmp" "$bindir"
 fi
 if [ -f "$(dirname "$bindir")/share/gradnet/gradients/mlp-small-seq/manifest.tsv" ]; then
-	echo "ok 8 - gradient samples installed in datadir (source and build trees hidden: $hidden)"
+	echo "ok 9 - gradient samples installed in datadir (source and build trees hidden: $hidden)"
 else
-	echo "not ok 8 - no share/gradnet/gradients/mlp-small-seq/manifest.tsv"
+	echo "not ok 9 - no share/gradnet/gradients/mlp-small-seq/manifest.tsv"
 fi
