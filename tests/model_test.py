@@ -3,14 +3,16 @@
 """model_test.py - tools/allreduce-model.py computes what its docstring
 says: the model table of its measurement record (doc/perf/allreduce-model.md)
 from the inputs that record names, one core's time whatever --efficiency
-says, the fewest cores that beat dense, and a clear refusal of inputs it
-cannot use. TAP on stdout.
+says, the fewest cores that beat dense, --json with the same numbers for
+any --links and --cores, and a clear refusal of inputs it cannot use. TAP
+on stdout.
 
 usage: model_test.py PATH/TO/allreduce-model.py PATH/TO/allreduce-model.md
 """
 
 import argparse
 import importlib.util
+import json
 import random
 import re
 import subprocess
@@ -99,9 +101,30 @@ def fewest_cores():
     assert seen == {1, 2, 3}, seen
 
 
+def json_output():
+    r = run(RECORD_ARGS + ["--json", "--links", "1,2.5,100", "--cores", "1,3"])
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    a = job(5.51, 21.45, 642552, 110180940)
+    assert [row["link_gbit"] for row in out["rows"]] == [1, 2.5, 100], out
+    assert out["cores"] == [1, 3] and out["wire_3lc"] == 642552, out
+    for row in out["rows"]:
+        g = row["link_gbit"]
+        assert abs(row["dense_s"] - model.dense_s(a, g)) < 1e-12, row
+        for c in (1, 3):
+            assert abs(row["gradnet_s"][str(c)] - model.gradnet_s(a, c, g)) < 1e-12, row
+        assert row["cores_to_win"] == model.cores_to_win(a, g), row
+    # the JSON says what the table says, for the record's inputs
+    table = run(RECORD_ARGS + ["--json"])
+    rows = json.loads(table.stdout)["rows"]
+    assert [f"{x['dense_s'] * 1e3:.1f} ms" for x in rows] == \
+        [l.split(" | ")[1] for l in RECORD_ROWS], rows
+
+
 def refusals():
     for bad in (["--efficiency", "0"], ["--efficiency", "1.5"],
-                ["--ranks", "1"], ["--encode-gbps", "-1"]):
+                ["--ranks", "1"], ["--encode-gbps", "-1"],
+                ["--links", "1,x"], ["--links", "0"], ["--cores", "1.5"]):
         r = run(RECORD_ARGS + bad)
         assert r.returncode == 2 and "error" in r.stderr, (bad, r.stderr)
     r = run(["--encode-gbps", "5"])
@@ -112,6 +135,7 @@ CHECKS = [("the record's model table from the record's inputs", record_table),
           ("one core's time by hand", by_hand),
           ("--efficiency leaves one core's time alone", efficiency_spares_one_core),
           ("the fewest cores that beat dense", fewest_cores),
+          ("--json holds the model's times for --links and --cores", json_output),
           ("bad inputs refused with exit 2", refusals)]
 
 print("TAP version 13")

@@ -27,6 +27,10 @@ The model, per rank and allreduce of N floats on W ranks:
             --efficiency, the speed of k > 1 cores over k times one
             core's, scales it down: take it from the thread counts'
             rows, since memory bandwidth caps it on a real machine).
+
+Output: a Markdown table, one row per link speed (--links) and a column per
+core count (--cores); --json prints the same as one JSON object instead,
+with the inputs, and times in seconds (what tools/plots.py draws).
 """
 
 import argparse
@@ -85,6 +89,32 @@ def cores_to_win(a, link_gbit):
     return k
 
 
+def number_list(kind, conv):
+    """An argparse type: a comma-separated list of positive @conv values."""
+    def parse(text):
+        try:
+            vals = [conv(v) for v in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: not a list of {kind}")
+        if not vals or min(vals) <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: {kind} must be positive")
+        return vals
+    return parse
+
+
+def as_json(a):
+    """The model's inputs and, per link speed, every time and the verdict."""
+    rows = []
+    for g in a.links:
+        rows.append({"link_gbit": g, "dense_s": dense_s(a, g),
+                     "gradnet_s": {str(c): gradnet_s(a, c, g) for c in a.cores},
+                     "cores_to_win": cores_to_win(a, g)})
+    return {"floats": a.floats, "ranks": a.ranks,
+            "encode_gbps": a.encode_gbps, "decode_gbps": a.decode_gbps,
+            "wire_3lc": a.wire_3lc, "wire_dense": a.wire_dense,
+            "efficiency": a.efficiency, "cores": a.cores, "rows": rows}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--encode-gbps", type=float)
@@ -97,6 +127,13 @@ def main():
                    help="speed of k cores over k times one core's (default 1)")
     p.add_argument("--measure", metavar="GRADNET_BENCH",
                    help="run this gradnet-bench for the four measured inputs")
+    p.add_argument("--links", type=number_list("link speeds", float),
+                   default=list(LINKS_GBIT),
+                   help="link speeds in Gbit/s (default 1,10,25,100)")
+    p.add_argument("--cores", type=number_list("core counts", int),
+                   default=list(CORES), help="codec cores (default 1,2,4,8)")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object instead of the table")
     a = p.parse_args()
     if a.measure:
         (a.encode_gbps, a.decode_gbps, a.wire_3lc,
@@ -111,24 +148,27 @@ def main():
         p.error("speeds and bytes must be positive, ranks >= 2, "
                 "0 < efficiency <= 1")
 
+    if a.json:
+        print(json.dumps(as_json(a), indent=1))
+        return 0
     print(f"# {a.floats} floats on {a.ranks} ranks; one core encodes "
           f"{a.encode_gbps:.2f} GB/s, decode-adds {a.decode_gbps:.2f} GB/s; "
           f"per rank and allreduce 3LC sends {a.wire_3lc:,.0f} bytes, "
           f"dense {a.wire_dense:,.0f}; efficiency {a.efficiency:g}")
     head = " | ".join(f"gradnet, {c} core{'s' if c > 1 else ''}"
-                      for c in CORES)
+                      for c in a.cores)
     print(f"| link | dense ring | {head} | gradnet wins with |")
-    print("|---" * (len(CORES) + 3) + "|")
-    for g in LINKS_GBIT:
+    print("|---" * (len(a.cores) + 3) + "|")
+    for g in a.links:
         d = dense_s(a, g)
         cells = []
-        for c in CORES:
+        for c in a.cores:
             t = gradnet_s(a, c, g)
             mark = "**" if t < d else ""
             cells.append(f"{mark}{t * 1e3:.1f} ms{mark}")
         k = cores_to_win(a, g)
         win = "never" if k is None else f"{k} core{'s' if k > 1 else ''}"
-        print(f"| {g} Gbit/s | {d * 1e3:.1f} ms | " + " | ".join(cells) +
+        print(f"| {g:g} Gbit/s | {d * 1e3:.1f} ms | " + " | ".join(cells) +
               f" | {win} |")
     return 0
 
