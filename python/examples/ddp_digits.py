@@ -15,11 +15,18 @@ hooks, the bytes of the tensors their allreduces carry (counted by
 wrapping torch.distributed.all_reduce), and what a ring allreduce sends per
 rank for them, 2 (W - 1) / W times that: the "sent" column.
 
+--json FILE also writes the results there as one JSON object, for
+tools/plots.py: the command, the model, and per method the accuracy, the
+bytes carried and sent per rank per step, the ratio to Gloo and the time
+per step (what the table prints, unrounded).
+
 usage: python3 python/examples/ddp_digits.py [--ranks 4] [--steps 300]
+       [--json FILE]
        (it starts its ranks itself; or run it under torchrun --redirects 1
        --tee 1 --nproc_per_node 4)
 """
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -136,8 +143,9 @@ def worker(args):
         del model
     dist.all_reduce = real_all_reduce
     if rank == 0:
-        print("command: python3 python/examples/ddp_digits.py --ranks %d "
-              "--steps %d --batch %d" % (world, args.steps, args.batch))
+        command = ("python3 python/examples/ddp_digits.py --ranks %d "
+                   "--steps %d --batch %d" % (world, args.steps, args.batch))
+        print("command: " + command)
         print("model: CNN, %d parameters (%d bytes of float32 gradient); "
               "digits, %d train / %d test images, batch %d per rank"
               % (results[0][6], results[0][6] * 4, len(xtr), len(xte),
@@ -154,8 +162,28 @@ def worker(args):
               "gradient); sent: per rank, gradnet's counted UDP "
               "payload incl. acks and control, or 2(W-1)/W x carried for "
               "Gloo's ring")
+        if args.json:
+            write_json(args.json, command, results, gloo_sent, len(xtr),
+                       len(xte), world, args)
     dist.barrier()
     dist.destroy_process_group()
+
+
+def write_json(path, command, results, gloo_sent, ntrain, ntest, world,
+               args):
+    """The table's rows, unrounded, and what they were measured on."""
+    methods = [{"method": m, "accuracy": acc, "carried_bytes": carried,
+                "sent_bytes": sent,
+                "vs_gloo": gloo_sent / sent if gloo_sent and sent else None,
+                "ms_per_step": sec * 1e3, "skipped": sk}
+               for m, acc, carried, sent, sec, sk, _ in results]
+    out = {"command": command, "parameters": results[0][6],
+           "train_images": ntrain, "test_images": ntest,
+           "ranks": world, "steps": args.steps, "batch": args.batch,
+           "methods": methods}
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
 
 
 def main():
@@ -164,7 +192,11 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--json", metavar="FILE",
+                    help="also write the results to FILE as JSON")
     args = ap.parse_args()
+    if args.json:
+        args.json = os.path.abspath(args.json)
     args.methods = args.methods.split(",")
     if "RANK" not in os.environ:
         sys.exit(launch(args))
