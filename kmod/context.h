@@ -10,6 +10,7 @@
 
 #include <linux/atomic.h>
 #include <linux/spinlock.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
@@ -20,6 +21,7 @@
 
 struct gn_ctx;
 struct gk_sock;
+struct mem_cgroup;
 struct task_struct;
 
 /*
@@ -54,6 +56,13 @@ struct gk_ctx {
 	int rank, world;
 	u64 timeout_ns;
 	struct xarray tensors;		/* struct gk_tensor by id */
+	unsigned int ntensors;		/* in @tensors; under the env's lock */
+	unsigned int max_tensors;	/* max_tensors at OPEN */
+
+	/* Pays for everything the context allocates: the file's opener's. */
+	struct mem_cgroup *memcg;
+	kuid_t uid;			/* OPEN's caller, counted in user.c */
+	bool user_counted;
 
 	struct task_struct *worker;
 	wait_queue_head_t worker_wq;

@@ -12,6 +12,7 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
+#include "kernel.h"
 #include "pin.h"
 
 /**
@@ -36,8 +37,7 @@ int gk_pin_user(struct gk_pin *p, u64 uaddr, u64 bytes)
 	start = uaddr & PAGE_MASK;
 	off = uaddr - start;
 	n = DIV_ROUND_UP(off + bytes, PAGE_SIZE);
-	p->pages = kvmalloc_array(n, sizeof(*p->pages),
-				  GFP_KERNEL | __GFP_NOWARN);
+	p->pages = kvmalloc_array(n, sizeof(*p->pages), GN_KERNEL_GFP);
 	if (!p->pages)
 		return -ENOMEM;
 	while (done < n) {

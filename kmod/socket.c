@@ -35,6 +35,7 @@
 #include <net/udp.h>
 #include <net/udp_tunnel.h>
 
+#include "kernel.h"
 #include "socket.h"
 
 /* The rx gn_buf lives in the skb's control block. */
@@ -71,7 +72,7 @@ static int peers_init(struct gk_sock *ks, const struct gradnet_peer *peers)
 {
 	int r, err;
 
-	ks->peers = kcalloc(ks->world, sizeof(*ks->peers), GFP_KERNEL);
+	ks->peers = kcalloc(ks->world, sizeof(*ks->peers), GN_KERNEL_GFP);
 	if (!ks->peers)
 		return -ENOMEM;
 	for (r = 0; r < ks->world; r++) {
@@ -83,7 +84,7 @@ static int peers_init(struct gk_sock *ks, const struct gradnet_peer *peers)
 			memcpy(&p->addr4, peers[r].addr, 4);
 		else
 			memcpy(&p->addr6, peers[r].addr, 16);
-		err = dst_cache_init(&p->cache, GFP_KERNEL);
+		err = dst_cache_init(&p->cache, GN_KERNEL_GFP);
 		if (err)
 			return err;
 	}
@@ -258,7 +259,8 @@ static int gk_recv(void *tp, struct gn_buf **b, int max)
 
 static struct sk_buff *tx_skb_new(struct gk_sock *ks)
 {
-	struct sk_buff *skb = alloc_skb(ks->hroom + ks->max_pkt, GFP_KERNEL);
+	struct sk_buff *skb = alloc_skb(ks->hroom + ks->max_pkt,
+					GN_KERNEL_GFP);
 
 	if (!skb)
 		return NULL;
@@ -270,7 +272,7 @@ static struct sk_buff *tx_skb_new(struct gk_sock *ks)
 
 static struct gk_buf *tx_buf_new(struct gk_sock *ks)
 {
-	struct gk_buf *g = kzalloc(sizeof(*g), GFP_KERNEL);
+	struct gk_buf *g = kzalloc(sizeof(*g), GN_KERNEL_GFP);
 
 	if (!g)
 		return NULL;
@@ -536,7 +538,7 @@ int gk_sock_open(struct gk_sock **out, struct net *net,
 	char name[64];
 	int err;
 
-	ks = kzalloc(sizeof(*ks), GFP_KERNEL);
+	ks = kzalloc(sizeof(*ks), GN_KERNEL_GFP);
 	if (!ks)
 		return -ENOMEM;
 	ks->net = get_net(net);

@@ -7,10 +7,13 @@
  * pings and step deadlines run on time. The core sleeps (mutex,
  * allocation), so it never runs in softirq; its floating point runs here
  * or in the caller's ioctl, inside the core's own bounded FPU sections.
+ * What the worker allocates is charged to the memory cgroup of the
+ * context's opener.
  */
 #include <linux/hrtimer.h>
 #include <linux/kthread.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/wait.h>
 
 #include "collective.h"
@@ -35,6 +38,7 @@ static int gk_worker_main(void *arg)
 {
 	struct gk_ctx *c = arg;
 	const struct gn_env *env = &c->env.env;
+	struct mem_cgroup *old = set_active_memcg(c->memcg);
 
 	while (!kthread_should_stop()) {
 		u64 next, now;
@@ -55,6 +59,7 @@ static int gk_worker_main(void *arg)
 						   kthread_should_stop(),
 						   ns_to_ktime(next));
 	}
+	set_active_memcg(old);
 	return 0;
 }
 
