@@ -35,6 +35,7 @@ struct gk_tensor {
 	bool starting;			/* START is in the core, the lock dropped */
 	bool finished;			/* the core gave its outcome: @err, @msg */
 	bool retiring;			/* UNREGISTER runs */
+	bool unpinning;			/* its pin is being released */
 	int err;
 	struct gk_pin pin;
 	char msg[GRADNET_ERRMSG_LEN];
@@ -67,10 +68,14 @@ struct gk_ctx {
 	struct task_struct *worker;
 	wait_queue_head_t worker_wq;
 	atomic_t kicked;		/* work came since the last poll */
+	int reaped;			/* env wakes at the worker's last reap */
 
 	spinlock_t msg_lock;
 	char errmsg[GRADNET_ERRMSG_LEN];	/* the last failed ioctl's */
 };
+
+/* dev.c */
+void gk_reap(struct gk_ctx *c);
 
 /* worker.c */
 void gk_kick(void *ctx);

@@ -14,8 +14,9 @@
  * What a context costs is charged to whoever asks for it and bounded:
  * its memory to the memory cgroup of the file's opener (the ioctls and
  * the worker allocate with that cgroup active), the core's share of it
- * also to max_context_mib, its tensors to max_tensors, and its worker
- * thread and socket to the caller's max_contexts_per_user.
+ * also to max_context_mib, its tensors to max_tensors, its worker thread
+ * and socket to the caller's max_contexts_per_user, and the pages START
+ * pins to the caller's RLIMIT_MEMLOCK (pin.c).
  */
 #include <linux/cred.h>
 #include <linux/delay.h>
@@ -534,6 +535,7 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	struct gradnet_start s;
 	struct gk_tensor *gt;
 	struct gk_pin pin;
+	char why[256];
 	int r;
 
 	r = gk_copy_in(c, "START", &s, sizeof(s), GK_START_MIN, arg);
@@ -558,10 +560,11 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	if (r)
 		return r;
 	/* The tensor stays while started: UNREGISTER refuses it. */
-	r = gk_pin_user(&pin, s.data, gt->elems * sizeof(float));
+	r = gk_pin_user(&pin, s.data, gt->elems * sizeof(float), why,
+			sizeof(why));
 	if (r) {
-		gk_fail(c, r, "START tensor %u: data %#llx is not %llu writable, 4-byte aligned floats of the caller",
-			s.id, s.data, gt->elems);
+		gk_fail(c, r, "START tensor %u: data %#llx, %llu floats: %s",
+			s.id, s.data, gt->elems, why);
 		goto out_unstart;
 	}
 	gn_env_lock(env);
@@ -597,12 +600,16 @@ out_unstart:
  * Has @gt's allreduce ended? Called with the env's lock. The core gives
  * an outcome once; it is kept in @gt until WAIT takes it, so poll() can
  * look without losing it. Return: 1 ended, 0 not yet (also while START
- * is still in the core), -EINVAL not started.
+ * is still in the core, or gk_reap() is unpinning the buffer), -EINVAL
+ * not started.
  */
 static int collect(struct gk_ctx *c, struct gk_tensor *gt)
 {
 	int r, err = 0;
 
+	/* An outcome is given once the buffer holds no pin. */
+	if (gt->unpinning)
+		return 0;
 	if (gt->finished)
 		return 1;
 	if (!gt->started)
@@ -616,6 +623,48 @@ static int collect(struct gk_ctx *c, struct gk_tensor *gt)
 	gt->err = err;
 	strscpy(gt->msg, err ? gn_core_api_errmsg(c->core) : "", sizeof(gt->msg));
 	return 1;
+}
+
+/**
+ * gk_reap() - unpin the buffers of the allreduces whose outcome the core
+ * has given, as soon as it gives it: a step that ended (or timed out)
+ * holds no pages while nobody WAITs for it; the outcome stays for WAIT
+ * @c: the context; its env's lock not held
+ */
+void gk_reap(struct gk_ctx *c)
+{
+	const struct gn_env *env = &c->env.env;
+	unsigned long id = 0;
+	struct gk_tensor *gt;
+	struct gk_pin pin;
+	bool found;
+
+	for (;;) {
+		found = false;
+		gn_env_lock(env);
+		xa_for_each_start(&c->tensors, id, gt, id) {
+			if (gt->pin.pages && collect(c, gt) == 1) {
+				pin = gt->pin;
+				memset(&gt->pin, 0, sizeof(gt->pin));
+				gt->unpinning = true;
+				found = true;
+				break;
+			}
+		}
+		gn_env_unlock(env);
+		if (!found)
+			return;
+		/*
+		 * Unpinning a large buffer takes a while: not under the
+		 * lock, but WAIT and poll() see the outcome only after.
+		 */
+		gk_unpin(&pin);
+		gn_env_lock(env);
+		gt->unpinning = false;
+		gn_env_wake(env);
+		gn_env_unlock(env);
+		id++;
+	}
 }
 
 struct wait_out {
@@ -842,9 +891,15 @@ static __poll_t gk_poll(struct file *f, poll_table *pt)
 		return EPOLLERR;
 	if (atomic_read(&c->state) != GK_OPEN)
 		return 0;
+	/*
+	 * What poll() reports as ended holds no pins: it unpins what has
+	 * ended, then reports only that. One that ends in between is the
+	 * worker's to unpin, and its wake brings poll() back here.
+	 */
+	gk_reap(c);
 	gn_env_lock(&c->env.env);
 	xa_for_each(&c->tensors, id, gt)
-		if (gt->started && collect(c, gt) == 1) {
+		if (gt->started && collect(c, gt) == 1 && !gt->pin.pages) {
 			mask = EPOLLIN | EPOLLRDNORM;
 			break;
 		}

@@ -8,7 +8,7 @@
  * allocation), so it never runs in softirq; its floating point runs here
  * or in the caller's ioctl, inside the core's own bounded FPU sections.
  * What the worker allocates is charged to the memory cgroup of the
- * context's opener.
+ * context's opener; when an allreduce ends, it unpins its buffer.
  */
 #include <linux/hrtimer.h>
 #include <linux/kthread.h>
@@ -42,11 +42,18 @@ static int gk_worker_main(void *arg)
 
 	while (!kthread_should_stop()) {
 		u64 next, now;
+		int wakes;
 
 		atomic_set(&c->kicked, 0);
 		gn_env_lock(env);
 		next = gn_core_poll(c->core);
 		gn_env_unlock(env);
+		/* A wake of the env's waiters: some allreduce may have ended. */
+		wakes = atomic_read(&c->env.wakes);
+		if (wakes != c->reaped) {
+			c->reaped = wakes;
+			gk_reap(c);
+		}
 		now = ktime_get_ns();
 		if (next <= now) {
 			cond_resched();
