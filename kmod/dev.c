@@ -60,6 +60,9 @@
 #define GK_MAX_ELEMS	(1ull << 30)
 #define GK_STATS_MAX	4096
 #define GK_PARAMS	"/sys/module/gradnet/parameters/"
+/* Where STATS puts drops[GN_DROP_SOURCE]: the values start at tx_packets. */
+#define GK_STATS_SOURCE	(offsetof(struct gn_stats, drops[GN_DROP_SOURCE]) - \
+			 offsetof(struct gn_stats, tx_packets))
 
 static_assert(sizeof(struct gradnet_peer) == 24, "uapi gradnet_peer");
 static_assert(sizeof(struct gradnet_open) == 112, "uapi gradnet_open");
@@ -779,6 +782,9 @@ static long ioc_stats(struct gk_ctx *c, void __user *arg)
 	if (src)
 		memcpy(vals, (const u8 *)src + first, have);
 	gn_env_unlock(&c->env.env);
+	/* The socket drops strangers in softirq; the core never sees them. */
+	if (src && s.scope == GRADNET_STATS_CTX && GK_STATS_SOURCE < have)
+		vals[GK_STATS_SOURCE / 8] += atomic64_read(&c->ks->rx_strangers);
 	if (!src)
 		r = gk_fail(c, s.scope == GRADNET_STATS_TENSOR ? -ENOENT : -EINVAL,
 			    "STATS: no %s %u", s.scope == GRADNET_STATS_TENSOR ?

@@ -27,6 +27,11 @@ module_param_named(rx_queue_max, gk_rx_queue_max, uint, 0644);
 MODULE_PARM_DESC(rx_queue_max,
 		 "Received packets a context queues for its worker before it drops more (default 8192, at least 64)");
 
+unsigned int gk_rx_queue_bytes = 8 << 20;
+module_param_named(rx_queue_bytes, gk_rx_queue_bytes, uint, 0644);
+MODULE_PARM_DESC(rx_queue_bytes,
+		 "Bytes of received packets (their truesize) a context's socket holds for its worker, charged to the socket and its memory cgroup; more are dropped and counted in the socket's drops (default 8388608, at least 65536)");
+
 unsigned int gk_max_contexts_per_user = 64;
 module_param_named(max_contexts_per_user, gk_max_contexts_per_user, uint,
 		   0644);

@@ -18,6 +18,8 @@
 
 #include "collective.h"
 #include "context.h"
+#include "delivery.h"
+#include "socket.h"
 
 /* The longest sleep without a look: the core's deadline, or this. */
 #define GK_MAX_IDLE_NS (500 * NSEC_PER_MSEC)
@@ -34,11 +36,31 @@ void gk_kick(void *ctx)
 		wake_up(&c->worker_wq);
 }
 
+/*
+ * The strangers the socket dropped in softirq since the last look, as
+ * one drop event of the core's accounting: the tracepoints (and the eBPF
+ * statistics) count them as the core counts a packet from no peer.
+ */
+static void strangers_account(struct gk_ctx *c, u64 *told)
+{
+	u64 now = atomic64_read(&c->ks->rx_strangers);
+	struct gn_event ev = {
+		.type = GN_EV_DROP, .peer = -1, .reason = GN_DROP_SOURCE,
+	};
+
+	if (now == *told)
+		return;
+	ev.count = (u32)min_t(u64, now - *told, U32_MAX);
+	*told += ev.count;
+	gn_kmod_account(&c->flow, &ev);
+}
+
 static int gk_worker_main(void *arg)
 {
 	struct gk_ctx *c = arg;
 	const struct gn_env *env = &c->env.env;
 	struct mem_cgroup *old = set_active_memcg(c->memcg);
+	u64 told = 0;
 
 	while (!kthread_should_stop()) {
 		u64 next, now;
@@ -54,6 +76,7 @@ static int gk_worker_main(void *arg)
 			c->reaped = wakes;
 			gk_reap(c);
 		}
+		strangers_account(c, &told);
 		now = ktime_get_ns();
 		if (next <= now) {
 			cond_resched();

@@ -31,7 +31,7 @@ restore() {
 }
 trap restore EXIT
 
-for p in max_tensors max_context_mib max_contexts_per_user; do
+for p in max_tensors max_context_mib max_contexts_per_user rx_queue_bytes; do
 	[ -r "$params/$p" ] && [ "$(cat "$params/$p")" -gt 0 ]
 	ok $? "module parameter $p is there: $(cat "$params/$p" 2>/dev/null || echo none)"
 done
