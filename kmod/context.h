@@ -10,6 +10,7 @@
 
 #include <linux/atomic.h>
 #include <linux/spinlock.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
@@ -20,6 +21,7 @@
 
 struct gn_ctx;
 struct gk_sock;
+struct mem_cgroup;
 struct task_struct;
 
 /*
@@ -33,6 +35,7 @@ struct gk_tensor {
 	bool starting;			/* START is in the core, the lock dropped */
 	bool finished;			/* the core gave its outcome: @err, @msg */
 	bool retiring;			/* UNREGISTER runs */
+	bool unpinning;			/* its pin is being released */
 	int err;
 	struct gk_pin pin;
 	char msg[GRADNET_ERRMSG_LEN];
@@ -54,14 +57,25 @@ struct gk_ctx {
 	int rank, world;
 	u64 timeout_ns;
 	struct xarray tensors;		/* struct gk_tensor by id */
+	unsigned int ntensors;		/* in @tensors; under the env's lock */
+	unsigned int max_tensors;	/* max_tensors at OPEN */
+
+	/* Pays for everything the context allocates: the file's opener's. */
+	struct mem_cgroup *memcg;
+	kuid_t uid;			/* OPEN's caller, counted in user.c */
+	bool user_counted;
 
 	struct task_struct *worker;
 	wait_queue_head_t worker_wq;
 	atomic_t kicked;		/* work came since the last poll */
+	int reaped;			/* env wakes at the worker's last reap */
 
 	spinlock_t msg_lock;
 	char errmsg[GRADNET_ERRMSG_LEN];	/* the last failed ioctl's */
 };
+
+/* dev.c */
+void gk_reap(struct gk_ctx *c);
 
 /* worker.c */
 void gk_kick(void *ctx);

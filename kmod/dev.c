@@ -10,13 +10,23 @@
  * Every argument struct is read with copy_struct_from_user(); reserved
  * fields and unknown flags must be zero. A failed ioctl leaves its reason
  * for GRADNET_IOC_ERRMSG.
+ *
+ * What a context costs is charged to whoever asks for it and bounded:
+ * its memory to the memory cgroup of the file's opener (the ioctls and
+ * the worker allocate with that cgroup active), the core's share of it
+ * also to max_context_mib, its tensors to max_tensors, its worker thread
+ * and socket to the caller's max_contexts_per_user, and the pages START
+ * pins to the caller's RLIMIT_MEMLOCK (pin.c).
  */
+#include <linux/cred.h>
 #include <linux/delay.h>
 #include <linux/fs.h>
+#include <linux/memcontrol.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/nsproxy.h>
 #include <linux/poll.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -29,6 +39,7 @@
 #include "dev.h"
 #include "params.h"
 #include "socket.h"
+#include "user.h"
 #include "../bpf/gradnet_stat.h"
 
 /* The smallest struct each ioctl takes: every field but the reserved. */
@@ -48,6 +59,10 @@
 /* Larger tensors are refused: the core allocates several times this. */
 #define GK_MAX_ELEMS	(1ull << 30)
 #define GK_STATS_MAX	4096
+#define GK_PARAMS	"/sys/module/gradnet/parameters/"
+/* Where STATS puts drops[GN_DROP_SOURCE]: the values start at tx_packets. */
+#define GK_STATS_SOURCE	(offsetof(struct gn_stats, drops[GN_DROP_SOURCE]) - \
+			 offsetof(struct gn_stats, tx_packets))
 
 static_assert(sizeof(struct gradnet_peer) == 24, "uapi gradnet_peer");
 static_assert(sizeof(struct gradnet_open) == 112, "uapi gradnet_open");
@@ -243,6 +258,9 @@ static int open_start(struct gk_ctx *c, const struct gradnet_open *o,
 	if (r)
 		return gk_fail(c, r, "OPEN: %s", msg[0] ? msg : "cannot make the socket");
 	r = gn_core_open(&conf, &c->env.env, &c->ks->tp, &c->core);
+	if (r == -ENOMEM && READ_ONCE(c->env.refused))
+		return gk_fail(c, -EDQUOT, "OPEN: the context's core would hold more than max_context_mib (%lu MiB) of kernel memory for %u ranks: raise " GK_PARAMS "max_context_mib",
+			       c->env.max_bytes >> 20, o->world);
 	if (r)
 		return gk_fail(c, r, "OPEN: cannot open the context: error %d", r);
 	for (i = 0; i < o->world; i++) {
@@ -291,6 +309,28 @@ static void gk_teardown(struct gk_ctx *c)
 	c->core = NULL;
 	gk_sock_free(c->ks);
 	c->ks = NULL;
+	if (c->user_counted)
+		gk_user_put(c->uid);
+	c->user_counted = false;
+}
+
+/* Count the caller's context and take the limits this context keeps. */
+static int open_limits(struct gk_ctx *c)
+{
+	unsigned int max = READ_ONCE(gk_max_contexts_per_user), held;
+	int r;
+
+	c->uid = current_uid();
+	r = gk_user_get(c->uid, max, &held);
+	if (r == -EMFILE)
+		return gk_fail(c, r, "OPEN: uid %u holds %u contexts of /dev/gradnet already, the module's max_contexts_per_user: close one, or raise " GK_PARAMS "max_contexts_per_user",
+			       from_kuid_munged(current_user_ns(), c->uid), held);
+	if (r)
+		return gk_fail(c, r, "OPEN: out of memory");
+	c->user_counted = true;
+	c->max_tensors = READ_ONCE(gk_max_tensors);
+	gn_env_kernel_limit(&c->env, gk_context_bytes_max());
+	return 0;
 }
 
 static long ioc_open(struct gk_ctx *c, void __user *arg)
@@ -318,6 +358,8 @@ static long ioc_open(struct gk_ctx *c, void __user *arg)
 		goto out_new;
 	}
 	r = peers_check(c, peers, o.world);
+	if (!r)
+		r = open_limits(c);
 	if (r) {
 		kfree(peers);
 		goto out_new;
@@ -343,6 +385,27 @@ out_new:
 
 /* ---- tensors ---- */
 
+/*
+ * Why the core refused @t: the context's bound (-EDQUOT), the memory
+ * cgroup or the host (-ENOMEM), or its own reason. Called with the env's
+ * lock.
+ */
+static void register_fail(struct gk_ctx *c, int *r,
+			  const struct gradnet_tensor *t)
+{
+	unsigned long held = atomic_long_read(&c->env.bytes) >> 20;
+
+	if (*r == -ENOMEM && READ_ONCE(c->env.refused))
+		*r = gk_fail(c, -EDQUOT, "REGISTER tensor %u: %llu values would take the context's kernel memory (%lu MiB now) past the module's max_context_mib, %lu MiB: unregister some, or raise " GK_PARAMS "max_context_mib (for the next OPEN)",
+			     t->id, t->elems, held, c->env.max_bytes >> 20);
+	else if (*r == -ENOMEM)
+		gk_fail(c, *r, "REGISTER tensor %u: out of memory for %llu values (the context holds %lu MiB): the kernel refused; a context's kernel memory is charged to the memory cgroup of the process that opened /dev/gradnet, whose memory.max or the host's memory is spent",
+			t->id, t->elems, held);
+	else
+		gk_fail(c, *r, "REGISTER tensor %u: %s", t->id,
+			gn_core_api_errmsg(c->core));
+}
+
 static long ioc_register(struct gk_ctx *c, void __user *arg)
 {
 	const struct gn_env *env = &c->env.env;
@@ -366,7 +429,7 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 	    t.elems > (u64)totalram_pages() * PAGE_SIZE / 16)
 		return gk_fail(c, -EINVAL, "REGISTER tensor %u: %llu elements: 1 up to 2^30 and a sixteenth of this host's memory in bytes",
 			       t.id, t.elems);
-	gt = kzalloc(sizeof(*gt), GFP_KERNEL);
+	gt = kzalloc(sizeof(*gt), GN_KERNEL_GFP);
 	if (!gt)
 		return gk_fail(c, -ENOMEM, "REGISTER: out of memory");
 	gt->id = t.id;
@@ -383,18 +446,24 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 			    t.id);
 		goto out_unlock;
 	}
-	r = xa_insert(&c->tensors, t.id, gt, GFP_KERNEL);
+	if (c->ntensors >= c->max_tensors) {
+		r = gk_fail(c, -EMFILE, "REGISTER tensor %u: the context has %u tensors, the module's max_tensors: unregister one, or raise " GK_PARAMS "max_tensors (for the next OPEN)",
+			    t.id, c->ntensors);
+		goto out_unlock;
+	}
+	r = xa_insert(&c->tensors, t.id, gt, GN_KERNEL_GFP);
 	if (r) {
 		r = gk_fail(c, r, "REGISTER tensor %u: error %d", t.id, r);
 		goto out_unlock;
 	}
+	WRITE_ONCE(c->env.refused, false);
 	r = gn_core_tensor_register(c->core, &o);
 	if (r) {
-		gk_fail(c, r, "REGISTER tensor %u: %s", t.id,
-			gn_core_api_errmsg(c->core));
+		register_fail(c, &r, &t);
 		xa_erase(&c->tensors, t.id);
 		goto out_unlock;
 	}
+	c->ntensors++;
 	gt = NULL;
 out_unlock:
 	gn_env_unlock(env);
@@ -421,6 +490,7 @@ static int unregister_locked(struct gk_ctx *c, struct gk_tensor *gt)
 	r = gn_core_tensor_remove(c->core, gt->id,
 				  gn_core_tensor_owes(c->core, gt->id));
 	xa_erase(&c->tensors, gt->id);
+	c->ntensors--;
 	return r;
 }
 
@@ -468,6 +538,7 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	struct gradnet_start s;
 	struct gk_tensor *gt;
 	struct gk_pin pin;
+	char why[256];
 	int r;
 
 	r = gk_copy_in(c, "START", &s, sizeof(s), GK_START_MIN, arg);
@@ -492,10 +563,11 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	if (r)
 		return r;
 	/* The tensor stays while started: UNREGISTER refuses it. */
-	r = gk_pin_user(&pin, s.data, gt->elems * sizeof(float));
+	r = gk_pin_user(&pin, s.data, gt->elems * sizeof(float), why,
+			sizeof(why));
 	if (r) {
-		gk_fail(c, r, "START tensor %u: data %#llx is not %llu writable, 4-byte aligned floats of the caller",
-			s.id, s.data, gt->elems);
+		gk_fail(c, r, "START tensor %u: data %#llx, %llu floats: %s",
+			s.id, s.data, gt->elems, why);
 		goto out_unstart;
 	}
 	gn_env_lock(env);
@@ -531,12 +603,16 @@ out_unstart:
  * Has @gt's allreduce ended? Called with the env's lock. The core gives
  * an outcome once; it is kept in @gt until WAIT takes it, so poll() can
  * look without losing it. Return: 1 ended, 0 not yet (also while START
- * is still in the core), -EINVAL not started.
+ * is still in the core, or gk_reap() is unpinning the buffer), -EINVAL
+ * not started.
  */
 static int collect(struct gk_ctx *c, struct gk_tensor *gt)
 {
 	int r, err = 0;
 
+	/* An outcome is given once the buffer holds no pin. */
+	if (gt->unpinning)
+		return 0;
 	if (gt->finished)
 		return 1;
 	if (!gt->started)
@@ -550,6 +626,48 @@ static int collect(struct gk_ctx *c, struct gk_tensor *gt)
 	gt->err = err;
 	strscpy(gt->msg, err ? gn_core_api_errmsg(c->core) : "", sizeof(gt->msg));
 	return 1;
+}
+
+/**
+ * gk_reap() - unpin the buffers of the allreduces whose outcome the core
+ * has given, as soon as it gives it: a step that ended (or timed out)
+ * holds no pages while nobody WAITs for it; the outcome stays for WAIT
+ * @c: the context; its env's lock not held
+ */
+void gk_reap(struct gk_ctx *c)
+{
+	const struct gn_env *env = &c->env.env;
+	unsigned long id = 0;
+	struct gk_tensor *gt;
+	struct gk_pin pin;
+	bool found;
+
+	for (;;) {
+		found = false;
+		gn_env_lock(env);
+		xa_for_each_start(&c->tensors, id, gt, id) {
+			if (gt->pin.pages && collect(c, gt) == 1) {
+				pin = gt->pin;
+				memset(&gt->pin, 0, sizeof(gt->pin));
+				gt->unpinning = true;
+				found = true;
+				break;
+			}
+		}
+		gn_env_unlock(env);
+		if (!found)
+			return;
+		/*
+		 * Unpinning a large buffer takes a while: not under the
+		 * lock, but WAIT and poll() see the outcome only after.
+		 */
+		gk_unpin(&pin);
+		gn_env_lock(env);
+		gt->unpinning = false;
+		gn_env_wake(env);
+		gn_env_unlock(env);
+		id++;
+	}
 }
 
 struct wait_out {
@@ -609,7 +727,7 @@ static long ioc_wait(struct gk_ctx *c, void __user *arg)
 	if (w.result || !all_zero(w.reserved, sizeof(w.reserved)))
 		return gk_fail(c, -EINVAL, "WAIT tensor %u: result and reserved must be zero",
 			       w.id);
-	out = kzalloc(sizeof(*out), GFP_KERNEL);
+	out = kzalloc(sizeof(*out), GN_KERNEL_GFP);
 	if (!out)
 		return gk_fail(c, -ENOMEM, "WAIT: out of memory");
 	gn_env_lock(&c->env.env);
@@ -651,7 +769,7 @@ static long ioc_stats(struct gk_ctx *c, void __user *arg)
 	if (!all_zero(s.reserved, sizeof(s.reserved)) || !s.len ||
 	    s.len % 8 || s.len > GK_STATS_MAX || s.scope > GRADNET_STATS_TENSOR)
 		return gk_fail(c, -EINVAL, "STATS: scope 0..2, len a multiple of 8 in 8..4096, reserved zero");
-	vals = kzalloc(s.len, GFP_KERNEL);
+	vals = kzalloc(s.len, GN_KERNEL_GFP);
 	if (!vals)
 		return gk_fail(c, -ENOMEM, "STATS: out of memory");
 	have = min_t(size_t, s.len, sizeof(struct gn_stats) - first);
@@ -664,6 +782,9 @@ static long ioc_stats(struct gk_ctx *c, void __user *arg)
 	if (src)
 		memcpy(vals, (const u8 *)src + first, have);
 	gn_env_unlock(&c->env.env);
+	/* The socket drops strangers in softirq; the core never sees them. */
+	if (src && s.scope == GRADNET_STATS_CTX && GK_STATS_SOURCE < have)
+		vals[GK_STATS_SOURCE / 8] += atomic64_read(&c->ks->rx_strangers);
 	if (!src)
 		r = gk_fail(c, s.scope == GRADNET_STATS_TENSOR ? -ENOENT : -EINVAL,
 			    "STATS: no %s %u", s.scope == GRADNET_STATS_TENSOR ?
@@ -725,13 +846,8 @@ static long ioc_info(struct gk_ctx *c, void __user *arg)
  * Dispatch on type and number only: the size in the command is the
  * caller's version of the struct, which the struct's own size field says.
  */
-static long gk_ioctl(struct file *f, unsigned int cmd, unsigned long uarg)
+static long gk_dispatch(struct gk_ctx *c, unsigned int cmd, void __user *arg)
 {
-	struct gk_ctx *c = f->private_data;
-	void __user *arg = (void __user *)uarg;
-
-	if (_IOC_TYPE(cmd) != GRADNET_IOC_MAGIC)
-		return -ENOTTY;
 	switch (_IOC_NR(cmd)) {
 	case _IOC_NR(GRADNET_IOC_OPEN):
 		return ioc_open(c, arg);
@@ -753,6 +869,21 @@ static long gk_ioctl(struct file *f, unsigned int cmd, unsigned long uarg)
 	return -ENOTTY;
 }
 
+/* The opener's memory cgroup pays, whoever holds the file now. */
+static long gk_ioctl(struct file *f, unsigned int cmd, unsigned long uarg)
+{
+	struct gk_ctx *c = f->private_data;
+	struct mem_cgroup *old;
+	long r;
+
+	if (_IOC_TYPE(cmd) != GRADNET_IOC_MAGIC)
+		return -ENOTTY;
+	old = set_active_memcg(c->memcg);
+	r = gk_dispatch(c, cmd, (void __user *)uarg);
+	set_active_memcg(old);
+	return r;
+}
+
 /* POLLIN: some started allreduce has ended and WAIT will not block for it. */
 static __poll_t gk_poll(struct file *f, poll_table *pt)
 {
@@ -766,9 +897,15 @@ static __poll_t gk_poll(struct file *f, poll_table *pt)
 		return EPOLLERR;
 	if (atomic_read(&c->state) != GK_OPEN)
 		return 0;
+	/*
+	 * What poll() reports as ended holds no pins: it unpins what has
+	 * ended, then reports only that. One that ends in between is the
+	 * worker's to unpin, and its wake brings poll() back here.
+	 */
+	gk_reap(c);
 	gn_env_lock(&c->env.env);
 	xa_for_each(&c->tensors, id, gt)
-		if (gt->started && collect(c, gt) == 1) {
+		if (gt->started && collect(c, gt) == 1 && !gt->pin.pages) {
 			mask = EPOLLIN | EPOLLRDNORM;
 			break;
 		}
@@ -778,13 +915,14 @@ static __poll_t gk_poll(struct file *f, poll_table *pt)
 
 static int gk_open(struct inode *inode, struct file *f)
 {
-	struct gk_ctx *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	struct gk_ctx *c = kzalloc(sizeof(*c), GN_KERNEL_GFP);
 
 	if (!c)
 		return -ENOMEM;
+	c->memcg = get_mem_cgroup_from_mm(current->mm);
 	atomic_set(&c->state, GK_NEW);
 	gn_env_kernel_init(&c->env);
-	xa_init(&c->tensors);
+	xa_init_flags(&c->tensors, XA_FLAGS_ACCOUNT);
 	init_waitqueue_head(&c->worker_wq);
 	spin_lock_init(&c->msg_lock);
 	f->private_data = c;
@@ -823,6 +961,7 @@ static int gk_release(struct inode *inode, struct file *f)
 	}
 	xa_destroy(&c->tensors);
 	gn_env_kernel_destroy(&c->env);
+	mem_cgroup_put(c->memcg);
 	kfree(c);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <linux/moduleparam.h>
 
 #include "dev.h"
+#include "params.h"
 #include "selftest.h"
 
 /* What the last rerun of the core self-test returned (0: passed). */
@@ -56,6 +57,7 @@ static int __init gradnet_init(void)
 	core = gn_selftest_core_run();
 	if (codec || wire || core)
 		return codec ? codec : wire ? wire : core;
+	gk_params_init();
 	return gk_dev_register();
 }
 

@@ -16,6 +16,13 @@ struct gk_faults {
 extern unsigned int gk_default_timeout_ms;
 extern unsigned int gk_default_step_timeout_ms;
 extern unsigned int gk_rx_queue_max;
+extern unsigned int gk_rx_queue_bytes;
+extern unsigned int gk_max_contexts_per_user;
+extern unsigned int gk_max_tensors;
+extern unsigned int gk_max_context_mib;
+
+void gk_params_init(void);
+unsigned long gk_context_bytes_max(void);
 
 void gk_faults_get(struct gk_faults *f);
 bool gk_faults_on(void);

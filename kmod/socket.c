@@ -5,12 +5,19 @@
  * namespace.
  *
  * Receive: the socket's encap_rcv takes every datagram in softirq (the
- * UDP layer has verified its checksum), resolves the sender to a rank (or
- * GN_PEER_NONE, which the core counts as a source drop, as on the UDP
- * path) and queues the skb for the context's worker; nothing is queued
- * to a user socket and nothing is copied. The core runs in the worker (its
- * environment sleeps), where recv() hands the skbs out with their gn_buf
- * in the skb's control block.
+ * UDP layer has verified its checksum) and resolves the sender to a rank.
+ * A datagram from no rank of the job is dropped there and counted (STATS
+ * adds them to the context's source drops, as the core counts them on
+ * the UDP path): a stranger's flood costs no memory, no queue room and no
+ * wake-up of the worker. The others are queued for the context's worker,
+ * charged to the socket as the UDP layer charges its own queue
+ * (sk_rmem_alloc against sk_rcvbuf, which rx_queue_bytes sets, and the
+ * protocol's and the memory cgroup's pages); what does not fit is dropped
+ * and counted in the socket's drops (/proc/net/udp). Nothing is queued to
+ * a user socket and nothing is copied. The core runs in the worker (its
+ * environment sleeps), where recv() takes the skbs off the queue, gives
+ * their charge back and hands them out with their gn_buf in the skb's
+ * control block.
  *
  * Transmit: a tx buffer is an skb with headroom for the IP and UDP headers
  * that the packer encodes into. send() transmits a clone that shares the
@@ -35,6 +42,7 @@
 #include <net/udp.h>
 #include <net/udp_tunnel.h>
 
+#include "kernel.h"
 #include "socket.h"
 
 /* The rx gn_buf lives in the skb's control block. */
@@ -71,7 +79,7 @@ static int peers_init(struct gk_sock *ks, const struct gradnet_peer *peers)
 {
 	int r, err;
 
-	ks->peers = kcalloc(ks->world, sizeof(*ks->peers), GFP_KERNEL);
+	ks->peers = kcalloc(ks->world, sizeof(*ks->peers), GN_KERNEL_GFP);
 	if (!ks->peers)
 		return -ENOMEM;
 	for (r = 0; r < ks->world; r++) {
@@ -83,7 +91,7 @@ static int peers_init(struct gk_sock *ks, const struct gradnet_peer *peers)
 			memcpy(&p->addr4, peers[r].addr, 4);
 		else
 			memcpy(&p->addr6, peers[r].addr, 16);
-		err = dst_cache_init(&p->cache, GFP_KERNEL);
+		err = dst_cache_init(&p->cache, GN_KERNEL_GFP);
 		if (err)
 			return err;
 	}
@@ -149,6 +157,44 @@ static bool rx_prepare(struct sk_buff *skb)
 }
 
 /*
+ * A queued skb's charge, given back when the worker takes it (skb_orphan())
+ * or when it is freed in the queue. Softirq on another CPU charges the
+ * same counters: the receive queue's lock serialises sk_forward_alloc, as
+ * it does for the UDP layer's own queue.
+ */
+static void rx_uncharge(struct sk_buff *skb)
+{
+	struct sock *sk = skb->sk;
+
+	spin_lock_bh(&sk->sk_receive_queue.lock);
+	atomic_sub(skb->truesize, &sk->sk_rmem_alloc);
+	sk_mem_uncharge(sk, skb->truesize);
+	spin_unlock_bh(&sk->sk_receive_queue.lock);
+}
+
+/* Charge @skb to @sk if it fits in sk_rcvbuf and the protocol's memory. */
+static bool rx_charge(struct sock *sk, struct sk_buff *skb)
+{
+	unsigned int size = skb->truesize;
+	bool ok;
+
+	skb_orphan(skb);
+	spin_lock(&sk->sk_receive_queue.lock);
+	ok = atomic_read(&sk->sk_rmem_alloc) + size <= READ_ONCE(sk->sk_rcvbuf) &&
+	     sk_rmem_schedule(sk, skb, size);
+	if (ok) {
+		sk_mem_charge(sk, size);
+		atomic_add(size, &sk->sk_rmem_alloc);
+	}
+	spin_unlock(&sk->sk_receive_queue.lock);
+	if (!ok)
+		return false;
+	skb->sk = sk;
+	skb->destructor = rx_uncharge;
+	return true;
+}
+
+/*
  * encap_rcv: softirq. Return 0: the skb is ours (queued or freed), the
  * UDP layer does nothing more with it.
  */
@@ -160,14 +206,19 @@ static int gk_encap_rcv(struct sock *sk, struct sk_buff *skb)
 
 	if (unlikely(!ks))
 		goto drop;
-	/* Strangers go to the core too, which counts them as source drops. */
 	from = sender_of(ks, skb);
-	if (unlikely(!rx_prepare(skb)))
-		goto drop;
-	if (skb_queue_len(&ks->rxq) >= ks->rxq_max) {
-		atomic64_inc(&ks->rx_overflow);
+	if (unlikely(from == GN_PEER_NONE)) {
+		atomic64_inc(&ks->rx_strangers);
 		goto drop;
 	}
+	/* A full queue refuses before the datagram is linearized. */
+	if (atomic_read(&sk->sk_rmem_alloc) >= READ_ONCE(sk->sk_rcvbuf) ||
+	    skb_queue_len(&ks->rxq) >= ks->rxq_max)
+		goto overflow;
+	if (unlikely(!rx_prepare(skb)))
+		goto drop;
+	if (!rx_charge(sk, skb))
+		goto overflow;
 	g = skb_gkbuf(skb);
 	memset(g, 0, sizeof(*g));
 	g->b.peer = from;
@@ -175,7 +226,10 @@ static int gk_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	skb_queue_tail(&ks->rxq, skb);
 	ks->kick(ks->kick_arg);
 	return 0;
+overflow:
+	atomic64_inc(&ks->rx_overflow);
 drop:
+	atomic_inc(&sk->sk_drops);
 	kfree_skb(skb);
 	return 0;
 }
@@ -215,6 +269,8 @@ static struct sk_buff *rx_next(struct gk_sock *ks, struct sk_buff **dup)
 			ks->late = NULL;
 			return skb;
 		}
+		/* Off the queue: its room is free again (rx_uncharge()). */
+		skb_orphan(skb);
 		if (chance(ks->faults.drop)) {
 			kfree_skb(skb);
 			continue;
@@ -258,7 +314,8 @@ static int gk_recv(void *tp, struct gn_buf **b, int max)
 
 static struct sk_buff *tx_skb_new(struct gk_sock *ks)
 {
-	struct sk_buff *skb = alloc_skb(ks->hroom + ks->max_pkt, GFP_KERNEL);
+	struct sk_buff *skb = alloc_skb(ks->hroom + ks->max_pkt,
+					GN_KERNEL_GFP);
 
 	if (!skb)
 		return NULL;
@@ -270,7 +327,7 @@ static struct sk_buff *tx_skb_new(struct gk_sock *ks)
 
 static struct gk_buf *tx_buf_new(struct gk_sock *ks)
 {
-	struct gk_buf *g = kzalloc(sizeof(*g), GFP_KERNEL);
+	struct gk_buf *g = kzalloc(sizeof(*g), GN_KERNEL_GFP);
 
 	if (!g)
 		return NULL;
@@ -511,6 +568,10 @@ static int sock_bind(struct gk_sock *ks, const struct gradnet_peer *self)
 	err = udp_sock_create(ks->net, &cfg, &ks->sock);
 	if (err)
 		return err;
+	/* Queued skbs charge it until the queue is purged, after release. */
+	ks->sk = ks->sock->sk;
+	sock_hold(ks->sk);
+	WRITE_ONCE(ks->sk->sk_rcvbuf, ks->rcvbuf);
 	setup_udp_tunnel_sock(ks->net, ks->sock, &tcfg);
 	return 0;
 }
@@ -536,7 +597,7 @@ int gk_sock_open(struct gk_sock **out, struct net *net,
 	char name[64];
 	int err;
 
-	ks = kzalloc(sizeof(*ks), GFP_KERNEL);
+	ks = kzalloc(sizeof(*ks), GN_KERNEL_GFP);
 	if (!ks)
 		return -ENOMEM;
 	ks->net = get_net(net);
@@ -546,6 +607,7 @@ int gk_sock_open(struct gk_sock **out, struct net *net,
 	ks->hroom = ALIGN(LL_MAX_HEADER + sizeof(struct ipv6hdr) +
 			  sizeof(struct udphdr), 64);
 	ks->rxq_max = max(READ_ONCE(gk_rx_queue_max), 64u);
+	ks->rcvbuf = clamp(READ_ONCE(gk_rx_queue_bytes), 65536u, (u32)INT_MAX);
 	ks->kick = kick;
 	ks->kick_arg = kick_arg;
 	gk_faults_get(&ks->faults);
@@ -587,6 +649,8 @@ void gk_sock_shutdown(struct gk_sock *ks)
 	skb_queue_purge(&ks->rxq);
 	kfree_skb(ks->late);
 	ks->late = NULL;
+	sock_put(ks->sk);
+	ks->sk = NULL;
 }
 
 /**
@@ -606,9 +670,11 @@ void gk_sock_free(struct gk_sock *ks)
 		consume_skb(g->b.priv);
 		kfree(g);
 	}
-	if (atomic64_read(&ks->rx_overflow) || ks->tx_errors)
-		pr_info("gradnet: rank %d: %lld packets dropped on a full receive queue (rx_queue_max), %llu sends without a route\n",
+	if (atomic64_read(&ks->rx_overflow) || ks->tx_errors ||
+	    atomic64_read(&ks->rx_strangers))
+		pr_info("gradnet: rank %d: %lld packets dropped on a full receive queue (rx_queue_bytes, rx_queue_max), %lld from no rank of the job, %llu sends without a route\n",
 			ks->rank, (long long)atomic64_read(&ks->rx_overflow),
+			(long long)atomic64_read(&ks->rx_strangers),
 			ks->tx_errors);
 	out = atomic_read(&ks->rx_out);
 	if (out)

@@ -39,6 +39,7 @@ struct gk_sock {
 	struct gn_transport tp;
 	struct net *net;
 	struct socket *sock;
+	struct sock *sk;		/* held until the queue is purged */
 	int world, rank;
 	struct gk_peer *peers;
 	u32 max_pkt;
@@ -46,10 +47,12 @@ struct gk_sock {
 
 	/* Receive: skbs queued in softirq for the worker. */
 	struct sk_buff_head rxq;
-	u32 rxq_max;
+	u32 rxq_max;			/* packets */
+	u32 rcvbuf;			/* bytes: the socket's sk_rcvbuf */
 	struct sk_buff *late;		/* fault injection: held back */
 	struct gk_faults faults;
 	atomic64_t rx_overflow;		/* dropped: the queue was full */
+	atomic64_t rx_strangers;	/* dropped: from no rank of the job */
 	atomic_t rx_out;		/* handed to the core, not yet put */
 
 	/* Transmit buffers: a free list and every one made. */

@@ -7,8 +7,9 @@
  *
  * Implementations: libc.c (libgradnet: calloc, CLOCK_MONOTONIC, a pthread
  * mutex and condition variable, getrandom, and a pool of codec workers,
- * workers.c), kernel.c (the module: kvzalloc,
- * ktime, a mutex and a wait queue, get_random_bytes) and dpdk/env.c (the DPDK
+ * workers.c), kernel.c (the module: memory charged to the caller's
+ * memory cgroup under a per-context bound, ktime, a mutex and a wait
+ * queue, get_random_bytes) and dpdk/env.c (the DPDK
  * path: rte_zmalloc, the TSC, a spinlock, getrandom; nothing sleeps there).
  *
  * The core allocates only when a context opens and when a tensor is

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * kernel.c - the core's environment in the kernel module: kvzalloc()
- * (tensor-sized buffers may be too large for kmalloc), the monotonic
- * ktime clock, a mutex and a wait queue, get_random_bytes().
+ * kernel.c - the core's environment in the kernel module: memory charged
+ * to the caller's memory cgroup and counted against the context's bound,
+ * the monotonic ktime clock, a mutex and a wait queue, get_random_bytes().
  */
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/mm.h>
+#include <linux/overflow.h>
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
+#include <linux/vmalloc.h>
 
 #include "kernel.h"
 
@@ -19,17 +21,64 @@ static struct gn_env_kernel *to_kenv(void *env)
 }
 
 /*
- * GFP_KERNEL: the core allocates at open, at tensor registration and
- * while its packet pool grows, all in process context with at most the
- * env's mutex held, where sleeping for memory is allowed.
+ * Every block starts with its length, so a free gives back what it took:
+ * the whole header, which keeps the core's buffers cache-line aligned
+ * where the allocator's block is (vmalloc's, a page).
  */
-static void *kenv_alloc(void *env, size_t bytes)
+#define KENV_HEAD	64
+
+/*
+ * The core allocates at open, at tensor registration and while its
+ * packet pool grows, all in process context: an ioctl of the caller, or
+ * the context's worker, which charges the opener's memory cgroup
+ * (set_active_memcg()). A small block comes from kmalloc if it has one
+ * at once; the rest from vmalloc, which retries reclaim, then fails
+ * (GN_KERNEL_GFP).
+ */
+static void *kenv_block(size_t bytes)
 {
-	return kvzalloc(bytes, GFP_KERNEL);
+	const gfp_t gfp = (GN_KERNEL_GFP & ~__GFP_RETRY_MAYFAIL) | __GFP_ZERO;
+	void *p;
+
+	if (bytes <= PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER) {
+		p = kmalloc(bytes, gfp | __GFP_NORETRY);
+		if (p)
+			return p;
+	}
+	return __vmalloc(bytes, gfp | __GFP_RETRY_MAYFAIL);
 }
 
-static void kenv_free(void *env, void *p)
+static void *kenv_alloc(void *env, size_t bytes)
 {
+	struct gn_env_kernel *e = to_kenv(env);
+	unsigned long max = READ_ONCE(e->max_bytes);
+	size_t total;
+	long held;
+	u8 *p;
+
+	if (check_add_overflow(bytes, (size_t)KENV_HEAD, &total) ||
+	    total > LONG_MAX)
+		return NULL;
+	held = atomic_long_add_return(total, &e->bytes);
+	if (max && (unsigned long)held > max) {
+		atomic_long_sub(total, &e->bytes);
+		WRITE_ONCE(e->refused, true);
+		return NULL;
+	}
+	p = kenv_block(total);
+	if (!p) {
+		atomic_long_sub(total, &e->bytes);
+		return NULL;
+	}
+	*(size_t *)p = total;
+	return p + KENV_HEAD;
+}
+
+static void kenv_free(void *env, void *ptr)
+{
+	u8 *p = (u8 *)ptr - KENV_HEAD;
+
+	atomic_long_sub(*(size_t *)p, &to_kenv(env)->bytes);
 	kvfree(p);
 }
 
@@ -87,7 +136,25 @@ int gn_env_kernel_init(struct gn_env_kernel *e)
 	mutex_init(&e->lock);
 	init_waitqueue_head(&e->wq);
 	atomic_set(&e->wakes, 0);
+	atomic_long_set(&e->bytes, 0);
+	e->max_bytes = 0;
+	e->refused = false;
 	return 0;
+}
+
+/**
+ * gn_env_kernel_limit() - bound what the core may hold of the kernel's
+ * memory through @e
+ * @e: the environment
+ * @max_bytes: the bound, headers included; 0 for none
+ *
+ * An allocation that would pass it fails (the core sees NULL and returns
+ * -ENOMEM) and sets @e->refused, so the caller can tell the bound from
+ * a memory cgroup or a host that is short.
+ */
+void gn_env_kernel_limit(struct gn_env_kernel *e, unsigned long max_bytes)
+{
+	WRITE_ONCE(e->max_bytes, max_bytes);
 }
 
 /**
@@ -96,6 +163,9 @@ int gn_env_kernel_init(struct gn_env_kernel *e)
  */
 void gn_env_kernel_destroy(struct gn_env_kernel *e)
 {
+	WARN_ONCE(atomic_long_read(&e->bytes),
+		  "gradnet: the core left %ld bytes allocated\n",
+		  atomic_long_read(&e->bytes));
 	mutex_destroy(&e->lock);
 }
 

@@ -11,7 +11,8 @@
 # shared libraries), the kernel modules the cases and gradnet.ko need
 # (veth, bridge, udp_tunnel, ip6_udp_tunnel and their dependencies), the
 # test programs of BUILD_DIR (tests/kmod/kmod_job, tests/kmod/ioctl_fuzz,
-# tools/gradnet-rank, with their libraries), tests/net/lib.sh and each
+# tests/kmod/kmod_limits, tests/kmod/kmod_flood, tools/gradnet-rank, with
+# their libraries), tests/net/lib.sh and each
 # tests/kmod/cases/CASE.sh. The reference results a case names on a
 # "# ref: NAME WORLD STEPS TENSORS" line are computed here, on the host,
 # by kmod_job ref: TCG is too slow for them. The guest (guest_init.sh)
@@ -54,6 +55,7 @@ trap 'exit 1' INT TERM
 
 # The binaries the guest runs, from BUILD_DIR.
 programs="$build/tests/kmod/kmod_job $build/tests/kmod/ioctl_fuzz
+	$build/tests/kmod/kmod_limits $build/tests/kmod/kmod_flood
 	$build/tools/gradnet-rank"
 
 check_parts() {

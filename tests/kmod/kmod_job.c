@@ -17,6 +17,7 @@
  *	hash STEP TENSOR HEX		FNV-1a of the tensor's result
  *	error STEP ERRNO TEXT		the step failed (-ERRNO), and why
  *	retransmits N			from gn_stats_ctx() after the last step
+ *	drops source N			packets from no rank of the job, dropped
  * --hold STEP:FILE waits, before starting STEP, until FILE exists (the kill
  * test keeps one rank out of a step so the others stay in it).
  *
@@ -183,8 +184,11 @@ static int cmd_rank(const struct opts *o)
 			hold(o->hold_file);
 		r = step_run(ctx, o, x, rank, step);
 	}
-	if (!r && !gn_stats_ctx(ctx, &st))
+	if (!r && !gn_stats_ctx(ctx, &st)) {
 		printf("retransmits %llu\n", (unsigned long long)st.retransmits);
+		printf("drops source %llu\n",
+		       (unsigned long long)st.drops[GN_DROP_SOURCE]);
+	}
 	gn_ctx_close(ctx);
 	for (k = 0; k < s->ntensors; k++)
 		free(x[k]);

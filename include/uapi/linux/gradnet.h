@@ -21,6 +21,15 @@
  * failed). An allreduce is started with START and finished with WAIT (or
  * poll(): POLLIN when some started allreduce has finished and WAIT will not
  * block for it). ERRMSG says why the last failed ioctl failed.
+ *
+ * What a context costs is charged and bounded (module parameters, read
+ * at OPEN): its kernel memory to the memory cgroup of the process that
+ * opened the file (-ENOMEM when that cgroup or the host is short, never
+ * an OOM kill) and its core's share to max_context_mib (-EDQUOT); its
+ * tensors to max_tensors (-EMFILE); the context itself, a kernel thread
+ * and a socket, to the caller's max_contexts_per_user (-EMFILE); the
+ * pages an allreduce pins to the caller's RLIMIT_MEMLOCK (-ENOMEM, -EPERM
+ * at 0), unless it has CAP_IPC_LOCK.
  */
 #ifndef _UAPI_LINUX_GRADNET_H
 #define _UAPI_LINUX_GRADNET_H
@@ -151,7 +160,11 @@ struct gradnet_tensor {
 /*
  * struct gradnet_start - start an allreduce of tensor @id on @data, a user
  * buffer of the tensor's elems float32 values, 4-byte aligned, which the
- * module uses in place until the allreduce finishes (WAIT, poll, close).
+ * module pins and uses in place until the allreduce ends (its outcome is
+ * there for WAIT or poll, or the file is closed). The buffer must be
+ * anonymous memory, shmem (memfd, /dev/shm, MAP_SHARED|MAP_ANONYMOUS) or
+ * hugetlbfs: a file mapping of any other filesystem is -EOPNOTSUPP. Its
+ * pages count as locked memory of the caller (VmPin).
  */
 struct gradnet_start {
 	__u32 size;
