@@ -17,7 +17,7 @@
 # The fresh root comes from debootstrap (minbase, bookworm) and apt, in a
 # private mount namespace; the checks run chrooted, in a network namespace
 # of their own. Cache, kept between runs (CI starts without it, and then
-# downloads 42 MB for debootstrap and 137 MB of packages):
+# downloads everything: doc/packaging.md says how much, and how long):
 #   GN_DEB_CACHE (default /var/cache/gradnet-test): bookworm-minbase.tgz,
 #   debootstrap's tarball (made again when older than 30 days), and apt/,
 #   the packages apt fetched into the root (apt-get autoclean trims it).
