@@ -29,6 +29,9 @@ PACKAGES=(
 	meson ninja-build pkg-config gcc clang llvm lld libclang-rt-14-dev
 	libzstd-dev liblz4-dev zlib1g-dev python3-sklearn python3-numpy
 	python3-torch python3-pytest
+	python3-venv python3-pip python3-setuptools python3-wheel python3-wheel-whl
+	dpkg-dev debhelper dh-dkms dh-python pybuild-plugin-pyproject python3-all
+	fakeroot lintian debootstrap
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
 	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod dkms
 	iproute2 libbpf-dev libelf-dev bpftool systemtap-sdt-dev

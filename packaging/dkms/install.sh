@@ -11,6 +11,10 @@
 #	(for the running kernel, or VERSION); then `modprobe gradnet`
 #   packaging/dkms/install.sh --remove [DKMS-OPTION...]
 #	dkms remove gradnet/VERSION --all, and deletes /usr/src/gradnet-VERSION
+#   packaging/dkms/install.sh --sources DIR
+#	only copies the sources and dkms.conf to DIR, and runs no dkms
+#	command (debian/rules fills gradnet-dkms's /usr/src/gradnet-VERSION
+#	this way)
 #
 # DKMS-OPTIONs go to every dkms command; with --sourcetree DIR the sources
 # go to DIR instead of /usr/src (tests/kmod/dkms_test.sh builds in scratch
@@ -24,11 +28,13 @@ version=$(sed -n "s/^  version: '\([^']*\)',\$/\1/p" "$root/meson.build")
 kernel=$(uname -r)
 remove=
 srctree=/usr/src
+only_to=
 
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=$2; shift 2 ;;
 	--remove) remove=1; shift ;;
+	--sources) only_to=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -38,6 +44,20 @@ while [ $# -gt 0 ]; do
 	[ "$1" = --sourcetree ] && srctree=$2
 	shift
 done
+# copy_sources DIR: what the module builds from, and its dkms.conf.
+copy_sources() {
+	rm -rf "$1"
+	mkdir -p "$1/tests"
+	cp -R "$root/Kbuild" "$root/kmod" "$root/lib" "$root/include" "$root/bpf" "$1/"
+	cp -R "$root/tests/golden" "$root/tests/core" "$1/tests/"
+	find "$1" \( -name '*.o' -o -name '.*.cmd' -o -name '*.ko' \) -delete
+	sed "s/#MODULE_VERSION#/$version/" "$root/packaging/dkms/dkms.conf.in" >"$1/dkms.conf"
+}
+
+if [ -n "$only_to" ]; then
+	copy_sources "$only_to"
+	exit 0
+fi
 command -v dkms >/dev/null ||
 	{ echo "install.sh: dkms is not installed (apt-get install dkms)" >&2; exit 1; }
 dest=$srctree/gradnet-$version
@@ -50,12 +70,7 @@ if [ -n "$remove" ]; then
 	exit 0
 fi
 
-rm -rf "$dest"
-mkdir -p "$dest/tests"
-cp -R "$root/Kbuild" "$root/kmod" "$root/lib" "$root/include" "$root/bpf" "$dest/"
-cp -R "$root/tests/golden" "$root/tests/core" "$dest/tests/"
-find "$dest" \( -name '*.o' -o -name '.*.cmd' -o -name '*.ko' \) -delete
-sed "s/@VERSION@/$version/" "$root/packaging/dkms/dkms.conf.in" >"$dest/dkms.conf"
+copy_sources "$dest"
 # shellcheck disable=SC2086
 dkms add "gradnet/$version" $opts
 # shellcheck disable=SC2086

@@ -10,6 +10,9 @@ call, which is what lets gn_allreduce_wait() run beside the backward pass.
 import ctypes
 import ctypes.util
 import os
+import platform
+import sys
+import sysconfig
 
 GN_CODEC_DEFAULT = 0
 GN_CODEC_NONE = 1
@@ -78,6 +81,12 @@ class Stats(ctypes.Structure):
 
 
 def _candidates():
+    """Where libgradnet.so.0 is looked for, in order: GRADNET_LIB alone if
+    set; the source tree's build/; the dynamic linker's search (by name,
+    then ctypes.util.find_library, which asks ldconfig); last, the
+    environment's own prefix (a venv's or conda's sys.prefix/lib, where
+    `meson setup --prefix="$CONDA_PREFIX"` installs it), which the linker
+    does not search."""
     env = os.environ.get("GRADNET_LIB")
     if env:
         return [env]
@@ -87,6 +96,10 @@ def _candidates():
     found = ctypes.util.find_library("gradnet")
     if found:
         names.append(found)
+    multiarch = sysconfig.get_config_var("MULTIARCH") or \
+        "%s-linux-gnu" % platform.machine()
+    for libdir in (os.path.join("lib", multiarch), "lib"):
+        names.append(os.path.join(sys.prefix, libdir, "libgradnet.so.0"))
     return names
 
 
@@ -99,7 +112,8 @@ def _load():
             return ctypes.CDLL(name)
         except OSError as e:
             errors.append(str(e))
-    raise ImportError("gradnet: cannot load libgradnet.so (set GRADNET_LIB "
+    raise ImportError("gradnet: cannot load libgradnet.so.0 (install "
+                      "libgradnet0 or `meson install`, or set GRADNET_LIB "
                       "to its path): " + "; ".join(errors or ["not found"]))
 
 

@@ -19,6 +19,11 @@ With member_scales=True each DDP bucket is a gradnet bucket whose members
 are its gradients (gn_bucket_register()), so every parameter tensor keeps
 its own 3LC scale, as it does without DDP's fusion.
 
+Buckets on a CUDA device, and float16 or bfloat16 buckets from mixed
+precision, go through reusable float32 host buffers (gradnet._staging):
+copied in on the bucket's stream, allreduced, and copied back before the
+Future completes, so a GPU or mixed-precision job registers the same hook.
+
 Ranks find each other through torch.distributed's store: each publishes the
 host:port its context binds. The job key comes from GN_KEY_FILE (or GN_KEY,
 GN_KEY_FD) if set, else rank 0 draws one and shares it through the store;
@@ -40,6 +45,7 @@ import torch
 import torch.distributed as dist
 
 import gradnet
+from gradnet._staging import BucketStaging
 
 __all__ = ["GradnetState", "init", "allreduce_hook"]
 
@@ -62,6 +68,7 @@ class GradnetState:
         self.sizes = {}             # bucket index -> registered member sizes
         self.rebuilds = 0           # re-registrations after a size change
         self.nonfinite_steps = 0
+        self.staging = BucketStaging()
         self._q = queue.Queue()
         self._thread = threading.Thread(target=self._waiter, daemon=True,
                                         name="gradnet-wait")
@@ -91,21 +98,27 @@ class GradnetState:
             item = self._q.get()
             if item is None:
                 return
-            tid, flat, out, fut = item
-            try:
-                self.ctx.wait(tid)
-                if out is not flat:
-                    out.copy_(flat)
-                fut.set_result(out)
-            except gradnet.NonFiniteError as e:
-                self.nonfinite_steps += 1
-                if self.on_nonfinite == "raise":
-                    fut.set_exception(e)
-                else:
-                    out.fill_(float("nan"))
-                    fut.set_result(out)
-            except BaseException as e:  # noqa: B902 - the Future must end
+            tid, flat, out, fut, stream = item
+            # The copy back and the Future's completion run on the
+            # bucket's stream, so DDP's use of the result waits for them.
+            with self.staging.on_stream(stream):
+                self._finish(tid, flat, out, fut)
+
+    def _finish(self, tid, flat, out, fut):
+        try:
+            self.ctx.wait(tid)
+            if out is not flat:
+                self.staging.copy_out(tid, flat, out)
+            fut.set_result(out)
+        except gradnet.NonFiniteError as e:
+            self.nonfinite_steps += 1
+            if self.on_nonfinite == "raise":
                 fut.set_exception(e)
+            else:
+                out.fill_(float("nan"))
+                fut.set_result(out)
+        except BaseException as e:  # noqa: B902 - the Future must end
+            fut.set_exception(e)
 
     def stats(self):
         """The context's traffic counters, a dict (gn_stats_ctx())."""
@@ -118,27 +131,42 @@ class GradnetState:
         self.ctx.close()
 
 
+def _stage(state, tid, buf):
+    """The float32 host buffer the bucket is reduced in (buf itself for a
+    contiguous float32 CPU bucket), its stream, and the hook's Future: one
+    that may carry tensors of the bucket's CUDA device."""
+    if not state.staging.needed(buf):
+        return buf, None, torch.futures.Future()
+    stream = state.staging.stream(buf)
+    devices = [buf.device] if stream is not None else None
+    with state.staging.on_stream(stream):
+        flat = state.staging.copy_in(tid, buf)
+    return flat, stream, torch.futures.Future(devices=devices)
+
+
 def allreduce_hook(state, bucket):
     """Average the bucket over all ranks with gradnet; returns a Future of
     the bucket's buffer holding the mean."""
     buf = bucket.buffer()
     tid = bucket.index()
-    flat = buf
-    if buf.dtype != torch.float32 or not buf.is_contiguous():
-        flat = buf.detach().to(torch.float32).contiguous()
+    try:
+        flat, stream, fut = _stage(state, tid, buf)
+    except TypeError as e:
+        fut = torch.futures.Future()
+        fut.set_exception(e)
+        return fut
     n = flat.numel()
     if state.member_scales:
         sizes = tuple(g.numel() for g in bucket.gradients())
         # The gradients lie back to back in the buffer; else one tensor.
         n = sizes if sizes and sum(sizes) == n else n
     state._ensure(tid, n)
-    fut = torch.futures.Future()
     try:
         state.ctx.start(tid, flat)
     except gradnet.GradnetError as e:
         fut.set_exception(e)
         return fut
-    state._q.put((tid, flat, buf, fut))
+    state._q.put((tid, flat, buf, fut, stream))
     return fut
 
 

@@ -15,6 +15,11 @@ and gradnet's hook, recording every bucket the hook saw, in and out):
            its gradients, replayed through gn_bucket_register()
   nan      a loss scaler (GradScaler's algorithm); rank 1's loss is NaN
            at step 2
+  float16, bfloat16
+           as 3lc, with the parameters (so the gradients and DDP's
+           buckets) in that dtype: the hook stages them through float32;
+           replayed in float32 and rounded back; the staging buffers of
+           every step are recorded
 Writes OUTDIR/rank<R>.pt with what the test checks.
 """
 import os
@@ -29,6 +34,7 @@ import gradnet
 import gradnet.torch as gt
 
 STEPS = 4
+LOW_PRECISION = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 class Net(nn.Module):
@@ -45,6 +51,30 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+class LowPrecisionNet(Net):
+    """Net with its parameters kept in a 16-bit dtype and its arithmetic
+    in float32 (1.13 has no float16 matmul on the CPU): the gradients, and
+    so DDP's buckets, come out in the parameters' dtype, as under mixed
+    precision."""
+
+    def forward(self, x):
+        def linear(layer, v):
+            return nn.functional.linear(v, layer.weight.float(),
+                                        layer.bias.float())
+        return linear(self.c, torch.relu(linear(self.b, torch.relu(
+            linear(self.a, x)))))
+
+
+def skip_initial_broadcast():
+    """Gloo cannot broadcast bfloat16 ("Invalid scalar type"), which DDP's
+    constructor does so that every rank starts from rank 0's weights.
+    Every rank here builds the same weights from one seed, so the
+    bfloat16 job leaves that broadcast out; the test still checks that
+    the weights stay equal on every rank."""
+    import torch.nn.parallel.distributed as ddp_module
+    ddp_module._sync_module_states = lambda **kwargs: None
 
 
 class CpuScaler:
@@ -102,7 +132,13 @@ def main():
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(1)
-    net = Net(unused=scenario == "unused")
+    dtype = LOW_PRECISION.get(scenario)
+    if dtype is None:
+        net = Net(unused=scenario == "unused")
+    else:
+        net = LowPrecisionNet().to(dtype)
+        if dtype == torch.bfloat16:
+            skip_initial_broadcast()
     # Small buckets (DDP's own knob, as its comments suggest) so that this
     # small model has several and the rebuilt ones differ from the first.
     dist._DEFAULT_FIRST_BUCKET_BYTES = 4096
@@ -115,7 +151,7 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     scaler = CpuScaler() if scenario == "nan" else None
     out = {"rank": rank, "world": world, "skipped": [], "scale": [],
-           "params": []}
+           "params": [], "staging": [], "allocations": []}
     gen = torch.Generator().manual_seed(100 + rank)
     for step in range(STEPS):
         x = torch.randn(16, 13, generator=gen)
@@ -138,6 +174,10 @@ def main():
             out["scale"].append(scaler.get_scale())
         out["params"].append(torch.cat([p.detach().flatten()
                                         for p in model.parameters()]))
+        # Which host buffers the staged buckets went through this step.
+        out["staging"].append({i: (id(b), b.data_ptr(), b.numel())
+                               for i, b in state.staging.buffers.items()})
+        out["allocations"].append(state.staging.allocations)
     out["grads"] = [p.grad.clone() if p.grad is not None else None
                     for p in model.parameters()]
     out["log"] = [(e["index"], e["in"], e["out"]) for e in log]
@@ -147,7 +187,7 @@ def main():
     out["stats"] = state.stats()
 
     # The same inputs through the plain binding, on a second context.
-    if scenario in ("3lc", "unused", "members"):
+    if scenario in ("3lc", "unused", "members") or dtype is not None:
         ref = gt.init(codec=codec)
         ctx, sizes, res = ref.ctx, {}, []
         for (idx, x_in, _), members in zip(out["log"], out["sizes"]):
@@ -160,9 +200,10 @@ def main():
                 else:
                     ctx.register(idx, n, codec=codec, average=True)
                 sizes[idx] = n
-            x = x_in.clone()
+            # In float32, rounded back to the bucket's dtype.
+            x = x_in.to(torch.float32)
             ctx.allreduce(idx, x)
-            res.append(x)
+            res.append(x.to(x_in.dtype))
         out["replay"] = res
         ref.close()
     if scenario == "dense":

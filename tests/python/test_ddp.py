@@ -81,6 +81,8 @@ def test_3lc_hook_equals_c_api_bit_for_bit(world, tmp_path):
             assert torch.equal(got, want)
         assert o["stats"]["allreduces"] == len(o["log"])
         assert o["stats"]["wire_bytes"] > 0
+        # float32 CPU buckets are reduced in place, never staged.
+        assert o["allocations"][-1] == 0
     # Every rank's results and weights equal bit for bit.
     for o in outs[1:]:
         for (i0, _, a), (i1, _, b) in zip(outs[0]["log"], o["log"]):
@@ -138,3 +140,29 @@ def test_nan_on_one_rank_skips_step_everywhere(world, tmp_path):
         assert o["scale"][2] == o["scale"][1] / 2
         assert torch.equal(o["params"][1], o["params"][2])
     same_everywhere(outs, "params")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_buckets_staged_reused_and_rounded_alike(dtype, tmp_path):
+    outs = run_job(dtype, 2, tmp_path)
+    want_dtype = getattr(torch, dtype)
+    for o in outs:
+        assert o["rebuilds"] >= 1
+        for (_, x, got), want in zip(o["log"], o["replay"]):
+            # The bucket comes back in its own dtype, equal to the float32
+            # allreduce of the same inputs rounded to it.
+            assert x.dtype == got.dtype == want_dtype
+            assert torch.equal(got, want)
+        # After DDP's rebuild (iteration 1) every step goes through the
+        # very same host buffers: nothing is allocated any more.
+        assert o["allocations"][1] >= 1
+        assert o["allocations"][1:] == [o["allocations"][1]] * (len(o["allocations"]) - 1)
+        for step in o["staging"][2:]:
+            assert step == o["staging"][1]
+        used = {i for i, _, _ in o["log"]}
+        assert set(o["staging"][-1]) == used
+    for o in outs[1:]:
+        for (i0, _, a), (i1, _, b) in zip(outs[0]["log"], o["log"]):
+            assert i0 == i1 and torch.equal(a, b)
+    same_everywhere(outs, "params")
+    same_everywhere(outs, "grads")
