@@ -65,8 +65,8 @@
 			 offsetof(struct gn_stats, tx_packets))
 
 static_assert(sizeof(struct gradnet_peer) == 24, "uapi gradnet_peer");
-static_assert(sizeof(struct gradnet_open) == 112, "uapi gradnet_open");
-static_assert(sizeof(struct gradnet_tensor) == 48, "uapi gradnet_tensor");
+static_assert(sizeof(struct gradnet_open) == 144, "uapi gradnet_open");
+static_assert(sizeof(struct gradnet_tensor) == 80, "uapi gradnet_tensor");
 static_assert(sizeof(struct gradnet_start) == 32, "uapi gradnet_start");
 static_assert(sizeof(struct gradnet_wait) == 40, "uapi gradnet_wait");
 static_assert(sizeof(struct gradnet_stats) == 40, "uapi gradnet_stats");
@@ -74,9 +74,8 @@ static_assert(sizeof(struct gradnet_errmsg) == 32, "uapi gradnet_errmsg");
 static_assert(sizeof(struct gradnet_info) == 64, "uapi gradnet_info");
 static_assert(GRADNET_KEY_LEN == GN_MAC_KEY_LEN, "uapi key length");
 static_assert(GRADNET_ERRMSG_LEN >= GN_ERRMSG_LEN, "uapi message length");
-static_assert(GRADNET_CODEC_DEFAULT == GN_CODEC_DEFAULT &&
-	      GRADNET_CODEC_NONE == GN_CODEC_NONE &&
-	      GRADNET_CODEC_3LC == GN_CODEC_3LC, "uapi codecs");
+static_assert(GRADNET_PARAM_WORDS == GN_CODEC_PARAM_WORDS,
+	      "uapi parameter block");
 static_assert(GRADNET_TENSOR_AVERAGE == GN_TENSOR_AVERAGE, "uapi flags");
 
 static __printf(3, 4) int gk_fail(struct gk_ctx *c, int err,
@@ -145,9 +144,33 @@ static int gk_need_open(struct gk_ctx *c, const char *what)
 
 /* ---- OPEN ---- */
 
+/*
+ * The job's default codec: registered, and its parameters in range for
+ * this job's chunk and MTU (the registry's checks, integer-only).
+ */
+static int open_codec(struct gk_ctx *c, const struct gradnet_open *o)
+{
+	struct gn_codec_spec job = { .codec = o->codec ? o->codec : GN_CODEC_3LC,
+				     .given = o->codec_given }, full;
+	u32 mtu = o->mtu ? o->mtu : 1500;
+	char msg[GRADNET_ERRMSG_LEN - 16];
+	int r;
+
+	memcpy(job.p.w, o->codec_params, sizeof(job.p.w));
+	r = gn_codec_resolve(&job, &job, &full, msg, sizeof(msg));
+	if (!r)
+		r = gn_codec_params_check(gn_codec_find(full.codec), &full.p,
+					  o->chunk ? o->chunk : 65536,
+					  mtu - GN_WIRE_IPUDP -
+						  GN_WIRE_DATA_OVERHEAD,
+					  msg, sizeof(msg));
+	return r ? gk_fail(c, r, "OPEN: %s", msg) : 0;
+}
+
 static int open_check(struct gk_ctx *c, const struct gradnet_open *o)
 {
 	bool insecure = o->flags & GRADNET_OPEN_INSECURE;
+	int r;
 
 	if (o->abi != GRADNET_ABI_VERSION)
 		return gk_fail(c, -EPROTONOSUPPORT,
@@ -170,12 +193,9 @@ static int open_check(struct gk_ctx *c, const struct gradnet_open *o)
 	if (o->chunk > GK_MAX_CHUNK)
 		return gk_fail(c, -EINVAL, "OPEN: chunk %u is over 2^18 values, which would keep preemption off too long in one FPU section",
 			       o->chunk);
-	if (o->codec > GRADNET_CODEC_3LC)
-		return gk_fail(c, -EINVAL, "OPEN: codec %u is unknown", o->codec);
-	/* [1, 2) as float32 bits; no float arithmetic in this unit. */
-	if (o->s_bits && (o->s_bits < 0x3f800000u || o->s_bits >= 0x40000000u))
-		return gk_fail(c, -EINVAL, "OPEN: s_bits %#x is not a float in [1, 2)",
-			       o->s_bits);
+	r = open_codec(c, o);
+	if (r)
+		return r;
 	if (insecure && !all_zero(o->key, sizeof(o->key)))
 		return gk_fail(c, -EINVAL, "OPEN: a key and GRADNET_OPEN_INSECURE; pick one");
 	if (!insecure && all_zero(o->key, sizeof(o->key)))
@@ -223,9 +243,9 @@ static void core_conf(const struct gradnet_open *o, struct gk_ctx *c,
 	conf->job = (u32)o->job_id;
 	conf->mtu = o->mtu ? o->mtu : 1500;
 	conf->chunk = o->chunk ? o->chunk : 65536;
-	conf->codec = o->codec == GRADNET_CODEC_NONE ? GN_WIRE_CODEC_NONE :
-						       GN_WIRE_CODEC_3LC;
-	conf->s_bits = o->s_bits ? o->s_bits : 0x3f800000u;
+	conf->codec.codec = o->codec ? o->codec : GN_CODEC_3LC;
+	conf->codec.given = o->codec_given;
+	memcpy(conf->codec.p.w, o->codec_params, sizeof(conf->codec.p.w));
 	conf->timeout_ns = (u64)(to ? to : 1) * NSEC_PER_MSEC;
 	conf->step_timeout_ns = (u64)step * NSEC_PER_MSEC;
 	conf->key = key;
@@ -409,7 +429,7 @@ static void register_fail(struct gk_ctx *c, int *r,
 static long ioc_register(struct gk_ctx *c, void __user *arg)
 {
 	const struct gn_env *env = &c->env.env;
-	struct gn_tensor_opts o = { .sz = sizeof(o) };
+	struct gn_core_tensor o = { 0 };
 	struct gradnet_tensor t;
 	struct gk_tensor *gt;
 	int r;
@@ -421,9 +441,8 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 	if (r)
 		return r;
 	if (t.reserved0 || !all_zero(t.reserved, sizeof(t.reserved)) ||
-	    (t.flags & ~GRADNET_TENSOR_FLAGS) || t.codec > GRADNET_CODEC_3LC ||
-	    (t.s_bits && (t.s_bits < 0x3f800000u || t.s_bits >= 0x40000000u)))
-		return gk_fail(c, -EINVAL, "REGISTER tensor %u: bad codec, s_bits, flags or reserved fields",
+	    (t.flags & ~GRADNET_TENSOR_FLAGS))
+		return gk_fail(c, -EINVAL, "REGISTER tensor %u: unknown flags or reserved fields not zero",
 			       t.id);
 	if (!t.elems || t.elems > GK_MAX_ELEMS ||
 	    t.elems > (u64)totalram_pages() * PAGE_SIZE / 16)
@@ -436,10 +455,11 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 	gt->elems = t.elems;
 	o.id = t.id;
 	o.elems = t.elems;
-	o.codec = t.codec;
 	o.flags = t.flags;
-	/* The float's bits, copied: this unit does no float arithmetic. */
-	memcpy(&o.s, &t.s_bits, sizeof(o.s));
+	/* The core checks codec and parameters, and names what is wrong. */
+	o.codec.codec = t.codec;
+	o.codec.given = t.given;
+	memcpy(o.codec.p.w, t.params, sizeof(o.codec.p.w));
 	gn_env_lock(env);
 	if (xa_load(&c->tensors, t.id)) {
 		r = gk_fail(c, -EEXIST, "REGISTER: tensor %u is already registered",
@@ -507,7 +527,8 @@ static long ioc_unregister(struct gk_ctx *c, void __user *arg)
 	r = gk_need_open(c, "UNREGISTER");
 	if (r)
 		return r;
-	if (t.codec || t.s_bits || t.elems || t.flags || t.reserved0 ||
+	if (t.codec || t.given || t.elems || t.flags || t.reserved0 ||
+	    !all_zero(t.params, sizeof(t.params)) ||
 	    !all_zero(t.reserved, sizeof(t.reserved)))
 		return gk_fail(c, -EINVAL, "UNREGISTER tensor %u: every field but size and id must be zero",
 			       t.id);

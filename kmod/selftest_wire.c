@@ -262,8 +262,8 @@ static void wt_put_hello(const struct gn_golden_pkt *g, u8 *p)
 {
 	const struct gn_golden_pkt_hello *o = &g->hello;
 	struct gn_wire_hello wo = {
-		.world = o->world, .flags = o->flags, .codec = o->codec,
-		.s = o->s, .chunk = o->chunk, .mtu = o->mtu,
+		.world = o->world, .flags = o->flags, .chunk = o->chunk,
+		.mtu = o->mtu,
 		.instance = o->instance, .echo = o->echo,
 	};
 
@@ -275,8 +275,8 @@ static void wt_put_data(const struct gn_golden_pkt *g, u8 *p)
 	const struct gn_golden_pkt_data *d = &g->data;
 	struct gn_wire_data wd = {
 		.chunk_off = d->chunk_off, .chunk_len = d->chunk_len,
-		.first = d->first, .count = d->count, .scale = d->scale,
-		.s = d->s, .pkt = d->pkt, .npkts = d->npkts,
+		.first = d->first, .count = d->count, .aux = d->aux,
+		.pkt = d->pkt, .npkts = d->npkts,
 	};
 
 	gn_wire_data_put(&wd, p);
@@ -313,6 +313,7 @@ static void wt_put_ctrl(const struct gn_golden_pkt *g, u8 *p)
 		.value = c->value, .extra = c->extra,
 	};
 
+	memcpy(wc.params, c->params, sizeof(wc.params));
 	gn_wire_ctrl_put(&wc, p);
 }
 
@@ -420,8 +421,6 @@ static int wt_check_hello(const struct wt_run *run,
 		    gn_wire_hello_get(p, h, &o));
 	bad |= WT_FIELD(run, g, want, &o, world);
 	bad |= WT_FIELD(run, g, want, &o, flags);
-	bad |= WT_FIELD(run, g, want, &o, codec);
-	bad |= WT_FIELD(run, g, want, &o, s);
 	bad |= WT_FIELD(run, g, want, &o, chunk);
 	bad |= WT_FIELD(run, g, want, &o, mtu);
 	bad |= WT_FIELD(run, g, want, &o, instance);
@@ -443,8 +442,7 @@ static int wt_check_data(const struct wt_run *run,
 	bad |= WT_FIELD(run, g, want, &d, chunk_len);
 	bad |= WT_FIELD(run, g, want, &d, first);
 	bad |= WT_FIELD(run, g, want, &d, count);
-	bad |= WT_FIELD(run, g, want, &d, scale);
-	bad |= WT_FIELD(run, g, want, &d, s);
+	bad |= WT_FIELD(run, g, want, &d, aux);
 	bad |= WT_FIELD(run, g, want, &d, pkt);
 	bad |= WT_FIELD(run, g, want, &d, npkts);
 	if (memcmp(g->body, p + gn_wire_body_off(h->type), h->body_len)) {
@@ -500,6 +498,7 @@ static int wt_check_ctrl(const struct wt_run *run,
 {
 	const struct gn_golden_pkt_ctrl *want = &g->ctrl;
 	struct gn_wire_ctrl c;
+	unsigned int i;
 	int bad;
 
 	bad = wt_ret(run, "wire", g->name, "gn_wire_ctrl_get()", 0,
@@ -509,6 +508,9 @@ static int wt_check_ctrl(const struct wt_run *run,
 	bad |= WT_FIELD(run, g, want, &c, flags);
 	bad |= WT_FIELD(run, g, want, &c, value);
 	bad |= WT_FIELD(run, g, want, &c, extra);
+	for (i = 0; i < GN_WIRE_PARAM_WORDS; i++)
+		bad |= wt_eq(run, "wire", g->name, "params", want->params[i],
+			     c.params[i]);
 	return bad;
 }
 

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gradnet/codec.h>
+
 #include "api.h"
 #include "gn_dpdk.h"
 #include "gradnet_stat.h"
@@ -448,36 +450,53 @@ static int read_isa(void)
 	return 0;
 }
 
+/*
+ * The job's default codec: gn_ctx_opts.codec, s and codec_params, else
+ * GN_CODEC ("name[:key=value,...]") and GN_S (3LC's s), else 3LC with its
+ * defaults. Values are checked against the job's chunk and MTU here, so a
+ * bad default fails the open, not the first registration.
+ */
 static int read_codec(struct gn_core_conf *conf, const struct gn_ctx_opts *o)
 {
 	const char *c = getenv("GN_CODEC"), *sv = getenv("GN_S");
+	const char *params = OPT(o, codec_params);
+	struct gn_codec_spec job = { .codec = GN_CODEC_3LC }, spec, full;
+	char msg[GN_ERRMSG_LEN - 32];
 	int codec = OPT(o, codec);
 	float s = OPT(o, s);
+	int r;
 
-	if (!codec && c) {
-		if (!strcmp(c, "none"))
-			codec = GN_CODEC_NONE;
-		else if (!strcmp(c, "3lc"))
-			codec = GN_CODEC_3LC;
-		else
-			return open_fail(-EINVAL, "GN_CODEC=%s: use none or 3lc", c);
+	if (!codec && c && *c) {
+		r = gn_spec_parse(c, &job, msg, sizeof(msg));
+		if (r)
+			return open_fail(r, "GN_CODEC=%s: %s", c, msg);
+		codec = (int)job.codec;
 	}
-	if (s == 0.0f && sv) {
+	if (s == 0.0f && sv && *sv) {
 		char *end;
 
 		s = strtof(sv, &end);
-		if (*end)
+		if (*end || end == sv)
 			return open_fail(-EINVAL, "GN_S=%s is not a number", sv);
 	}
-	conf->codec = codec == GN_CODEC_NONE ? GN_WIRE_CODEC_NONE :
-					       GN_WIRE_CODEC_3LC;
-	if (codec && codec != GN_CODEC_NONE && codec != GN_CODEC_3LC)
-		return open_fail(-EINVAL, "codec %d is unknown", codec);
-	s = s == 0.0f ? 1.0f : s;
-	if (!(s >= 1.0f && s < 2.0f))
-		return open_fail(-EINVAL, "3LC s = %g is outside [1, 2)",
-				 (double)s);
-	memcpy(&conf->s_bits, &s, sizeof(conf->s_bits));
+	r = gn_spec_for(job.codec, codec, s, params, &spec, msg, sizeof(msg));
+	if (r)
+		return open_fail(r, "the job's codec: %s", msg);
+	/* GN_CODEC's parameters, where the options set none of their own. */
+	if (spec.codec == job.codec)
+		for (r = 0; r < GN_CODEC_PARAM_WORDS; r++)
+			if (!(spec.given & 1u << r) && job.given & 1u << r) {
+				spec.p.w[r] = job.p.w[r];
+				spec.given |= 1u << r;
+			}
+	gn_codec_resolve(&spec, &spec, &full, msg, sizeof(msg));
+	r = gn_codec_params_check(gn_codec_find(full.codec), &full.p,
+				  conf->chunk,
+				  conf->mtu - GN_WIRE_IPUDP - GN_WIRE_DATA_OVERHEAD,
+				  msg, sizeof(msg));
+	if (r)
+		return open_fail(r, "the job's codec: %s", msg);
+	conf->codec = spec;
 	return read_isa();
 }
 
@@ -947,6 +966,8 @@ static int api_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
 int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 {
 	struct gn_tensor_opts copy = { 0 }, *o = &copy;
+	struct gn_core_tensor t;
+	char msg[GN_ERRMSG_LEN - 32];
 	int r;
 
 	if (!ctx)
@@ -963,18 +984,22 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 			r = -EINVAL;
 	}
 	if (r || !o->elems || o->elems > (1ull << 40) ||
-	    (o->codec != GN_CODEC_DEFAULT && o->codec != GN_CODEC_NONE &&
-	     o->codec != GN_CODEC_3LC) ||
-	    (o->s != 0.0f && !(o->s >= 1.0f && o->s < 2.0f)) ||
 	    (o->flags & ~GN_TENSOR_AVERAGE))
 		return api_err(ctx, -EINVAL,
-			       "tensor %u: bad options (sz, elems 1..2^40, codec, s in [1, 2), flags)",
+			       "tensor %u: bad options (sz, elems 1..2^40, flags)",
 			       o->id);
-	return backend(ctx)->tensor_register(ctx, o);
+	r = gn_spec_for(ctx->codec.codec, o->codec, o->s, o->params, &t.codec,
+			msg, sizeof(msg));
+	if (r)
+		return api_err(ctx, r, "tensor %u: %s", o->id, msg);
+	t.id = o->id;
+	t.elems = o->elems;
+	t.flags = o->flags;
+	return backend(ctx)->tensor_register(ctx, &t);
 }
 
 static int core_tensor_register(struct gn_ctx *ctx,
-				const struct gn_tensor_opts *o)
+				const struct gn_core_tensor *o)
 {
 	int r;
 

@@ -27,7 +27,7 @@ enum gn_stats_scope { GN_SCOPE_CTX, GN_SCOPE_PEER, GN_SCOPE_TENSOR };
 
 struct gn_backend_ops {
 	void (*close)(struct gn_ctx *ctx);
-	int (*tensor_register)(struct gn_ctx *ctx, const struct gn_tensor_opts *o);
+	int (*tensor_register)(struct gn_ctx *ctx, const struct gn_core_tensor *o);
 	int (*tensor_unregister)(struct gn_ctx *ctx, u32 id);
 	int (*allreduce_start)(struct gn_ctx *ctx, u32 id, float *data);
 	int (*allreduce_wait)(struct gn_ctx *ctx, u32 id);
@@ -72,6 +72,7 @@ void gn_drv_done(struct gn_ctx *ctx, bool mine) GN_HIDDEN;
 
 /* api.c */
 int gn_opts_check(const void *opts, size_t sz, size_t known) GN_HIDDEN;
+#include "spec.h"
 
 /* kmod.c: the kernel backend, /dev/gradnet */
 int gn_kmod_open(const struct gn_core_conf *conf, const struct gn_addr *addrs,

@@ -61,20 +61,18 @@ static int opts_copy(struct gn_ctx *ctx, const struct gn_bucket_opts *opts,
 				  o->id, o->members,
 				  o->elems ? "" : " and no sizes (elems is NULL)",
 				  GN_BUCKET_MAX_MEMBERS);
-	if ((o->codec != GN_CODEC_DEFAULT && o->codec != GN_CODEC_NONE &&
-	     o->codec != GN_CODEC_3LC) ||
-	    (o->s != 0.0f && !(o->s >= 1.0f && o->s < 2.0f)) ||
-	    (o->flags & ~(GN_TENSOR_AVERAGE | GN_BUCKET_SHARED_SCALE)))
+	if (o->flags & ~(GN_TENSOR_AVERAGE | GN_BUCKET_SHARED_SCALE))
 		return bucket_err(ctx, -EINVAL,
-				  "bucket %u: bad options (codec %d, s in [1, 2), flags %#x)",
-				  o->id, o->codec, o->flags);
+				  "bucket %u: flags %#x has bits this library does not know",
+				  o->id, o->flags);
 	return 0;
 }
 
 int gn_bucket_register(struct gn_ctx *ctx, const struct gn_bucket_opts *opts)
 {
 	struct gn_bucket_opts o = { 0 };
-	GN_OPTS(gn_tensor_opts, t, .id = 0);
+	char msg[GN_ERRMSG_LEN - 32];
+	struct gn_core_tensor t;
 	struct gn_env *env;
 	size_t total;
 	long bad;
@@ -96,10 +94,12 @@ int gn_bucket_register(struct gn_ctx *ctx, const struct gn_bucket_opts *opts)
 		return bucket_err(ctx, -EOPNOTSUPP,
 				  "bucket %u: buckets run on the in-process core (GN_TRANSPORT=udp or dpdk), not yet on the kernel module's path",
 				  o.id);
+	r = gn_spec_for(ctx->codec.codec, o.codec, o.s, o.params, &t.codec, msg,
+			sizeof(msg));
+	if (r)
+		return bucket_err(ctx, r, "bucket %u: %s", o.id, msg);
 	t.id = o.id;
 	t.elems = total;
-	t.codec = o.codec;
-	t.s = o.s;
 	t.flags = o.flags & GN_TENSOR_AVERAGE;
 	env = &((struct gn_drv *)ctx->drv)->env.env;
 	gn_env_lock(env);

@@ -24,8 +24,8 @@
 
 _Static_assert(GRADNET_KEY_LEN == GN_MAC_KEY_LEN, "uapi key length");
 _Static_assert(GRADNET_ERRMSG_LEN == GN_ERRMSG_LEN, "uapi message length");
-_Static_assert(GRADNET_CODEC_NONE == GN_CODEC_NONE &&
-	       GRADNET_CODEC_3LC == GN_CODEC_3LC, "uapi codecs");
+_Static_assert(GRADNET_PARAM_WORDS == GN_CODEC_PARAM_WORDS,
+	       "uapi parameter block");
 _Static_assert(GRADNET_TENSOR_AVERAGE == GN_TENSOR_AVERAGE, "uapi flags");
 
 static int kfd(struct gn_ctx *ctx)
@@ -142,9 +142,8 @@ static int join(int fd, const struct gn_core_conf *conf,
 		.chunk = conf->chunk,
 		.timeout_ms = ms_of(conf->timeout_ns),
 		.step_timeout_ms = ms_of(conf->step_timeout_ns),
-		.codec = conf->codec == GN_WIRE_CODEC_NONE ? GRADNET_CODEC_NONE :
-							     GRADNET_CODEC_3LC,
-		.s_bits = conf->s_bits,
+		.codec = conf->codec.codec,
+		.codec_given = conf->codec.given,
 		.flags = conf->key ? 0 : GRADNET_OPEN_INSECURE,
 		.peers = (__u64)(uintptr_t)peers,
 	};
@@ -152,6 +151,7 @@ static int join(int fd, const struct gn_core_conf *conf,
 
 	if (conf->key)
 		memcpy(o.key, conf->key, sizeof(o.key));
+	memcpy(o.codec_params, conf->codec.p.w, sizeof(o.codec_params));
 	while (ioctl(fd, GRADNET_IOC_OPEN, &o)) {
 		r = -errno;
 		module_errmsg(fd, msg, len);
@@ -204,6 +204,7 @@ int gn_kmod_open(const struct gn_core_conf *conf, const struct gn_addr *addrs,
 	ctx->drv = d;
 	ctx->rank = conf->rank;
 	ctx->world = conf->world;
+	ctx->codec = conf->codec;
 	*out = ctx;
 	return 0;
 
@@ -225,14 +226,14 @@ static void kmod_close(struct gn_ctx *ctx)
 	free(ctx);
 }
 
-static int kmod_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o)
+static int kmod_register(struct gn_ctx *ctx, const struct gn_core_tensor *o)
 {
 	struct gradnet_tensor t = {
-		.size = sizeof(t), .id = o->id, .codec = (__u32)o->codec,
-		.elems = o->elems, .flags = o->flags,
+		.size = sizeof(t), .id = o->id, .codec = o->codec.codec,
+		.given = o->codec.given, .elems = o->elems, .flags = o->flags,
 	};
 
-	memcpy(&t.s_bits, &o->s, sizeof(t.s_bits));
+	memcpy(t.params, o->codec.p.w, sizeof(t.params));
 	return kioctl(ctx, GRADNET_IOC_REGISTER, &t);
 }
 

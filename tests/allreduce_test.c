@@ -471,12 +471,11 @@ static void forge_npkts(struct insider *in, int k, uint32_t step, uint8_t phase,
 			unsigned int round)
 {
 	bool dense = in->s->codec[k] == GN_CODEC_NONE;
-	float one = 1.0f, sv = in->s->s != 0.0f ? in->s->s : 1.0f;
+	float one = 1.0f;
 	uint32_t c, len, np = round % 2 ? 0x80000000u : 0xffffffffu;
 	struct gn_wire_data d = {
 		.first = 0, .count = 1,
-		.scale = dense ? 0 : float_bits(one),
-		.s = dense ? 0 : float_bits(sv),
+		.aux = dense ? 0 : float_bits(one),
 		.pkt = round / 2 % 2 ? np - 1 : 0, .npkts = np,
 	};
 	uint8_t body[4];
@@ -744,9 +743,49 @@ TEST(version_mismatch)
 	expect_open_mismatch(_metadata, "GN_TEST_WIRE_VERSION=1", "version");
 }
 
+/*
+ * A tensor registered with another codec or other parameters on one rank:
+ * the handshake has nothing to say about it (codecs are the tensors'), and
+ * the first allreduce fails with -EPROTO on every rank, naming the peer and
+ * what differs.
+ */
+static void expect_tensor_mismatch(struct __test_metadata *_metadata,
+				   const char *env1, const char *word0,
+				   const char *word1)
+{
+	struct job_spec s = { .world = 2, .steps = 1, .ntensors = 1,
+			      .elems = { 10 }, .codec = { GN_CODEC_DEFAULT },
+			      .nan_rank = -1, .die_rank = -1, .timeout_ms = 3000 };
+	struct job_out *out;
+	int r;
+
+	s.env[1] = env1;
+	out = job_run(&s, 30);
+	ASSERT_NE(NULL, out);
+	for (r = 0; r < 2; r++) {
+		const char *word = r ? word1 : word0;
+
+		ASSERT_EQ(0, out->open_rc[r]) TH_LOG("rank %d: %s", r, out->msg[r]);
+		ASSERT_EQ(-EPROTO, out->rc[r][0]) TH_LOG("rank %d: %s", r, out->msg[r]);
+		ASSERT_NE(NULL, strstr(out->msg[r], word)) TH_LOG("%s", out->msg[r]);
+		ASSERT_NE(NULL, strstr(out->msg[r], r ? "rank 0" : "rank 1"))
+			TH_LOG("%s", out->msg[r]);
+	}
+	job_free(&s, out);
+}
+
 TEST(codec_param_mismatch)
 {
-	expect_open_mismatch(_metadata, "GN_S=1.5", "s=1.5");
+	expect_tensor_mismatch(_metadata, "GN_S=1.5", "s=1.5 there, s=1 here",
+			       "s=1 there, s=1.5 here");
+	expect_tensor_mismatch(_metadata, "GN_CODEC=3lc:s=1.25",
+			       "s=1.25 there", "s=1.25 here");
+}
+
+TEST(codec_mismatch)
+{
+	expect_tensor_mismatch(_metadata, "GN_CODEC=none",
+			       "uses codec none on rank 1", "3lc on rank 0");
 }
 
 TEST(chunk_mismatch)
@@ -995,7 +1034,8 @@ TEST(single_rank_and_api_errors)
 	t.id = 2;
 	t.s = 2.5f;
 	ASSERT_EQ(-EINVAL, gn_tensor_register(ctx, &t));
-	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "tensor 2: bad options"))
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx),
+			       "tensor 2: 3lc: s=2.5 is outside [1, 2)"))
 		TH_LOG("%s", gn_ctx_errmsg(ctx));
 	ASSERT_EQ(-ENOENT, gn_stats_tensor(ctx, 2, &st));
 	t.s = 0;

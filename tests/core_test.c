@@ -160,23 +160,54 @@ struct udp_rank {
 	char msg[320];
 };
 
+/*
+ * The parameters a case sets, as the public API takes them: "key=value,..."
+ * with floats in hex, so the text is exactly the case's bits.
+ */
+static void case_params(const struct gn_codec_spec *spec, char *buf,
+			size_t len)
+{
+	const struct gn_codec_ops *c = gn_codec_find(spec->codec);
+	size_t at = 0;
+	uint32_t i;
+
+	buf[0] = 0;
+	for (i = 0; c && i < c->nparams && at < len; i++) {
+		const struct gn_codec_param *d = &c->params[i];
+		uint32_t v = spec->p.w[d->word];
+		float f;
+
+		if (!(spec->given & 1u << d->word))
+			continue;
+		memcpy(&f, &v, sizeof(f));
+		at += d->type == GN_PARAM_F32 ?
+			snprintf(buf + at, len - at, "%s%s=%a", at ? "," : "",
+				 d->name, (double)f) :
+			snprintf(buf + at, len - at, "%s%s=%u", at ? "," : "",
+				 d->name, v);
+	}
+}
+
 static void *udp_rank_main(void *arg)
 {
 	static const uint8_t key[] = GN_SCN_KEY;
 	struct udp_rank *u = arg;
 	const struct gn_scn_case *k = &gn_scn_cases[u->kase];
+	char params[256];
 	GN_OPTS(gn_ctx_opts, o, .rank = u->rank, .world_size = GN_SCN_WORLD,
 		.peers = u->peers, .key = key, .key_len = sizeof(key) - 1,
 		.job_id = GN_SCN_JOB, .mtu = GN_SCN_MTU, .timeout_ms = 5000,
 		.flags = GN_CTX_RANK, .codec = GN_CODEC_3LC,
 		.chunk = GN_SCN_CHUNK);
 	GN_OPTS(gn_tensor_opts, t, .id = GN_SCN_TENSOR, .elems = GN_SCN_ELEMS,
-		.codec = k->codec, .flags = k->flags);
+		.codec = (int)k->codec.codec, .flags = k->flags,
+		.params = params);
 	uint32_t s_bits = GN_SCN_S_BITS;
 	struct gn_ctx *ctx;
 	float *x;
 	int step;
 
+	case_params(&k->codec, params, sizeof(params));
 	memcpy(&o.s, &s_bits, sizeof(o.s));
 	u->open_rc = gn_ctx_open(&o, &ctx);
 	if (u->open_rc) {

@@ -170,7 +170,7 @@ verdict "man pages by section: functions in libgradnet-dev, the module's in grad
 grep -qxF "/usr/lib/x86_64-linux-gnu/libgradnet.so.$version" "$tmp/files.libgradnet0" ||
 	echo "libgradnet0 lacks libgradnet.so.$version" >>"$tmp/problems"
 dpkg-deb -I "$tmp"/libgradnet0_*.deb symbols >"$tmp/symbols" 2>&1 &&
-	sed -n 's/^[[:space:]]*\(gn_[a-z0-9_]*\)@GRADNET_0 .*/\1/p' "$tmp/symbols" | sort >"$tmp/syms" &&
+	sed -n 's/^[[:space:]]*\(gn_[a-z0-9_]*\)@GRADNET_0[.0-9]* .*/\1/p' "$tmp/symbols" | sort >"$tmp/syms" &&
 	sed -n 's/^GN_EXPORT .*[ *]\(gn_[a-z0-9_]*\)(.*/\1/p' "$src/include/gradnet/gradnet.h" |
 		sort -u | diff - "$tmp/syms" >>"$tmp/problems" ||
 	echo "the symbols file does not list gradnet.h's functions" >>"$tmp/problems"

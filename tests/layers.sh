@@ -30,7 +30,8 @@ rank_of() {
 	csum.c.o | csum_avx2.c.o) echo 1 ;;
 	delivery_*) echo 2 ;;
 	collective_*) echo 3 ;;
-	api.c.o | bucket.c.o | driver.c.o | version.c.o | probes.c.o | kmod.c.o) echo 4 ;;
+	api.c.o | bucket.c.o | driver.c.o | version.c.o | probes.c.o | kmod.c.o | \
+	spec.c.o) echo 4 ;;
 	*) echo 9 ;;
 	esac
 }
@@ -99,6 +100,7 @@ fi
 # The module links the same core: Kbuild lists every source of it.
 missing=""
 for f in "$src"/lib/delivery/*.c "$src"/lib/collective/*.c "$src"/lib/codec/*.c \
+	"$src"/lib/codec/*/*.c \
 	"$src"/lib/wire/*.c "$src/lib/transport/mem.c"; do
 	o=${f#"$src"/}
 	o=${o%.c}.o

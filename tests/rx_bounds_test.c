@@ -51,7 +51,8 @@ static void desc_from(struct rig *r, int from, uint32_t id, uint64_t elems,
 	};
 	struct gn_wire_ctrl c = {
 		.seq = ++r->seq[from], .kind = GN_CTRL_TENSOR, .value = elems,
-		.extra = codec == GN_WIRE_CODEC_3LC ? 0x3f800000u : 0,
+		/* 3LC's s = 1, its default: word 0 of the parameter block. */
+		.params = { codec == GN_CODEC_3LC ? 0x3f800000u : 0 },
 	};
 
 	gn_wire_hdr_put(&h, pkt);
@@ -120,10 +121,9 @@ static void npkts_case(struct __test_metadata *_metadata, uint8_t codec)
 	uint8_t body[8] = { 0 };
 	struct gn_wire_data d = {
 		.chunk_off = 0, .chunk_len = CHUNK, .first = 0, .count = 1,
-		.scale = codec == GN_WIRE_CODEC_3LC ? 0x3f800000u : 0,
-		.s = codec == GN_WIRE_CODEC_3LC ? 0x3f800000u : 0,
+		.aux = codec == GN_CODEC_3LC ? 0x3f800000u : 0,
 	};
-	uint16_t blen = codec == GN_WIRE_CODEC_3LC ? 1 : 4;
+	uint16_t blen = codec == GN_CODEC_3LC ? 1 : 4;
 	struct gn_rx *rx;
 	struct rig r;
 	uint64_t before;
@@ -159,12 +159,12 @@ static void npkts_case(struct __test_metadata *_metadata, uint8_t codec)
 
 TEST(npkts_bounded_3lc)
 {
-	npkts_case(_metadata, GN_WIRE_CODEC_3LC);
+	npkts_case(_metadata, GN_CODEC_3LC);
 }
 
 TEST(npkts_bounded_dense)
 {
-	npkts_case(_metadata, GN_WIRE_CODEC_NONE);
+	npkts_case(_metadata, GN_CODEC_NONE);
 }
 
 /*
@@ -186,24 +186,24 @@ TEST(dense_result_nan_dropped)
 	ASSERT_NE(NULL, x);
 	ASSERT_NE(NULL, v);
 	rig_open(_metadata, &r);
-	rig_tensor(_metadata, &r, 8, 9000, GN_WIRE_CODEC_NONE, x);
+	rig_tensor(_metadata, &r, 8, 9000, GN_CODEC_NONE, x);
 	rx = &r.ctx->tensors->cur->gat[r.ctx->tensors->gat_off[1]];
 	for (i = 0; i < per; i++)
 		v[i] = __builtin_nanf("");
-	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
+	data_from1(&r, 8, GN_CODEC_NONE, GN_PHASE_GATHER, &d, v,
 		   (uint16_t)(per * 4));
 	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
 	ASSERT_EQ(0, rx->m.got);
 	for (i = 0; i < per; i++)
 		v[i] = 1.0f;
 	v[per / 2] = __builtin_inff();
-	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
+	data_from1(&r, 8, GN_CODEC_NONE, GN_PHASE_GATHER, &d, v,
 		   (uint16_t)(per * 4));
 	ASSERT_EQ(2, drops(r.ctx, GN_DROP_MALFORMED));
 	ASSERT_EQ(0, rx->m.got);
 	for (i = 0; i < per; i++)
 		v[i] = (float)i;
-	data_from1(&r, 8, GN_WIRE_CODEC_NONE, GN_PHASE_GATHER, &d, v,
+	data_from1(&r, 8, GN_CODEC_NONE, GN_PHASE_GATHER, &d, v,
 		   (uint16_t)(per * 4));
 	ASSERT_EQ(2, drops(r.ctx, GN_DROP_MALFORMED));
 	ASSERT_EQ(1, rx->m.got);
@@ -227,12 +227,12 @@ TEST(dense_contribution_nan_dropped)
 
 	ASSERT_NE(NULL, x);
 	rig_open(_metadata, &r);
-	rig_tensor(_metadata, &r, 9, 9000, GN_WIRE_CODEC_NONE, x);
+	rig_tensor(_metadata, &r, 9, 9000, GN_CODEC_NONE, x);
 	rx = &r.ctx->tensors->cur->red[1 * r.ctx->tensors->chunks[0] + 0];
-	data_from1(&r, 9, GN_WIRE_CODEC_NONE, GN_PHASE_REDUCE, &d, nan4, 16);
+	data_from1(&r, 9, GN_CODEC_NONE, GN_PHASE_REDUCE, &d, nan4, 16);
 	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
 	ASSERT_EQ(0, rx->m.got);
-	data_from1(&r, 9, GN_WIRE_CODEC_NONE, GN_PHASE_REDUCE, &d, v, 16);
+	data_from1(&r, 9, GN_CODEC_NONE, GN_PHASE_REDUCE, &d, v, 16);
 	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
 	ASSERT_EQ(1, rx->m.got);
 	gn_test_ctx_free(r.ctx);
@@ -250,11 +250,11 @@ static unsigned int pending_of(const struct gn_ctx *ctx, int peer)
 }
 
 /* lib/collective/core.h: the check behind the dense drops above. */
-bool gn_all_finite(const void *v, size_t n);
+bool gn_f32_all_finite(const void *v, size_t n);
 
 /*
  * Every sign and exponent with a few mantissas, alone and at each place
- * of a misaligned run of finite values: gn_all_finite() agrees with
+ * of a misaligned run of finite values: gn_f32_all_finite() agrees with
  * isfinite() on all of them.
  */
 TEST(all_finite_every_exponent)
@@ -271,18 +271,18 @@ TEST(all_finite_every_exponent)
 
 				b = sign << 31 | exp << 23 | mant[m];
 				memcpy(&f, &b, sizeof(f));
-				ASSERT_EQ(!!isfinite(f), gn_all_finite(&b, 1))
+				ASSERT_EQ(!!isfinite(f), gn_f32_all_finite(&b, 1))
 					TH_LOG("bits %08x", b);
 				for (at = 0; at < 9; at++) {
 					for (i = 0; i < 9; i++)
 						memcpy(buf + 1 + 4 * i,
 						       i == at ? &b : &fill, 4);
 					ASSERT_EQ(!!isfinite(f),
-						  gn_all_finite(buf + 1, 9))
+						  gn_f32_all_finite(buf + 1, 9))
 						TH_LOG("bits %08x at %zu", b, at);
 				}
 			}
-	ASSERT_TRUE(gn_all_finite(buf, 0));
+	ASSERT_TRUE(gn_f32_all_finite(buf, 0));
 }
 
 /*
@@ -300,19 +300,19 @@ TEST(pending_descriptors_bounded)
 	rig_open(_metadata, &r);
 	p1 = &r.ctx->dl.peers[1];
 	for (i = 0; i < n; i++)
-		desc_from(&r, 1, 1000 + i, 10, GN_WIRE_CODEC_3LC);
+		desc_from(&r, 1, 1000 + i, 10, GN_CODEC_3LC);
 	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
 	ASSERT_EQ(PENDING_DESCS, r.ctx->pending_descs[1]);
 	ASSERT_EQ(PENDING_DESCS, p1->ctrl_seen_base);
 	ASSERT_LT(0, drops(r.ctx, GN_DROP_TENSOR));
 	/* Rank 2's descriptors are not crowded out by rank 1's. */
-	desc_from(&r, 2, 5, 10, GN_WIRE_CODEC_3LC);
+	desc_from(&r, 2, 5, 10, GN_CODEC_3LC);
 	ASSERT_EQ(1, pending_of(r.ctx, 2));
 	/* Registering takes one off; rank 1's next repetition fits. */
 	ASSERT_EQ(0, gn_tensor_register(r.ctx, &o));
 	ASSERT_EQ(PENDING_DESCS - 1, pending_of(r.ctx, 1));
 	r.seq[1] = PENDING_DESCS;
-	desc_from(&r, 1, 1000 + PENDING_DESCS, 10, GN_WIRE_CODEC_3LC);
+	desc_from(&r, 1, 1000 + PENDING_DESCS, 10, GN_CODEC_3LC);
 	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
 	ASSERT_EQ(PENDING_DESCS + 1, p1->ctrl_seen_base);
 	gn_test_ctx_free(r.ctx);

@@ -226,7 +226,7 @@ static int rig_open(struct rig *r)
 {
 	struct gn_core_conf conf = {
 		.world = WORLD, .job = JOB, .mtu = MTU, .chunk = CHUNK,
-		.codec = GN_WIRE_CODEC_NONE, .s_bits = 0x3fc00000u,
+		.codec = { .codec = GN_CODEC_NONE },
 		.timeout_ns = 5000 * MS,
 		.step_timeout_ns = 10000 * MS, .key = key,
 	};
@@ -343,8 +343,8 @@ static bool run(struct rig *r, unsigned int mask, until_fn until, uint64_t limit
 /* Both ranks registered and know each other's tensor: data may flow. */
 static int rig_register(struct rig *r, int codec)
 {
-	struct gn_tensor_opts o = { .sz = sizeof(o), .id = TENSOR,
-				    .elems = ELEMS, .codec = codec };
+	struct gn_core_tensor o = { .id = TENSOR, .elems = ELEMS,
+				    .codec = { .codec = (u32)codec } };
 	int k, err;
 
 	if (!run(r, 3, all_ready, vclock + 1000 * MS))
@@ -564,8 +564,8 @@ TEST_F(probe, paced_within_control_budget)
  */
 TEST_F(probe, data_waits_for_descriptor_ack)
 {
-	struct gn_tensor_opts o = { .sz = sizeof(o), .id = TENSOR,
-				    .elems = ELEMS, .codec = GN_CODEC_NONE };
+	struct gn_core_tensor o = { .id = TENSOR, .elems = ELEMS,
+				    .codec = { .codec = GN_CODEC_NONE } };
 	struct rig *r = &self->r;
 	int k;
 

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * gradnet-codec.c - the 3LC codec on files, for scripts and for looking at
- * what the codec does to real gradients:
+ * gradnet-codec.c - any registered codec on files, for scripts and for
+ * looking at what a codec does to real gradients:
  *
- *   gradnet-codec encode -s S [--ef FILE] IN.f32 OUT
- *	IN.f32 (raw little-endian float32) as one chunk stream (gn_tlc_encode);
- *	with --ef, FILE is the float32 error-feedback buffer, zeros if it does
- *	not exist, and is replaced by the new one once OUT is written.
- *   gradnet-codec decode -n N IN OUT.f32
- *	the chunk stream IN of N values, dequantized (q*M) as float32.
+ *   gradnet-codec encode [--codec SPEC] [-s S] [--seed K] [--ef FILE] IN.f32 OUT
+ *	IN.f32 (raw little-endian float32) as one chunk stream of the codec
+ *	(its word, then its slice over the whole chunk; for 3LC the stream
+ *	of gn_tlc_encode()); with --ef, FILE is the float32 error-feedback
+ *	buffer, zeros if it does not exist, and is replaced by the new one
+ *	once OUT is written. K keys the generator of stochastic codecs.
+ *   gradnet-codec decode [--codec SPEC] -n N IN OUT.f32
+ *	the chunk stream IN of N values, decoded as float32.
+ *   gradnet-codec list
+ *	every codec and its parameters.
  *
  * Outputs are written to a temporary file and renamed into place, so a
  * failure never leaves a half-written output or error buffer.
@@ -30,6 +34,9 @@
 
 #include <gradnet/codec.h>
 
+#include "codec/codec.h"
+#include "spec.h"
+
 #define EXIT_USAGE 2
 
 static const char *cmd = "gradnet-codec";
@@ -48,10 +55,13 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: gradnet-codec encode -s S [--ef FILE] IN.f32 OUT\n"
-		"       gradnet-codec decode -n N IN OUT.f32\n"
+		"usage: gradnet-codec encode [--codec SPEC] [-s S] [--seed K] [--ef FILE] IN.f32 OUT\n"
+		"       gradnet-codec decode [--codec SPEC] -n N IN OUT.f32\n"
+		"       gradnet-codec list   (the codecs and their parameters)\n"
 		"       gradnet-codec isa    (the instruction sets this CPU runs)\n"
-		"  S: sparsity multiplier, 1 <= S < 2\n"
+		"  SPEC: NAME[:KEY=VALUE,...], as GN_CODEC takes it (default 3lc)\n"
+		"  S: 3LC's sparsity multiplier, 1 <= S < 2 (SPEC's s=S)\n"
+		"  K: the generator's key for stochastic codecs (default 0)\n"
 		"  --ef FILE: float32 error-feedback buffer, read (zeros if the\n"
 		"             file does not exist) and replaced after encoding\n"
 		"  N: number of values the stream holds\n"
@@ -219,41 +229,83 @@ static bool parse_size(const char *s, size_t *v)
 	return true;
 }
 
-/* Say why gn_tlc_encode() gave -EDOM: the first value that is not finite. */
+/* Say why encoding gave -EDOM: the first value that is not finite. */
 static void explain_edom(const char *in, const float *x, const float *e,
-			 size_t n, const char *ef, float s)
+			 size_t n, const char *ef)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		float t = x[i] + e[i];
+		float t = x[i] + (e ? e[i] : 0.0f);
 
 		if (isfinite(t))
 			continue;
 		if (!isfinite(x[i]))
 			say("%s: value %zu is %g; only finite values can be encoded",
 			    in, i, x[i]);
-		else if (!isfinite(e[i]))
+		else if (e && !isfinite(e[i]))
 			say("%s: error-feedback value %zu is %g", ef, i, e[i]);
 		else
 			say("%s: value %zu plus its error feedback (%g + %g) "
-			    "overflows", in, i, x[i], e[i]);
+			    "overflows", in, i, x[i], e ? e[i] : 0.0f);
 		return;
 	}
-	say("%s: the scale M = %g * max|x + e| overflows float32", in, s);
+	say("%s: the codec's scale of these values overflows float32", in);
+}
+
+/*
+ * The codec and every parameter from --codec and -s (3LC's s, added to
+ * the spec), checked as a tensor of @n values in one chunk is (a stream
+ * has no packet limit). Return: 0, or EXIT_USAGE after a message.
+ */
+static int codec_of(const char *spec_arg, const char *s_arg, size_t n,
+		    struct gn_codec_spec *out, const struct gn_codec_ops **c)
+{
+	const char *text = spec_arg ? spec_arg : "3lc";
+	struct gn_codec_spec spec;
+	char msg[256], full[512];
+	char *end;
+
+	if (s_arg) {
+		errno = 0;
+		strtof(s_arg, &end);
+		if (errno || end == s_arg || *end)
+			return usage_error("-s '%s' is not a number", s_arg);
+		snprintf(full, sizeof(full), "%s%ss=%s", text,
+			 strchr(text, ':') ? "," : ":", s_arg);
+		text = full;
+	}
+	if (gn_spec_parse(text, &spec, msg, sizeof(msg)) ||
+	    gn_codec_resolve(&spec, &spec, out, msg, sizeof(msg)))
+		return usage_error("%s%s%s%s", s_arg ? "-s " : "",
+				   s_arg ? s_arg : "", s_arg ? ": " : "", msg);
+	*c = gn_codec_find(out->codec);
+	if (gn_codec_params_check(*c, &out->p, n > 0xffffffffu ? 0xffffffffu :
+						  (u32)n, 0xffffffffu, msg,
+				  sizeof(msg)))
+		return usage_error("%s%s%s%s", s_arg ? "-s " : "",
+				   s_arg ? s_arg : "", s_arg ? ": " : "", msg);
+	return 0;
 }
 
 static int cmd_encode(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "codec", required_argument, NULL, 'c' },
+		{ "seed", required_argument, NULL, 'k' },
 		{ "ef", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *ef = NULL, *s_arg = NULL, *in, *out;
-	float *x = NULL, *e = NULL, s;
-	size_t n, ne, cap;
-	uint8_t *stream = NULL;
+	const char *ef = NULL, *s_arg = NULL, *spec_arg = NULL, *in, *out;
+	unsigned long long seed = 0;
+	const struct gn_codec_ops *codec;
+	struct gn_codec_spec spec;
+	struct gn_codec_call call = { .p = &spec.p, .world = 1 };
+	float *x = NULL, *e = NULL, *e_out = NULL;
+	size_t n, ne;
+	u64 cap;
+	uint8_t *stream = NULL, *scratch = NULL;
 	int c, ret = 1;
 	char *end;
 	long len;
@@ -262,6 +314,16 @@ static int cmd_encode(int argc, char **argv)
 		switch (c) {
 		case 's':
 			s_arg = optarg;
+			break;
+		case 'c':
+			spec_arg = optarg;
+			break;
+		case 'k':
+			errno = 0;
+			seed = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end)
+				return usage_error("--seed '%s' is not a number",
+						   optarg);
 			break;
 		case 'e':
 			ef = optarg;
@@ -278,48 +340,65 @@ static int cmd_encode(int argc, char **argv)
 		return usage_error("encode needs IN.f32 and OUT");
 	in = argv[optind];
 	out = argv[optind + 1];
-	if (!s_arg)
-		return usage_error("encode needs -s S");
-	errno = 0;
-	s = strtof(s_arg, &end);
-	if (errno || end == s_arg || *end)
-		return usage_error("-s '%s' is not a number", s_arg);
-	if (!(s >= 1.0f && s < 2.0f))
-		return usage_error("-s %s: the sparsity multiplier must be "
-				   "at least 1 and below 2", s_arg);
+	if (!s_arg && !spec_arg)
+		return usage_error("encode needs -s S (3LC) or --codec SPEC");
+	/* The parameters first: a bad one is a usage error, files aside. */
+	ret = codec_of(spec_arg, s_arg, 1, &spec, &codec);
+	if (ret)
+		return ret;
+	ret = 1;
 
 	x = read_f32(in, "input", &n);
 	if (!x)
 		goto out;
-	if (ef && access(ef, F_OK) == 0) {
-		e = read_f32(ef, "error-feedback file", &ne);
-		if (!e)
-			goto out;
-		if (ne != n) {
-			say("error-feedback file %s holds %zu values, input %s holds %zu",
-			    ef, ne, in, n);
-			goto out;
-		}
-	} else if (ef && errno != ENOENT) {
-		say("error-feedback file %s: %s", ef, strerror(errno));
+	if (!n || n > 0xffffffffu) {
+		say("input %s: %zu values; a chunk stream holds 1 to 2^32 - 1",
+		    in, n);
 		goto out;
-	} else {
-		e = calloc(n ? n : 1, sizeof(float));
-		if (!e) {
+	}
+	if (codec_of(spec_arg, s_arg, n, &spec, &codec)) {
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (codec->flags & GN_CODEC_EF_REDUCE) {
+		if (ef && access(ef, F_OK) == 0) {
+			e = read_f32(ef, "error-feedback file", &ne);
+			if (!e)
+				goto out;
+			if (ne != n) {
+				say("error-feedback file %s holds %zu values, input %s holds %zu",
+				    ef, ne, in, n);
+				goto out;
+			}
+		} else if (ef && errno != ENOENT) {
+			say("error-feedback file %s: %s", ef, strerror(errno));
+			goto out;
+		} else {
+			e = calloc(n, sizeof(float));
+		}
+		e_out = malloc(n * sizeof(float));
+		if (!e || !e_out) {
 			say("%s: %s", in, strerror(ENOMEM));
 			goto out;
 		}
+	} else if (ef) {
+		say("--ef %s: codec %s keeps no error feedback", ef, codec->name);
+		ret = EXIT_USAGE;
+		goto out;
 	}
-
-	cap = gn_tlc_encode_bound(n);
-	stream = malloc(cap);
-	if (!stream) {
+	call.seed = seed;
+	call.ef_len = n;
+	cap = gn_codec_stream_bound(codec, &spec.p, (u32)n);
+	stream = cap < SIZE_MAX ? malloc((size_t)cap) : NULL;
+	scratch = malloc(codec->scratch(&spec.p, (u32)n) + 1);
+	if (!stream || !scratch) {
 		say("%s: %s", in, strerror(ENOMEM));
 		goto out;
 	}
-	len = gn_tlc_encode(x, e, n, s, stream, cap);
+	len = gn_codec_stream_encode(codec, &call, x, e, e_out, (u32)n, scratch,
+				     stream, (size_t)cap);
 	if (len == -EDOM) {
-		explain_edom(in, x, e, n, ef ? ef : "(zeros)", s);
+		explain_edom(in, x, e, n, ef ? ef : "(zeros)");
 		goto out;
 	}
 	if (len < 0) {
@@ -329,33 +408,43 @@ static int cmd_encode(int argc, char **argv)
 	/* The stream first: an error buffer without its stream is useless. */
 	if (write_file_atomic(out, "output", stream, (size_t)len))
 		goto out;
-	if (ef && write_file_atomic(ef, "error-feedback file", e,
+	if (ef && write_file_atomic(ef, "error-feedback file", e_out,
 				    n * sizeof(float)))
 		goto out;
 	ret = 0;
 out:
 	free(x);
 	free(e);
+	free(e_out);
 	free(stream);
+	free(scratch);
 	return ret;
 }
 
 static int cmd_decode(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "codec", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *n_arg = NULL, *in, *out;
+	const char *n_arg = NULL, *spec_arg = NULL, *in, *out;
+	const struct gn_codec_ops *codec;
+	struct gn_codec_spec spec;
+	struct gn_codec_call call = { .p = &spec.p, .world = 1 };
 	uint8_t *stream = NULL;
 	float *acc = NULL;
 	size_t n, len;
 	int c, ret = 1, err;
+	char units[64];
 
 	while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			n_arg = optarg;
+			break;
+		case 'c':
+			spec_arg = optarg;
 			break;
 		case 'h':
 			usage();
@@ -371,25 +460,32 @@ static int cmd_decode(int argc, char **argv)
 	out = argv[optind + 1];
 	if (!n_arg)
 		return usage_error("decode needs -n N");
-	if (!parse_size(n_arg, &n))
-		return usage_error("-n '%s' is not a value count", n_arg);
+	if (!parse_size(n_arg, &n) || !n || n > 0xffffffffu)
+		return usage_error("-n '%s' is not a value count (1 to 2^32 - 1)",
+				   n_arg);
+	ret = codec_of(spec_arg, NULL, n, &spec, &codec);
+	if (ret)
+		return ret;
+	ret = 1;
 
 	stream = read_file(in, &len);
 	if (!stream) {
 		say("stream %s: %s", in, strerror(errno));
 		goto out;
 	}
-	acc = calloc(n ? n : 1, sizeof(float));
+	acc = calloc(n, sizeof(float));
 	if (!acc) {
 		say("-n %zu: %s", n, strerror(ENOMEM));
 		goto out;
 	}
-	err = gn_tlc_decode(stream, len, acc, n);
+	err = gn_codec_stream_decode(codec, &call, stream, len, acc, (u32)n);
 	if (err == -EBADMSG) {
-		say("stream %s: malformed, or not a chunk of %zu values (%zu bytes; "
-		    "a chunk stream is a 4-byte scale and zero-run coded groups "
-		    "covering exactly %zu groups)",
-		    in, n, len, gn_tlc_groups(n));
+		snprintf(units, sizeof(units), "%u %s", codec->units((u32)n),
+			 codec->units((u32)n) == n ? "values" : "groups");
+		say("stream %s: malformed, or not a %s chunk of %zu values (%zu bytes; "
+		    "a chunk stream is the codec's 4-byte word and its slice "
+		    "covering exactly %s)",
+		    in, codec->name, n, len, units);
 		goto out;
 	}
 	if (err) {
@@ -403,6 +499,27 @@ out:
 	free(stream);
 	free(acc);
 	return ret;
+}
+
+/* Every codec, its flags and its parameters with defaults and ranges. */
+static int cmd_list(void)
+{
+	const struct gn_codec_ops *c;
+	char v[32];
+	u32 i, k;
+
+	for (i = 0; (c = gn_codec_at(i)); i++) {
+		printf("%s (%u)%s%s\n", c->name, c->id,
+		       c->flags & GN_CODEC_EF_REDUCE ? " error-feedback" : "",
+		       c->flags & GN_CODEC_STOCHASTIC ? " stochastic" : "");
+		for (k = 0; k < c->nparams; k++) {
+			const struct gn_codec_param *d = &c->params[k];
+
+			gn_codec_param_text(d, d->def, v, sizeof(v));
+			printf("  %s=%s: %s\n", d->name, v, d->what);
+		}
+	}
+	return 0;
 }
 
 /* One line: every instruction set the CPU runs, narrowest first. */
@@ -444,6 +561,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "isa"))
 		return cmd_isa();
+	if (!strcmp(argv[1], "list"))
+		return cmd_list();
 	r = use_env_isa();
 	if (r)
 		return r;

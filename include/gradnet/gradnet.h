@@ -50,7 +50,7 @@ extern "C" {
 
 /* This header's version; gn_version_number() is the library's. */
 #define GN_VERSION_MAJOR 0
-#define GN_VERSION_MINOR 1
+#define GN_VERSION_MINOR 2
 #define GN_VERSION_PATCH 0
 #define GN_VERSION_NUMBER                                                     \
 	((GN_VERSION_MAJOR << 16) | (GN_VERSION_MINOR << 8) | GN_VERSION_PATCH)
@@ -68,11 +68,20 @@ struct gn_ctx;
 #define GN_OPTS(type, name, ...)                                              \
 	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
 
-/* Codecs a tensor can use. */
+/*
+ * Codecs a tensor can use: the compressors of the registry. The same
+ * numbers name them on the wire and in the kernel module's ioctls;
+ * gn_codec_id() and gn_codec_name() map the names ("none", "3lc", ...)
+ * that GN_CODEC and the Python binding take. A codec's parameters are
+ * given as text, "key=value,key=value" (gradnet(7) lists them per codec):
+ * @params of gn_tensor_opts and gn_bucket_opts, @codec_params of
+ * gn_ctx_opts, or GN_CODEC="name:key=value,...".
+ */
 enum gn_codec {
 	GN_CODEC_DEFAULT = 0,	/* the job's codec (gn_ctx_opts.codec) */
 	GN_CODEC_NONE = 1,	/* dense float32, the uncompressed baseline */
-	GN_CODEC_3LC = 2,	/* three-value quantization, quartic, zero runs */
+	GN_CODEC_3LC = 2,	/* three-value quantization, quartic, zero runs;
+				   parameter s (1 <= s < 2, default 1) */
 };
 
 /* gn_ctx_opts.flags */
@@ -101,8 +110,9 @@ enum gn_codec {
  *	only its owner may access: mode 0600 or stricter, else -EACCES), or
  *	GN_KEY_FD (a descriptor to read them from, a launcher's pipe; at
  *	most one of the three), GN_JOB (job id, decimal or 0x hex),
- *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (none or 3lc),
- *	GN_S, GN_INSECURE=1, GN_TRANSPORT (udp or dpdk); for dpdk also
+ *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (a codec's
+ *	name and parameters: "3lc", "3lc:s=1.5", "none"), GN_S (3LC's s,
+ *	as "3lc:s=..." says it), GN_INSECURE=1, GN_TRANSPORT (udp or dpdk); for dpdk also
  *	GN_DPDK_EAL (EAL arguments, space-separated), GN_DPDK_PORT (port id,
  *	default 0), GN_DPDK_PEERS (every rank's MAC address, rank order,
  *	comma-separated; "-" for this rank: the port's), GN_DPDK_MBUFS (tx
@@ -132,7 +142,11 @@ enum gn_codec {
  *	(default 10000)
  * @flags: GN_CTX_*; other bits are refused with -EINVAL
  * @codec: job default codec for tensors (default GN_CODEC_3LC)
- * @s: job default 3LC sparsity multiplier, 1 <= s < 2 (default 1.0)
+ * @s: job default 3LC sparsity multiplier, 1 <= s < 2 (default 1.0);
+ *	the same as "s=..." in @codec_params
+ * @codec_params: the job default codec's parameters, "key=value,...";
+ *	tensors of that codec take them unless they set their own (NULL:
+ *	GN_CODEC's, else the codec's defaults)
  * @chunk: values per 3LC chunk, each with its own scale (default 65536)
  * @step_timeout_ms: an allreduce still waiting this long after it started
  *	for a peer's share (a peer that is alive but never calls allreduce
@@ -184,6 +198,7 @@ struct gn_ctx_opts {
 	const char *dpdk_eal;
 	unsigned int dpdk_port;
 	unsigned int dpdk_queue;
+	const char *codec_params;
 };
 
 /*
@@ -193,8 +208,11 @@ struct gn_ctx_opts {
  * @id: the caller's name for it, unique in the context
  * @elems: float32 values
  * @codec: enum gn_codec
- * @s: 3LC sparsity multiplier, 0 for the job default
+ * @s: 3LC sparsity multiplier, 0 for the job default ("s=" of @params)
  * @flags: GN_TENSOR_*
+ * @params: the codec's parameters, "key=value,...", or NULL; a parameter
+ *	left out takes the job's value when the tensor runs the job's codec,
+ *	else the codec's default
  */
 struct gn_tensor_opts {
 	size_t sz;
@@ -203,6 +221,7 @@ struct gn_tensor_opts {
 	int codec;
 	float s;
 	unsigned int flags;
+	const char *params;
 };
 
 /**
@@ -271,12 +290,14 @@ GN_EXPORT int gn_ctx_world_size(const struct gn_ctx *ctx);
  * @ctx: context
  * @opts: the tensor
  *
- * Sizes and codec parameters are compared with every peer at the first
- * allreduce; a difference fails it with -EPROTO on every rank.
+ * Sizes, codec and codec parameters are compared with every peer at the
+ * first allreduce; a difference fails it with -EPROTO on every rank, and
+ * the message names the peer and the parameter.
  *
- * Return: 0; -EINVAL for bad options or a NULL pointer; -E2BIG if @opts
- * sets fields this library does not know; -EEXIST if the id is taken;
- * -ENOMEM.
+ * Return: 0; -EINVAL for bad options, an unknown codec, a parameter the
+ * codec does not have or a value outside its range (the message says
+ * which), or a NULL pointer; -E2BIG if @opts sets fields this library does
+ * not know; -EEXIST if the id is taken; -ENOMEM.
  */
 GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
 				 const struct gn_tensor_opts *opts);
@@ -295,6 +316,7 @@ GN_EXPORT int gn_tensor_register(struct gn_ctx *ctx,
  * @codec: enum gn_codec, for every member
  * @s: 3LC sparsity multiplier, 0 for the job default
  * @flags: GN_TENSOR_AVERAGE; GN_BUCKET_SHARED_SCALE
+ * @params: the codec's parameters, as gn_tensor_opts.params
  */
 struct gn_bucket_opts {
 	size_t sz;
@@ -304,6 +326,7 @@ struct gn_bucket_opts {
 	int codec;
 	float s;
 	unsigned int flags;
+	const char *params;
 };
 
 /**
@@ -459,6 +482,22 @@ GN_EXPORT int gn_stats_peer(struct gn_ctx *ctx, int peer, struct gn_stats *st);
 GN_EXPORT int gn_stats_tensor(struct gn_ctx *ctx, uint32_t id,
 			      struct gn_stats *st);
 GN_EXPORT const char *gn_drop_name(int reason);
+
+/**
+ * gn_codec_id() - a codec's number from its name
+ * @name: "none", "3lc", ... as GN_CODEC spells it (no parameters)
+ *
+ * Return: the enum gn_codec value; -EINVAL for NULL or an unknown name.
+ */
+GN_EXPORT int gn_codec_id(const char *name);
+
+/**
+ * gn_codec_name() - a codec's name from its number
+ * @id: an enum gn_codec value other than GN_CODEC_DEFAULT
+ *
+ * Return: static text; NULL for a number no codec has.
+ */
+GN_EXPORT const char *gn_codec_name(int id);
 
 /* Return: the library's version as text, "MAJOR.MINOR.PATCH". */
 GN_EXPORT const char *gn_version(void);

@@ -16,30 +16,32 @@
  *	16  u32 step			20  u16 body length	22  u8 phase
  *	23  u8 codec
  *
- * DATA (struct gn_wire_data), 36 more bytes: one slice of one chunk of a
+ * DATA (struct gn_wire_data), 32 more bytes: one slice of one chunk of a
  * tensor, decodable alone, in any order:
  *	24  u64 chunk_off: the chunk's first element in the tensor
  *	32  u32 chunk_len: elements in the chunk
- *	36  u32 first: first group (3LC) or first element (none) in the chunk
- *	40  u32 count: groups (3LC) or elements (none) in this packet
- *	44  u32 scale: the chunk's M, float32 bits (3LC), else 0
- *	48  u32 s: the 3LC sparsity multiplier, float32 bits, else 0
- *	52  u32 pkt: index of the packet in its message (all packets of one
+ *	36  u32 first: the slice's first unit in the chunk (the codec's
+ *	    units: groups of five values for 3LC, values for the others)
+ *	40  u32 count: units in this packet; the slices of a message cover
+ *	    the chunk's units exactly once
+ *	44  u32 aux: the codec's word for the chunk (3LC: its scale M as
+ *	    float32 bits; dense: 0)
+ *	48  u32 pkt: index of the packet in its message (all packets of one
  *	    tensor, step and phase from one sender to one receiver)
- *	56  u32 npkts: packets in the message
- *	60  body: zero-run encoded groups [first, first + count) (3LC), or
- *	    count float32 values (none)
- * So a DATA packet costs 60 header bytes and the 8-byte tag.
+ *	52  u32 npkts: packets in the message
+ *	56  body: the codec's slice (lib/codec: its stream format in
+ *	    <gradnet/codec.h>)
+ * So a DATA packet costs 56 header bytes and the 8-byte tag. The codec
+ * byte of the header names the compressor; its parameters are the
+ * tensor's, which its descriptor (CTRL TENSOR) carried.
  *
  * WHOLE, 16 more bytes: a chunk whose message is this one packet (most
  * small tensors, and the members of a bucket), so that what DATA spells
- * out is implied: first 0, count all of the chunk's groups (3LC) or
- * elements (none), pkt 0, npkts 1, and s the tensor's, which its
- * descriptor carried:
- *	24  u64 chunk_off	32  u32 chunk_len	36  u32 scale
+ * out is implied: first 0, count all of the chunk's units, pkt 0, npkts 1:
+ *	24  u64 chunk_off	32  u32 chunk_len	36  u32 aux
  *	40  body, as DATA's
- * 20 bytes less per packet: on the training demo's bucket, one packet
- * per chunk, that is a sixth of what the data packets carry.
+ * 16 bytes less per packet, which counts where most messages are one
+ * packet (a bucket of small tensors).
  */
 #ifndef GRADNET_WIRE_H
 #define GRADNET_WIRE_H
@@ -56,7 +58,7 @@ extern "C" {
 #endif
 
 #define GN_WIRE_MAGIC 0x4e47
-#define GN_WIRE_VERSION 3	/* 3: WHOLE packets; 2: HELLO echoes the peer's instance, session keys */
+#define GN_WIRE_VERSION 4	/* 4: the codec seam: one codec id space, parameters in the descriptor */
 #define GN_WIRE_TAG 8
 #define GN_RANK_ALL 0xffff
 #define GN_WIRE_MAX_PKT 9000	/* largest UDP payload gradnet sends */
@@ -87,9 +89,13 @@ enum gn_phase {
 	GN_PHASE_GATHER = 1,
 };
 
-/* Codec byte of the header: enum gn_codec values of gradnet.h. */
-#define GN_WIRE_CODEC_NONE 1
-#define GN_WIRE_CODEC_3LC 2
+/*
+ * The codec byte of the header is an enum gn_codec value of gradnet.h (the
+ * registry's id, lib/codec/registry.c); a receiver refuses ids it does not
+ * know. CTRL TENSOR carries the tensor's parameter block of
+ * GN_WIRE_PARAM_WORDS little-endian words, whose meaning the codec defines.
+ */
+#define GN_WIRE_PARAM_WORDS 8
 
 /* Decoded common header. */
 struct gn_wire_hdr {
@@ -108,19 +114,18 @@ struct gn_wire_hdr {
 
 #define GN_WIRE_HDR_LEN 24
 
-/* Decoded DATA or WHOLE part (WHOLE: the implied fields filled in, s 0). */
+/* Decoded DATA or WHOLE part (WHOLE: the implied fields filled in). */
 struct gn_wire_data {
 	uint64_t chunk_off;
 	uint32_t chunk_len;
 	uint32_t first;
 	uint32_t count;
-	uint32_t scale;
-	uint32_t s;
+	uint32_t aux;
 	uint32_t pkt;
 	uint32_t npkts;
 };
 
-#define GN_WIRE_DATA_LEN 36
+#define GN_WIRE_DATA_LEN 32
 #define GN_WIRE_DATA_HDR (GN_WIRE_HDR_LEN + GN_WIRE_DATA_LEN)
 /* Bytes of a DATA packet that are not body. */
 #define GN_WIRE_DATA_OVERHEAD (GN_WIRE_DATA_HDR + GN_WIRE_TAG)
@@ -137,13 +142,16 @@ static inline size_t gn_wire_body_off(uint8_t type)
 /*
  * HELLO body, 32 bytes: what peers must agree on, and the fresh random
  * values the session key is derived from (a challenge and its response).
- *	0 u16 world size	2 u8 flags (GN_HELLO_*)	3 u8 codec
- *	4 u32 s (float bits)	8 u32 chunk		12 u16 mtu
+ *	0 u16 world size	2 u8 flags (GN_HELLO_*)	3 u8 reserved (0)
+ *	4 u32 reserved (0)	8 u32 chunk		12 u16 mtu
  *	14 u16 reserved (0)	16 u64 instance: random per context, never 0
  *	24 u64 echo: the receiver's instance as the sender last heard it in
  *	a HELLO, 0 if it has heard none. A HELLO whose echo is the
  *	receiver's own instance was made in this run: only such a HELLO
  *	may change the receiver's state.
+ * Codecs and their parameters are the tensors' and travel in their
+ * descriptors, so ranks whose job defaults differ still meet; a tensor
+ * they register differently fails at its first allreduce.
  * HELLOs are authenticated with the job key; every other packet with the
  * session key, derived from the job key and every rank's instance
  * (gn_mac_session()), so nothing recorded in one run is valid in another.
@@ -151,8 +159,6 @@ static inline size_t gn_wire_body_off(uint8_t type)
 struct gn_wire_hello {
 	uint16_t world;
 	uint8_t flags;
-	uint8_t codec;
-	uint32_t s;
 	uint32_t chunk;
 	uint16_t mtu;
 	uint64_t instance;
@@ -197,19 +203,20 @@ struct gn_wire_ack {
 #define GN_WIRE_ACK_LEN 4
 
 /*
- * CTRL body, 20 bytes, delivered reliably and in any order:
+ * CTRL body, 52 bytes, delivered reliably and in any order:
  *	0 u32 seq (per sender and receiver, from 1)	4 u8 kind
  *	5 u8 flags	6 u16 reserved (0)	8 u64 value	16 u32 extra
+ *	20 u32 params[GN_WIRE_PARAM_WORDS]
  * GN_CTRL_TENSOR: the sender registered tensor (header) with value =
  *	elements (bits 0-39) and, for a bucket (gn_bucket_register()), a
- *	24-bit hash of its member sizes in bits 40-63 (0 for a tensor, so
- *	a tensor's descriptor is what it always was), codec (header),
- *	extra = s bits, flags = GN_TENSOR_* flags;
+ *	24-bit hash of its member sizes in bits 40-63 (0 for a tensor),
+ *	codec (header), params its parameter block, extra 0, flags =
+ *	GN_TENSOR_* flags;
  *	step (header) is the registration's base: 0 for the first, and for a
  *	registration after gn_tensor_unregister() one more than the last step
  *	of the previous one (its steps are numbered from base + 1).
  * GN_CTRL_ABORT: step (header) of tensor (header) failed with errno value;
- *	extra is the rank it blames.
+ *	extra is the rank it blames; params 0.
  */
 struct gn_wire_ctrl {
 	uint32_t seq;
@@ -217,9 +224,10 @@ struct gn_wire_ctrl {
 	uint8_t flags;
 	uint64_t value;
 	uint32_t extra;
+	uint32_t params[GN_WIRE_PARAM_WORDS];
 };
 
-#define GN_WIRE_CTRL_LEN 20
+#define GN_WIRE_CTRL_LEN 52
 enum gn_ctrl_kind {
 	GN_CTRL_TENSOR = 1,
 	GN_CTRL_ABORT = 2,
@@ -278,7 +286,7 @@ GN_EXPORT int gn_wire_hdr_get(const uint8_t *buf, size_t len,
 
 /**
  * gn_wire_data_put() - write the DATA or WHOLE part
- * @d: fields (for WHOLE only chunk_off, chunk_len and scale are written)
+ * @d: fields (for WHOLE only chunk_off, chunk_len and aux are written)
  * @buf: the packet, its common header written already: its type says
  *	which part; the part starts at GN_WIRE_HDR_LEN, the body follows
  *	it at gn_wire_body_off()
@@ -288,12 +296,12 @@ GN_EXPORT void gn_wire_data_put(const struct gn_wire_data *d, uint8_t *buf);
  * gn_wire_data_get() - parse and check the DATA or WHOLE part
  * @buf: the packet (the part starts at GN_WIRE_HDR_LEN)
  * @h: its parsed common header
- * @d: out; for WHOLE the implied fields too, and s 0
+ * @d: out; for WHOLE the implied fields too
  *
- * Checks what the packet can say about itself: a known codec, count > 0,
- * the slice inside its chunk, a body length that fits the codec (exactly
- * 4*count for none, at most count bytes for 3LC), a finite non-negative
- * scale and (DATA) a valid s for 3LC, pkt < npkts.
+ * Checks what the packet can say about itself without the tensor's
+ * parameters: a registered codec, count > 0, the slice inside its chunk's
+ * units, pkt < npkts. The body is the codec's to check (its check_slice),
+ * with the tensor's parameters.
  *
  * Return: 0 or -EBADMSG.
  */
@@ -369,8 +377,8 @@ GN_EXPORT void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, uint8_t *buf);
  * @c: out
  *
  * Return: 0; -EBADMSG if @h is not a CTRL, the packet has a body past the
- * fixed part, seq is 0, the reserved bytes are not 0 or the kind is
- * unknown.
+ * fixed part, seq is 0, the reserved bytes are not 0, the kind is
+ * unknown, an ABORT carries parameters or a TENSOR an extra.
  */
 GN_EXPORT int gn_wire_ctrl_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			       struct gn_wire_ctrl *c);

@@ -62,8 +62,8 @@ int gn_bucket_layout(struct gn_ctx *ctx, struct gn_tensor *t,
 
 	t->layout = layout_hash(lay);
 	t->members = lay->members;
-	/* Dense values have no scale: nothing to keep apart. */
-	if (lay->shared || t->codec == GN_WIRE_CODEC_NONE)
+	/* Values coded one by one: chunk bounds change nothing. */
+	if (lay->shared || t->cd->flags & GN_CODEC_ELEMENTWISE)
 		return 0;
 	for (j = 0; j < ctx->world; j++) {
 		t->chunks[j] = shard_chunks(ctx, t, lay, j, NULL, NULL);
@@ -99,7 +99,7 @@ long gn_bucket_chunk_of(const struct gn_tensor *t, int j, u64 off)
 	return -1;
 }
 
-int gn_core_bucket_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
+int gn_core_bucket_register(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 			    const size_t *elems, u32 members, bool shared)
 {
 	struct gn_layout lay = { elems, members, shared };

@@ -15,6 +15,7 @@
 
 #include <gradnet/gradnet.h>
 
+#include "codec/codec.h"
 #include "env.h"
 #include "transport.h"
 
@@ -26,8 +27,7 @@ struct gn_core_conf {
 	u32 job;
 	u32 mtu;			/* the job's MTU, the same on every rank */
 	u32 chunk;			/* values per chunk */
-	u8 codec;			/* GN_WIRE_CODEC_*: tensors' default */
-	u32 s_bits;			/* float32 bits of the default 3LC s */
+	struct gn_codec_spec codec;	/* tensors' default codec (never 0) */
 	u64 timeout_ns;			/* a silent peer is dead after this */
 	u64 step_timeout_ns;		/* 0: steps wait for shares forever */
 	const u8 *key;			/* GN_MAC_KEY_LEN bytes; NULL: insecure */
@@ -72,15 +72,27 @@ int gn_core_status(const struct gn_ctx *ctx);
 const char *gn_core_errmsg(const struct gn_ctx *ctx);
 const char *gn_core_api_errmsg(const struct gn_ctx *ctx);
 
-/* As gn_tensor_register(); @o is whole (the caller checked its sz). */
-int gn_core_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o);
+/*
+ * A registration as the core takes it: @codec's codec 0 is the job's, and
+ * its parameters left unset (given) are the job's (same codec) or the
+ * codec's defaults. The core checks codec and parameters.
+ */
+struct gn_core_tensor {
+	u32 id;
+	u64 elems;
+	unsigned int flags;		/* GN_TENSOR_* */
+	struct gn_codec_spec codec;
+};
+
+/* As gn_tensor_register(). */
+int gn_core_tensor_register(struct gn_ctx *ctx, const struct gn_core_tensor *o);
 
 /*
  * As gn_bucket_register(): @o describes the whole bucket (its elems the
  * members' sum, checked by the caller with the members), @elems[0..@members)
  * the members' sizes; @shared lets chunks span members.
  */
-int gn_core_bucket_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
+int gn_core_bucket_register(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 			    const size_t *elems, u32 members, bool shared);
 
 /*

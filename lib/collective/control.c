@@ -6,11 +6,6 @@
  */
 #include "core.h"
 
-static const char *codec_name(u8 c)
-{
-	return c == GN_WIRE_CODEC_NONE ? "none" : "3lc";
-}
-
 /*
  * A peer takes data of a tensor only once it has this rank's descriptor,
  * so data waits for its acknowledgement (t->ready): a peer that dropped
@@ -24,9 +19,9 @@ void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
 	for (i = 0; i < ctx->world; i++)
 		if (i != ctx->rank && !ctx->dl.peers[i].dead &&
 		    !gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, (u8)t->flags,
-				     t->id, t->base, t->codec,
+				     t->id, t->base, t->cd->id,
 				     (u64)t->n | (u64)t->layout << GN_DESC_ELEMS_BITS,
-				     t->s_bits))
+				     0, t->params.w))
 			t->desc_seq[i] = ctx->dl.peers[i].ctrl_seq;
 	gn_dl_kick(&ctx->dl);
 }
@@ -54,7 +49,7 @@ void gn_desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
 {
 	const struct gn_peer_desc *d = &t->desc[peer];
 	const char *who = ctx->dl.peers[peer].name;
-	char msg[GN_ERRMSG_LEN], s1[16], s2[16];
+	char msg[GN_ERRMSG_LEN], diff[GN_ERRMSG_LEN / 2];
 
 	if (!d->have || t->proto_err)
 		return;
@@ -72,11 +67,14 @@ void gn_desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
 		snprintf(msg, sizeof(msg),
 			 "bucket %u: %s cut it into other members than this rank (same total size; layout hash %06x there, %06x here)",
 			 t->id, who, d->layout, t->layout);
-	else if (d->codec != t->codec || d->s_bits != t->s_bits)
+	else if (d->codec != t->cd->id)
 		snprintf(msg, sizeof(msg),
-			 "tensor %u uses codec %s s=%s on %s, codec %s s=%s here",
-			 t->id, codec_name(d->codec), gn_s_text(d->s_bits, s1),
-			 who, codec_name(t->codec), gn_s_text(t->s_bits, s2));
+			 "tensor %u uses codec %s on %s, %s here", t->id,
+			 gn_codec_name_of(d->codec), who, t->cd->name);
+	else if (gn_codec_params_diff(t->cd, &d->params, &t->params, diff,
+				      sizeof(diff)))
+		snprintf(msg, sizeof(msg), "tensor %u (%s) on %s: %s", t->id,
+			 t->cd->name, who, diff);
 	else if (d->flags != (u8)t->flags)
 		snprintf(msg, sizeof(msg), "tensor %u %s on %s, %s here", t->id,
 			 d->flags & GN_TENSOR_AVERAGE ? "averages" : "sums", who,
@@ -140,12 +138,15 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 			   const struct gn_wire_hdr *h,
 			   const struct gn_wire_ctrl *c)
 {
-	struct gn_peer_desc d = { true, c->value & GN_DESC_ELEMS_MASK, h->codec,
-				  c->flags, c->extra,
-				  (u32)(c->value >> GN_DESC_ELEMS_BITS) };
+	struct gn_peer_desc d = {
+		.have = true, .elems = c->value & GN_DESC_ELEMS_MASK,
+		.codec = h->codec, .flags = c->flags,
+		.layout = (u32)(c->value >> GN_DESC_ELEMS_BITS),
+	};
 	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
 	struct gn_pending_desc *pd;
 
+	memcpy(d.params.w, c->params, sizeof(d.params.w));
 	/* The header's step is the registration's base: one before ours is
 	 * over, one after ours waits until this rank registers again. */
 	if (t && h->step < t->base)

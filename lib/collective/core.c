@@ -38,8 +38,7 @@ int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,
 		.rank = conf->rank, .world = conf->world, .job = conf->job,
 		.version = conf->version ? conf->version : GN_WIRE_VERSION,
 		.mtu = conf->mtu, .max_pkt = conf->mtu - GN_WIRE_IPUDP,
-		.chunk = conf->chunk, .codec = conf->codec,
-		.s_bits = conf->s_bits, .timeout_ns = conf->timeout_ns,
+		.chunk = conf->chunk, .timeout_ns = conf->timeout_ns,
 		.key = conf->key, .on_session = conf->on_session,
 	};
 	struct gn_ctx *ctx;
@@ -49,7 +48,7 @@ int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,
 	if (conf->world < 1 || conf->rank < 0 || conf->rank >= conf->world ||
 	    conf->mtu <= GN_WIRE_IPUDP + GN_WIRE_DATA_OVERHEAD + 16 ||
 	    dc.max_pkt > GN_WIRE_MAX_PKT || dc.max_pkt > tp->caps.max_pkt ||
-	    !conf->chunk)
+	    !conf->chunk || !gn_codec_find(conf->codec.codec))
 		return -EINVAL;
 	ctx = gn_alloc(env, sizeof(*ctx));
 	if (!ctx)
@@ -60,7 +59,6 @@ int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,
 	ctx->chunk = conf->chunk;
 	ctx->max_pkt = dc.max_pkt;
 	ctx->codec = conf->codec;
-	ctx->s_bits = conf->s_bits;
 	ctx->step_timeout_ns = conf->step_timeout_ns;
 	ctx->account = conf->account;
 	ctx->account_arg = conf->account_arg;

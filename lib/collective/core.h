@@ -18,8 +18,7 @@
 #ifndef GN_COLLECTIVE_CORE_H
 #define GN_COLLECTIVE_CORE_H
 
-#include <gradnet/codec.h>
-
+#include "codec/codec.h"
 #include "collective.h"
 #include "delivery.h"
 
@@ -75,8 +74,8 @@ struct gn_peer_desc {
 	u64 elems;
 	u8 codec;
 	u8 flags;
-	u32 s_bits;
 	u32 layout;			/* a bucket's layout hash; 0: a tensor */
+	struct gn_codec_params params;
 };
 
 /*
@@ -126,8 +125,8 @@ struct gn_tensor {
 	struct gn_tensor *next;
 	u32 id;
 	size_t n;
-	u8 codec;			/* GN_WIRE_CODEC_* */
-	u32 s_bits;			/* float32 bits of s */
+	const struct gn_codec_ops *cd;	/* its compressor */
+	struct gn_codec_params params;	/* and the compressor's parameters */
 	unsigned int flags;
 	size_t *lo;			/* shard j is [lo[j], lo[j+1]) */
 	u32 *chunks;			/* chunks of shard j */
@@ -164,8 +163,9 @@ struct gn_tensor {
 	float *e_rs[2];			/* whole tensor, reduce direction */
 	float *e_ag[2];			/* own shard, gather direction */
 	int e_cur;
-	u8 *q;				/* scratch: a span's groups (caller) */
-	float *m;			/* scratch: a span's scales (caller) */
+	u8 *scratch;			/* a span's encoded chunks (caller) */
+	size_t stride;			/* bytes of one chunk's scratch */
+	u32 *aux;			/* a span's chunk words (caller) */
 	/* [peer]: it registered this tensor and has our registration */
 	u8 *ready;
 	u32 *desc_seq;			/* [peer]: our descriptor's seq until acked */
@@ -179,8 +179,7 @@ struct gn_ctx {
 	/* immutable after open */
 	int rank, world;
 	u32 chunk, max_pkt;
-	u8 codec;
-	u32 s_bits;
+	struct gn_codec_spec codec;	/* tensors' default */
 	u64 step_timeout_ns;
 	const struct gn_env *env;
 	void *drv;			/* the driver's own state */
@@ -212,11 +211,11 @@ size_t gn_chunk_at(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
 		   u32 c, size_t *len);
 long gn_chunk_of(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
 		 const struct gn_wire_data *d);
-u32 gn_groups_of(u8 codec, size_t len);
-u32 gn_pkts_max(const struct gn_ctx *ctx, u8 codec, size_t len);
+u32 gn_pkts_max(const struct gn_ctx *ctx, const struct gn_tensor *t,
+		size_t len);
 size_t gn_step_carve(const struct gn_ctx *ctx, const struct gn_tensor *t,
 		     struct gn_step *st);
-int gn_tensor_add(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
+int gn_tensor_add(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 		  const struct gn_layout *lay);
 
 /* bucket.c */
@@ -247,13 +246,12 @@ struct msg_shape {
 	u16 to;
 	u64 chunk_off;
 	u32 chunk_len;
-	u32 scale;
+	u32 aux;
 };
 
-int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
-		u32 stepno, const struct msg_shape *ms, const u8 *q, u32 g);
-int gn_pack_dense(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
-		  u32 stepno, const struct msg_shape *ms, const float *v);
+int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
+	    u32 stepno, const struct msg_shape *ms, const void *scratch,
+	    const float *x);
 void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
 		     const struct msg_shape *ms);
 void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st);
@@ -261,6 +259,7 @@ void gn_want_work(struct gn_ctx *ctx, struct gn_step *st, u32 c);
 
 /* spread.c: codec work in parts for the env's workers (gn_env_run()) */
 int gn_spread_init(struct gn_ctx *ctx);
+int gn_spread_reserve(struct gn_ctx *ctx, size_t stride);
 void gn_spread_free(struct gn_ctx *ctx);
 u32 gn_spread_work_max(const struct gn_ctx *ctx);
 u32 gn_encode_batch(const struct gn_ctx *ctx);
@@ -279,9 +278,9 @@ int gn_turn_rank(const struct gn_ctx *ctx, unsigned int turn);
 void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
 		 size_t off, size_t len);
 int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
-		      struct gn_txmsg *m, u8 *gq, u32 *scale);
-void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st, u32 c,
-		      struct gn_txmsg *m, u32 scale, int r);
+		      struct gn_txmsg *m, void *scratch);
+void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st,
+		      struct gn_txmsg *m, int r);
 void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
 		  struct gn_buf *b);
@@ -314,21 +313,25 @@ void gn_ctrl_acked(void *up, struct gn_peer *p, u32 seq);
 
 /*
  * fp.c: the collective's floating-point unit. In the kernel only this
- * file (and the codec) is built with the FPU enabled; each function here
- * opens and closes its own FPU section, and no other file of the core
- * touches a float value (pointers to floats are fine).
+ * file (and the codecs' float units) is built with the FPU enabled; each
+ * function here opens and closes its own FPU section around one codec
+ * operation, and no other file of the core touches a float value
+ * (pointers to floats are fine).
  */
-int gn_fp_quantize(const struct gn_tensor *t, float *data, size_t off,
-		   size_t len, size_t chunk, u8 *q, float *scales);
-int gn_fp_gather_chunk(const struct gn_ctx *ctx, const struct gn_tensor *t,
-		       float *sum, size_t rel, size_t len, u8 *gq, u32 *scale);
-void gn_fp_add_slice(const struct gn_tensor *t, float *acc, size_t len,
-		     u32 first, u32 count, u32 scale, const u8 *body, u16 blen);
-void gn_fp_result_slice(const struct gn_ctx *ctx, const struct gn_tensor *t,
+int gn_fp_encode(const struct gn_ctx *ctx, const struct gn_step *st,
+		 size_t off, size_t len, size_t chunk, void *scratch,
+		 u32 *aux);
+void gn_fp_own(const struct gn_ctx *ctx, const struct gn_step *st,
+	       const void *scratch, u32 aux, size_t off, size_t len);
+int gn_fp_result(const struct gn_ctx *ctx, const struct gn_step *st,
+		 size_t off, size_t len, void *scratch, u32 *aux);
+void gn_fp_finish(const struct gn_ctx *ctx, const struct gn_step *st,
+		  size_t off, size_t len);
+void gn_fp_add_slice(const struct gn_ctx *ctx, const struct gn_step *st,
+		     float *acc, size_t len, const struct gn_wire_data *d,
+		     const u8 *body, u16 blen);
+void gn_fp_result_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 			float *out, const struct gn_wire_data *d,
 			const u8 *body, u16 blen);
-void gn_fp_dense_result(const struct gn_ctx *ctx, const struct gn_tensor *t,
-			float *v, u32 count);
-bool gn_all_finite(const void *v, size_t n);
 
 #endif /* GN_COLLECTIVE_CORE_H */

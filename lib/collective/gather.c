@@ -102,9 +102,7 @@ void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		return;
 	}
 	if (!t || !t->desc[p->rank].have || t->proto_err ||
-	    h->codec != t->codec ||
-	    (h->type == GN_PKT_DATA && d.s != t->s_bits) ||
-	    d.chunk_off + d.chunk_len > t->n) {
+	    h->codec != t->cd->id || d.chunk_off + d.chunk_len > t->n) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_TENSOR);
 		return;
 	}

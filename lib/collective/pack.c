@@ -14,15 +14,15 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 	struct gn_wire_hdr h;
 	struct gn_wire_data d = {
 		.chunk_off = ms->chunk_off, .chunk_len = ms->chunk_len,
-		.first = first, .count = count, .scale = ms->scale,
-		.s = t->s_bits, .pkt = idx, .npkts = npkts,
+		.first = first, .count = count, .aux = ms->aux,
+		.pkt = idx, .npkts = npkts,
 	};
 
 	gn_dl_hdr_init(&ctx->dl, &h, type, ms->to);
 	h.tensor = t->id;
 	h.step = stepno;
 	h.phase = ms->phase;
-	h.codec = t->codec;
+	h.codec = t->cd->id;
 	h.body_len = (u16)body;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_data_put(&d, b->data);
@@ -49,94 +49,78 @@ static int take_bufs(struct gn_ctx *ctx, struct gn_txmsg *m, u32 n)
 }
 
 /*
- * A 3LC chunk whose groups fit one WHOLE packet even as literals (a code
- * byte covers at least one group): encoded straight behind the short
- * header.
+ * A chunk whose stream is bound to fit one WHOLE packet: its one slice
+ * straight behind the short header.
  */
-static int pack_3lc_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
-			  struct gn_tensor *t, u32 stepno,
-			  const struct msg_shape *ms, const u8 *q, u32 g)
+static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
+		      struct gn_tensor *t, u32 stepno,
+		      const struct msg_shape *ms, const void *scratch,
+		      const float *x)
 {
-	size_t used;
+	u32 units = t->cd->units(ms->chunk_len), used = 0;
 	long len;
 
 	if (take_bufs(ctx, m, 1))
 		return -ENOMEM;
-	len = gn_zre_encode(q, g, m->pkt[0]->data + GN_WIRE_WHOLE_HDR,
-			    whole_cap(ctx), &used);
-	if (len <= 0 || used != g)
+	len = t->cd->slice(&t->params, scratch, ms->aux, x, ms->chunk_len, 0,
+			   m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
+			   &used);
+	if (len < 0 || used != units)
 		return -EINVAL;
-	m->stream_bytes = GN_TLC_SCALE_BYTES + (u64)len;
-	put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, g,
+	m->stream_bytes = t->cd->stream_extra + (u64)len;
+	put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, units,
 		   (u32)len, 0, 1);
 	return 0;
 }
 
 /*
- * The packets of one 3LC chunk: zero-run encoded slices cut greedily to
- * the MTU, each straight into its buffer. Headers and tags are written
- * once the packet count is known; until then a slice's first group waits
- * where its header goes.
+ * gn_pack() - the packets of one chunk's message: the codec's slices cut
+ * greedily to the MTU, each straight into its buffer
+ * @scratch, @x: the chunk's encoding and its values, for the codec's slicer
+ *
+ * Headers and tags are written once the packet count is known; until then
+ * a slice's first unit waits where its header goes.
+ * Return: 0, -ENOMEM (no buffers) or -EINVAL (the codec broke its bounds).
  */
-int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
-		u32 stepno, const struct msg_shape *ms, const u8 *q, u32 g)
+int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
+	    u32 stepno, const struct msg_shape *ms, const void *scratch,
+	    const float *x)
 {
 	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, at = 0, n = 0, i;
-	u32 most = gn_pkts_max(ctx, GN_WIRE_CODEC_3LC, ms->chunk_len);
+	u32 units = t->cd->units(ms->chunk_len);
+	u32 most = gn_pkts_max(ctx, t, ms->chunk_len);
 
 	if (most > m->cap)
 		return -EINVAL;
-	if (g <= whole_cap(ctx))
-		return pack_3lc_whole(ctx, m, t, stepno, ms, q, g);
-	m->stream_bytes = GN_TLC_SCALE_BYTES;
-	while (at < g) {
-		size_t used;
+	if (t->cd->whole_bytes(&t->params, scratch, ms->aux, ms->chunk_len) <=
+	    whole_cap(ctx))
+		return pack_whole(ctx, m, t, stepno, ms, scratch, x);
+	m->stream_bytes = t->cd->stream_extra;
+	while (at < units) {
+		u32 used = 0;
 		long len;
 
+		if (n == most)
+			return -EINVAL;
 		if (take_bufs(ctx, m, n + 1))
 			return -ENOMEM;
-		len = gn_zre_encode(q + at, g - at, m->pkt[n]->data + GN_WIRE_DATA_HDR,
-				    cap, &used);
+		len = t->cd->slice(&t->params, scratch, ms->aux, x,
+				   ms->chunk_len, at,
+				   m->pkt[n]->data + GN_WIRE_DATA_HDR, cap, &used);
+		if (len < 0 || !used || used > units - at)
+			return -EINVAL;
 		gn_put_le32(at, m->pkt[n]->data);
 		m->pkt[n]->len = (u16)len;
 		m->stream_bytes += (u64)len;
-		at += (u32)used;
+		at += used;
 		n++;
 	}
 	for (i = 0; i < n; i++) {
 		u32 first = gn_get_le32(m->pkt[i]->data);
-		u32 end = i + 1 < n ? gn_get_le32(m->pkt[i + 1]->data) : g;
+		u32 end = i + 1 < n ? gn_get_le32(m->pkt[i + 1]->data) : units;
 
 		put_packet(ctx, t, stepno, ms, m->pkt[i], GN_PKT_DATA, first,
 			   end - first, m->pkt[i]->len, i, n);
-	}
-	return 0;
-}
-
-int gn_pack_dense(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
-		  u32 stepno, const struct msg_shape *ms, const float *v)
-{
-	u32 per = (ctx->max_pkt - GN_WIRE_DATA_OVERHEAD) / 4, len = ms->chunk_len;
-	u32 n = gn_pkts_max(ctx, GN_WIRE_CODEC_NONE, len), i;
-
-	if ((u64)len * 4 <= whole_cap(ctx))
-		n = 1;
-	if (n > m->cap || take_bufs(ctx, m, n))
-		return n > m->cap ? -EINVAL : -ENOMEM;
-	m->stream_bytes = (u64)len * 4;
-	if (n == 1 && (u64)len * 4 <= whole_cap(ctx)) {
-		memcpy(m->pkt[0]->data + GN_WIRE_WHOLE_HDR, v, (size_t)len * 4);
-		put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, len,
-			   len * 4, 0, 1);
-		return 0;
-	}
-	for (i = 0; i < n; i++) {
-		u32 count = len - i * per < per ? len - i * per : per;
-
-		memcpy(m->pkt[i]->data + GN_WIRE_DATA_HDR, v + (size_t)i * per,
-		       (size_t)count * 4);
-		put_packet(ctx, t, stepno, ms, m->pkt[i], GN_PKT_DATA, i * per,
-			   count, count * 4, i, n);
 	}
 	return 0;
 }

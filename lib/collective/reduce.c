@@ -30,23 +30,15 @@ static bool claim_range(u64 *bits, u32 first, u32 count)
 }
 
 /*
- * Check a slice's body against its chunk before anything is changed.
- *
- * Dense values must be finite, contributions and results alike: no rank
- * sends a NaN or infinity (a rank checks its gradient before it sends it,
- * an owner its sum), so such a packet is a forgery and is dropped as
- * malformed before it counts as received; the real packet is still taken
- * when it comes, and every rank ends with the same bits. (Failing the step
- * instead would let one forged packet fail it, and not even consistently:
- * the owner of a result may have completed the step already.) 3LC results
- * are finite by construction: the scale is checked in gn_wire_data_get().
+ * Check a slice's body against its chunk before anything is changed: the
+ * codec's check, with the tensor's parameters (every index, length and
+ * value a decoder could misbehave on, and values no honest rank sends).
  */
 static bool body_ok(const struct gn_tensor *t, const struct gn_wire_data *d,
 		    const u8 *body, u16 len)
 {
-	if (t->codec == GN_WIRE_CODEC_3LC)
-		return !gn_zre_check(body, len, d->chunk_len, d->first, d->count);
-	return gn_all_finite(body, d->count);
+	return !t->cd->check_slice(&t->params, d->chunk_len, d->first,
+				   d->count, d->aux, body, len);
 }
 
 /*
@@ -68,7 +60,7 @@ bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 
 	/* Before the message's state is sized by it (d->chunk_len is the
 	 * chunk's: gn_chunk_of() said so). */
-	if (d->npkts > gn_pkts_max(ctx, t->codec, d->chunk_len)) {
+	if (d->npkts > gn_pkts_max(ctx, t, d->chunk_len)) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
 		return false;
 	}
@@ -153,8 +145,7 @@ void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
 		/* Checked when it came; parsed again rather than stored. */
 		if (!gn_wire_hdr_get(b->data, b->len, &h) &&
 		    !gn_wire_data_get(b->data, &h, &d))
-			gn_fp_add_slice(st->t, st->data + off, len, d.first,
-					d.count, d.scale,
+			gn_fp_add_slice(ctx, st, st->data + off, len, &d,
 					b->data + gn_wire_body_off(h.type),
 					h.body_len);
 		gn_dl_buf_put(&ctx->dl, b);
@@ -163,44 +154,37 @@ void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
 }
 
 /*
- * Chunk @c of the own shard has every contribution: quantize the sum with
- * the owner's error feedback into @gq, pack it into @m and decode it here
- * (a 3LC sum is replaced by the result it decodes to). Any thread: it
- * touches only chunk @c and @m.
+ * Chunk @c of the own shard has every contribution: the codec turns the
+ * sum into its result stream in @scratch (re-compressing it with the
+ * owner's error feedback, or carrying the contributions' form over), the
+ * stream is packed into @m, and the sum becomes what every rank decodes.
+ * Any thread: it touches only chunk @c and @m.
  * Return: 0, -EDOM (the sum is not finite) or a packing error.
  */
 int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
-		      struct gn_txmsg *m, u8 *gq, u32 *scale)
+		      struct gn_txmsg *m, void *scratch)
 {
 	struct gn_tensor *t = st->t;
 	size_t len, off = gn_chunk_at(ctx, t, ctx->rank, c, &len);
 	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len, 0 };
-	float *sum = st->data + off;
 	int r;
 
-	r = gn_fp_gather_chunk(ctx, t, sum, off - t->lo[ctx->rank], len, gq,
-			       &ms.scale);
+	r = gn_fp_result(ctx, st, off, len, scratch, &ms.aux);
 	if (r)
 		return r;
-	*scale = ms.scale;
-	if (t->codec == GN_WIRE_CODEC_3LC)
-		return gn_pack_3lc(ctx, m, t, st->no, &ms, gq,
-				   (u32)gn_tlc_groups(len));
-	r = gn_pack_dense(ctx, m, t, st->no, &ms, sum);
-	/* A dense sum went out as it is; the result here is it, or averaged. */
+	r = gn_pack(ctx, m, t, st->no, &ms, scratch, st->data + off);
 	if (!r)
-		gn_fp_dense_result(ctx, t, sum, (u32)len);
+		gn_fp_finish(ctx, st, off, len);
+	if (!r)
+		gn_msg_identity(m, st, &ms);
 	return r;
 }
 
-/* Send chunk @c's result @m, or fail the step by @r (lock held). */
-void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st, u32 c,
-		      struct gn_txmsg *m, u32 scale, int r)
+/* Send a chunk's result @m, or fail the step by @r (lock held). */
+void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st,
+		      struct gn_txmsg *m, int r)
 {
 	struct gn_tensor *t = st->t;
-	size_t len, off = gn_chunk_at(ctx, t, ctx->rank, c, &len);
-	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len,
-				scale };
 	char why[GN_ERRMSG_LEN];
 
 	if (r == -EDOM) {
@@ -216,7 +200,6 @@ void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st, u32 c,
 		gn_step_abort(ctx, st, r, "out of packet buffers");
 		return;
 	}
-	gn_msg_identity(m, st, &ms);
 	if (ctx->world > 1)
 		gn_dl_msg_queue(&ctx->dl, m);
 	else

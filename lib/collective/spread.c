@@ -31,9 +31,8 @@ struct work_slot {
 	u32 c;
 	u16 from, to;			/* turns to add: [from, to) */
 	bool partial;			/* and the held slices of turn @to */
-	bool complete;			/* then quantize and pack the sum */
+	bool complete;			/* then encode and pack the result */
 	struct gn_txmsg *m;
-	u32 scale;
 	int r;
 };
 
@@ -55,7 +54,7 @@ struct gn_spread {
 	/* the batch of owner work being run */
 	struct gn_step *st;
 	struct work_slot work[GN_WORK_MAX];
-	u8 *gq;				/* [work_max][gq_stride] */
+	u8 *gq;				/* [work_max][gq_stride]: results' scratch */
 	size_t gq_stride;
 	/* packets waiting to be decoded */
 	struct rxq_ent rxq[GN_RXQ_MAX];
@@ -74,13 +73,28 @@ int gn_spread_init(struct gn_ctx *ctx)
 	sp->work_max = 4 * w < GN_WORK_MAX ? 4 * w : GN_WORK_MAX;
 	/* One worker decodes each packet as it comes, as it always did. */
 	sp->rxq_cap = w > 1 ? GN_RXQ_MAX : 0;
-	sp->gq_stride = gn_tlc_groups(ctx->chunk) + 1;
-	sp->gq = gn_alloc_array(ctx->env, sp->work_max, sp->gq_stride);
-	if (!sp->gq) {
-		gn_free(ctx->env, sp);
-		return -ENOMEM;
-	}
 	ctx->spread = sp;
+	return 0;
+}
+
+/*
+ * Room for a result's scratch of @stride bytes per work slot: grown when a
+ * tensor registers (lock held, so no batch is running), never shrunk.
+ */
+int gn_spread_reserve(struct gn_ctx *ctx, size_t stride)
+{
+	struct gn_spread *sp = ctx->spread;
+	u8 *gq;
+
+	stride = (stride + 7) & ~(size_t)7;
+	if (stride <= sp->gq_stride)
+		return 0;
+	gq = gn_alloc_array(ctx->env, sp->work_max, stride);
+	if (!gq)
+		return -ENOMEM;
+	gn_free(ctx->env, sp->gq);
+	sp->gq = gq;
+	sp->gq_stride = stride;
 	return 0;
 }
 
@@ -133,24 +147,33 @@ struct encode_job {
 	int edom, err;
 };
 
-/* Pack chunk c0 + @k of the job's shard, quantized or dense. */
+/* Chunk c0 + @k of the job's shard: its scratch and its values. */
+static void *chunk_scratch(struct encode_job *e, u32 k)
+{
+	return e->st->t->scratch + (size_t)k * e->st->t->stride;
+}
+
+/*
+ * Pack chunk c0 + @k of another rank's shard; for the own shard, put what
+ * its encoding stands for in place of the gradient (the owner adds it as
+ * it is).
+ */
 static int pack_chunk(struct encode_job *e, u32 k)
 {
 	struct gn_ctx *ctx = e->ctx;
 	struct gn_step *st = e->st;
 	struct gn_tensor *t = st->t;
 	size_t len, off = gn_chunk_at(ctx, t, e->j, e->c0 + k, &len);
-	size_t stride = gn_tlc_groups(ctx->chunk);
-	struct msg_shape ms = { GN_PHASE_REDUCE, (u16)e->j, off, (u32)len, 0 };
+	struct msg_shape ms = { GN_PHASE_REDUCE, (u16)e->j, off, (u32)len,
+				t->aux[k] };
 	int r;
 
-	if (t->codec == GN_WIRE_CODEC_3LC) {
-		memcpy(&ms.scale, &t->m[k], sizeof(u32));
-		r = gn_pack_3lc(ctx, e->msgs[k], t, st->no, &ms, t->q + k * stride,
-				(u32)gn_tlc_groups(len));
-	} else {
-		r = gn_pack_dense(ctx, e->msgs[k], t, st->no, &ms, st->data + off);
+	if (e->j == ctx->rank) {
+		gn_fp_own(ctx, st, chunk_scratch(e, k), t->aux[k], off, len);
+		return 0;
 	}
+	r = gn_pack(ctx, e->msgs[k], t, st->no, &ms, chunk_scratch(e, k),
+		    st->data + off);
 	if (!r)
 		gn_msg_identity(e->msgs[k], st, &ms);
 	return r;
@@ -158,27 +181,27 @@ static int pack_chunk(struct encode_job *e, u32 k)
 
 /*
  * Chunks [k0, k1) of a bucket whose chunks are cut at member bounds, so
- * they differ in length: one quantizer call each, into the same strided
+ * they differ in length: one encoder call each, into the same strided
  * scratch as whole chunks.
  */
-static int quantize_cut(struct encode_job *e, u32 k0, u32 k1)
+static int encode_cut(struct encode_job *e, u32 k0, u32 k1)
 {
 	struct gn_tensor *t = e->st->t;
-	size_t stride = gn_tlc_groups(e->ctx->chunk), len, off;
+	size_t len, off;
 	u32 k;
 	int r = 0;
 
 	for (k = k0; !r && k < k1; k++) {
 		off = gn_chunk_at(e->ctx, t, e->j, e->c0 + k, &len);
-		r = gn_fp_quantize(t, e->st->data, off, len, len,
-				   t->q + k * stride, t->m + k);
+		r = gn_fp_encode(e->ctx, e->st, off, len, len,
+				 chunk_scratch(e, k), t->aux + k);
 	}
 	return r;
 }
 
 /*
  * Part @p: chunks c0 + [p * ENCODE_BATCH, ...) of shard j, ENCODE_BATCH
- * of them at most, quantized in one call (its passes overlap) and packed
+ * of them at most, encoded in one call (its passes overlap) and packed
  * into their messages (no lock held; the message slots of this step's
  * parity are the caller's until it publishes them).
  */
@@ -190,27 +213,25 @@ static void encode_part(void *arg, u32 p)
 	struct gn_tensor *t = st->t;
 	u32 k0 = p * ENCODE_BATCH, k1 = k0 + ENCODE_BATCH, k;
 	size_t len, off = gn_chunk_at(ctx, t, e->j, e->c0 + k0, &len), end;
+	bool own = e->j == ctx->rank;
 	int r = 0;
 
 	k1 = k1 < e->n ? k1 : e->n;
 	end = gn_chunk_at(ctx, t, e->j, e->c0 + k1 - 1, &len) + len;
 	/*
-	 * The own share never leaves this host: the owner adds it as it is,
-	 * and a NaN or infinity in it shows when the sum is quantized
-	 * (gn_fp_gather_chunk()), which saves a pass over it here. Dense
-	 * values go out as they are, so they are checked now.
+	 * The own share never leaves this host: unless the codec says
+	 * otherwise, the owner adds it as it is, and a NaN or infinity in it
+	 * shows when the sum is encoded (gn_fp_result()), which saves a pass
+	 * over it here.
 	 */
-	if (t->codec == GN_WIRE_CODEC_NONE) {
-		if (!gn_all_finite(st->data + off, end - off))
-			r = -EDOM;
-	} else if (e->j != ctx->rank && t->ck_off) {
-		r = quantize_cut(e, k0, k1);
-	} else if (e->j != ctx->rank) {
-		r = gn_fp_quantize(t, st->data, off, end - off, ctx->chunk,
-				   t->q + (size_t)k0 * gn_tlc_groups(ctx->chunk),
-				   t->m + k0);
-	}
-	for (k = k0; !r && e->j != ctx->rank && k < k1; k++)
+	if (own && !(t->cd->flags & GN_CODEC_OWN_ENCODED))
+		return;
+	if (t->ck_off)
+		r = encode_cut(e, k0, k1);
+	else
+		r = gn_fp_encode(ctx, st, off, end - off, ctx->chunk,
+				 chunk_scratch(e, k0), t->aux + k0);
+	for (k = k0; !r && k < k1; k++)
 		r = pack_chunk(e, k);
 	if (r == -EDOM)
 		WRITE_ONCE(e->edom, 1);
@@ -274,7 +295,7 @@ static void work_part(void *arg, u32 i)
 	}
 	if (w->complete)
 		w->r = gn_gather_compute(ctx, st, w->c, w->m,
-					 sp->gq + i * sp->gq_stride, &w->scale);
+					 sp->gq + i * sp->gq_stride);
 }
 
 /*
@@ -316,7 +337,7 @@ void gn_spread_reduce(struct gn_ctx *ctx, struct gn_step *st, const u32 *cs,
 			gn_dl_msg_clear(&ctx->dl, w->m);
 			continue;
 		}
-		gn_gather_finish(ctx, st, w->c, w->m, w->scale, w->r);
+		gn_gather_finish(ctx, st, w->m, w->r);
 	}
 }
 
@@ -338,10 +359,10 @@ static void rxq_decode(struct gn_ctx *ctx, const struct rxq_ent *q)
 	if (q->phase == GN_PHASE_REDUCE) {
 		gn_chunk_at(ctx, t, ctx->rank,
 			    (u32)gn_chunk_of(ctx, t, ctx->rank, &q->d), &len);
-		gn_fp_add_slice(t, st->data + q->d.chunk_off, len, q->d.first,
-				q->d.count, q->d.scale, body, q->body_len);
+		gn_fp_add_slice(ctx, st, st->data + q->d.chunk_off, len, &q->d,
+				body, q->body_len);
 	} else {
-		gn_fp_result_slice(ctx, t, st->data + q->d.chunk_off, &q->d,
+		gn_fp_result_slice(ctx, st, st->data + q->d.chunk_off, &q->d,
 				   body, q->body_len);
 	}
 }

@@ -160,8 +160,8 @@ void gn_abort_peers(struct gn_ctx *ctx, struct gn_step *st, int err,
 	for (i = 0; i < ctx->world; i++)
 		if (i != ctx->rank && !ctx->dl.peers[i].dead)
 			gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_ABORT, 0, st->t->id,
-					st->no, st->t->codec, (u64)-err,
-					(u32)culprit);
+					st->no, st->t->cd->id, (u64)-err,
+					(u32)culprit, NULL);
 	gn_dl_kick(&ctx->dl);
 }
 

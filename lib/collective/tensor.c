@@ -14,11 +14,6 @@ static size_t shard_lo(size_t n, int world, int j)
 	return (size_t)((u64)n * (u32)j / (u32)world);
 }
 
-u32 gn_groups_of(u8 codec, size_t len)
-{
-	return codec == GN_WIRE_CODEC_3LC ? (u32)gn_tlc_groups(len) : (u32)len;
-}
-
 /* Chunk @c of shard @j: first element and length. */
 size_t gn_chunk_at(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
 		   u32 c, size_t *len)
@@ -60,18 +55,14 @@ long gn_chunk_of(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
 
 /*
  * The most packets the message of a chunk of @len elements can have, as
- * the packer cuts it with this job's MTU (which every rank shares): a 3LC
- * slice leaves at most one byte of its budget unused and a code byte
- * covers at least one group; a dense packet carries a budget's worth of
- * values. Receivers refuse anything more.
+ * the packer cuts it with this job's MTU (which every rank shares), by
+ * the tensor's codec. Receivers refuse anything more.
  */
-u32 gn_pkts_max(const struct gn_ctx *ctx, u8 codec, size_t len)
+u32 gn_pkts_max(const struct gn_ctx *ctx, const struct gn_tensor *t,
+		size_t len)
 {
-	size_t cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD;
-
-	if (codec == GN_WIRE_CODEC_3LC)
-		return (u32)(gn_tlc_groups(len) / (cap - 1) + 2);
-	return (u32)((len + cap / 4 - 1) / (cap / 4));
+	return t->cd->pkts_max(&t->params, (u32)len,
+			       ctx->max_pkt - GN_WIRE_DATA_OVERHEAD);
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -159,7 +150,7 @@ size_t gn_step_carve(const struct gn_ctx *ctx, const struct gn_tensor *t,
 	u32 own = t->chunks[ctx->rank], nrx = (u32)ctx->world * own +
 					       t->chunks_total, i;
 	size_t seen = ((size_t)t->pkts_cap + 7) / 8;
-	size_t cover = ((size_t)gn_groups_of(t->codec, ctx->chunk) + 63) / 64;
+	size_t cover = ((size_t)t->cd->units(ctx->chunk) + 63) / 64;
 	size_t at = 0;
 	u8 *base = st->mem;
 
@@ -218,22 +209,28 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 		t->gat_off[j] = t->chunks_total;
 		t->chunks_total += t->chunks[j];
 	}
-	t->pkts_cap = gn_pkts_max(ctx, t->codec, ctx->chunk);
-	if (t->codec == GN_WIRE_CODEC_3LC) {
-		for (k = 0; k < 2; k++) {
+	t->pkts_cap = gn_pkts_max(ctx, t, ctx->chunk);
+	for (k = 0; k < 2; k++) {
+		if (t->cd->flags & GN_CODEC_EF_REDUCE) {
 			t->e_rs[k] = gn_alloc_array(ctx->env, t->n, sizeof(float));
-			t->e_ag[k] = gn_alloc_array(ctx->env, own + 1, sizeof(float));
-			if (!t->e_rs[k] || !t->e_ag[k])
+			if (!t->e_rs[k])
 				return -ENOMEM;
 		}
-		/* Scratch for one round of compression (gn_encode_all()). */
-		t->q = gn_alloc_array(ctx->env, gn_encode_scratch(ctx, t),
-				      gn_tlc_groups(ctx->chunk));
-		t->m = gn_alloc_array(ctx->env, gn_encode_scratch(ctx, t),
-				      sizeof(float));
-		if (!t->q || !t->m)
-			return -ENOMEM;
+		if (t->cd->flags & GN_CODEC_EF_RESULT) {
+			t->e_ag[k] = gn_alloc_array(ctx->env, own + 1, sizeof(float));
+			if (!t->e_ag[k])
+				return -ENOMEM;
+		}
 	}
+	/* Scratch for one round of compression (gn_encode_all()). */
+	t->stride = t->cd->scratch(&t->params, ctx->chunk);
+	t->scratch = gn_alloc_array(ctx->env, gn_encode_scratch(ctx, t),
+				    t->stride + 1);
+	t->aux = gn_alloc_array(ctx->env, gn_encode_scratch(ctx, t),
+				sizeof(u32));
+	if (!t->scratch || !t->aux ||
+	    gn_spread_reserve(ctx, t->stride))
+		return -ENOMEM;
 	for (k = 0; k < 2; k++) {
 		if (step_alloc(ctx, t, &t->steps[k]))
 			return -ENOMEM;
@@ -271,8 +268,8 @@ static void tensor_free(struct gn_ctx *ctx, struct gn_tensor *t)
 			gn_dl_msg_free(&ctx->dl, t->msg[k][i]);
 		gn_free(ctx->env, t->msg[k]);
 	}
-	gn_free(ctx->env, t->q);
-	gn_free(ctx->env, t->m);
+	gn_free(ctx->env, t->scratch);
+	gn_free(ctx->env, t->aux);
 	gn_free(ctx->env, t->lo);
 	gn_free(ctx->env, t->chunks);
 	gn_free(ctx->env, t->gat_off);
@@ -292,25 +289,19 @@ void gn_tensor_destroy(struct gn_ctx *ctx, struct gn_tensor *t)
 	tensor_free(ctx, t);
 }
 
-static int tensor_new(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
-		      u32 s_bits, const struct gn_layout *lay,
-		      struct gn_tensor **out)
+static int tensor_new(struct gn_ctx *ctx, const struct gn_core_tensor *o,
+		      const struct gn_codec_spec *spec,
+		      const struct gn_layout *lay, struct gn_tensor **out)
 {
 	struct gn_tensor *t = gn_alloc(ctx->env, sizeof(*t));
-	int codec = o->codec, j;
+	int j;
 
 	if (!t)
 		return -ENOMEM;
 	t->id = o->id;
 	t->n = o->elems;
-	if (codec == GN_CODEC_DEFAULT)
-		t->codec = ctx->codec;
-	else
-		t->codec = codec == GN_CODEC_NONE ? GN_WIRE_CODEC_NONE :
-						    GN_WIRE_CODEC_3LC;
-	t->s_bits = s_bits ? s_bits : ctx->s_bits;
-	if (t->codec == GN_WIRE_CODEC_NONE)
-		t->s_bits = 0;
+	t->cd = gn_codec_find(spec->codec);
+	t->params = spec->p;
 	t->flags = o->flags;
 	t->lo = gn_alloc_array(ctx->env, (size_t)ctx->world + 1, sizeof(size_t));
 	t->chunks = gn_alloc_array(ctx->env, (size_t)ctx->world, sizeof(u32));
@@ -372,31 +363,53 @@ bool gn_older_registration(const struct gn_ctx *ctx, const struct gn_tensor *t,
 	return false;
 }
 
-/* @o->s is passed as its bits: this file does no floating point. */
-int gn_core_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *o)
+int gn_core_tensor_register(struct gn_ctx *ctx, const struct gn_core_tensor *o)
 {
 	return gn_tensor_add(ctx, o, NULL);
 }
 
+/*
+ * The tensor's codec and every parameter, checked against this job's
+ * chunk and packet sizes: 0, or -EINVAL with the reason in api_errmsg.
+ */
+static int tensor_codec(struct gn_ctx *ctx, const struct gn_core_tensor *o,
+			struct gn_codec_spec *spec)
+{
+	char why[GN_ERRMSG_LEN - 24];
+	int r;
+
+	r = gn_codec_resolve(&ctx->codec, &o->codec, spec, why, sizeof(why));
+	if (!r)
+		r = gn_codec_params_check(gn_codec_find(spec->codec), &spec->p,
+					  ctx->chunk,
+					  ctx->max_pkt - GN_WIRE_DATA_OVERHEAD,
+					  why, sizeof(why));
+	if (r)
+		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
+			 "tensor %u: %s", o->id, why);
+	return r;
+}
+
 /* Register a tensor, or with @lay a bucket of members. */
-int gn_tensor_add(struct gn_ctx *ctx, const struct gn_tensor_opts *o,
+int gn_tensor_add(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 		  const struct gn_layout *lay)
 {
 	struct gn_pending_desc **pp;
+	struct gn_codec_spec spec;
 	struct gn_tensor *t;
-	u32 s_bits;
 	int r;
 
-	memcpy(&s_bits, &o->s, sizeof(s_bits));
 	if (gn_tensor_find(ctx, o->id)) {
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
 			 "tensor %u is already registered", o->id);
 		return -EEXIST;
 	}
+	r = tensor_codec(ctx, o, &spec);
+	if (r)
+		return r;
 	r = tensor_tab_reserve(ctx);
 	if (!r)
-		r = tensor_new(ctx, o, s_bits & 0x7fffffffu ? s_bits : 0, lay,
-			       &t);
+		r = tensor_new(ctx, o, &spec, lay, &t);
 	if (r) {
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
 			 "tensor %u: out of memory for %zu values", o->id,

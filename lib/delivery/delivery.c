@@ -46,8 +46,6 @@ int gn_dl_init(struct gn_dl *dl, const struct gn_dl_conf *c,
 	dl->mtu = c->mtu;
 	dl->max_pkt = c->max_pkt;
 	dl->chunk = c->chunk;
-	dl->codec = c->codec;
-	dl->s_bits = c->s_bits;
 	dl->timeout_ns = c->timeout_ns;
 	dl->env = env;
 	dl->tp = tp;

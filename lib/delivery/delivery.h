@@ -262,8 +262,6 @@ struct gn_dl_conf {
 	u32 job;
 	u8 version;
 	u32 mtu, max_pkt, chunk;
-	u8 codec;
-	u32 s_bits;
 	u64 timeout_ns;
 	const u8 *key;			/* NULL: insecure */
 	void (*on_session)(const u8 *info, size_t len);
@@ -277,8 +275,6 @@ struct gn_dl {
 	u32 job;
 	u8 version;
 	u32 mtu, max_pkt, chunk;
-	u8 codec;
-	u32 s_bits;
 	u64 timeout_ns;
 	bool insecure;
 	u64 instance;
@@ -329,23 +325,6 @@ struct gn_dl {
 	void (*on_session)(const u8 *info, size_t len);
 };
 
-/*
- * A 3LC s as text without floating point ("1.7500"; s is in [1, 2)),
- * for messages that name a mismatch; anything else as its bits.
- */
-static inline const char *gn_s_text(u32 bits, char buf[16])
-{
-	u32 frac = (u32)(((u64)(bits & 0x7fffff) * 10000 + (1u << 22)) >> 23);
-
-	if ((bits >> 23) != 127)
-		snprintf(buf, 16, "0x%08x", bits);
-	else if (frac >= 10000)
-		snprintf(buf, 16, "2.0000");
-	else
-		snprintf(buf, 16, "1.%04u", frac);
-	return buf;
-}
-
 /* delivery.c */
 int gn_dl_init(struct gn_dl *dl, const struct gn_dl_conf *conf,
 	       const struct gn_env *env, struct gn_transport *tp,
@@ -387,8 +366,10 @@ void gn_dl_msg_queue(struct gn_dl *dl, struct gn_txmsg *m);
 void gn_dl_msg_cancel(struct gn_dl *dl, struct gn_txmsg *m);
 /* Release @m's packets once it is not busy (or cancelled). */
 void gn_dl_msg_clear(struct gn_dl *dl, struct gn_txmsg *m);
+/* @params: GN_WIRE_PARAM_WORDS words (a TENSOR's), or NULL for zeros. */
 int gn_dl_ctrl_send(struct gn_dl *dl, int peer, u8 kind, u8 flags, u32 tensor,
-		    u32 stepno, u8 codec, u64 value, u32 extra);
+		    u32 stepno, u8 codec, u64 value, u32 extra,
+		    const u32 *params);
 /* Wake a driver sleeping in the transport: there is something to send. */
 void gn_dl_kick(struct gn_dl *dl);
 /*

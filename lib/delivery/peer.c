@@ -23,8 +23,6 @@ static void send_hello(struct gn_dl *dl, struct gn_peer *p, u8 flags,
 		.world = (u16)dl->world,
 		.flags = flags | (reply ? GN_HELLO_REPLY : 0) |
 			 (dl->insecure ? GN_HELLO_INSECURE : 0),
-		.codec = dl->codec,
-		.s = dl->s_bits,
 		.chunk = dl->chunk,
 		.mtu = (u16)dl->mtu,
 		.instance = dl->instance,
@@ -63,11 +61,6 @@ static void open_mismatch(struct gn_dl *dl, int err, const char *fmt, ...)
 	dl->fail_at_ns = dl->now_ns + MISMATCH_GRACE_NS;
 }
 
-static const char *codec_name(u8 c)
-{
-	return c == GN_WIRE_CODEC_NONE ? "none" : c == GN_WIRE_CODEC_3LC ? "3lc" : "?";
-}
-
 
 /* Name the first parameter a peer's HELLO disagrees on, if any. */
 static bool hello_differs(struct gn_dl *dl, struct gn_peer *p,
@@ -84,15 +77,9 @@ static bool hello_differs(struct gn_dl *dl, struct gn_peer *p,
 			      dl->insecure ? "without a key" : "with a key");
 		return true;
 	}
-	if (o->codec != dl->codec || o->s != dl->s_bits ||
-	    o->chunk != dl->chunk) {
-		char s1[16], s2[16];
-
-		open_mismatch(dl, EPROTO,
-			      "%s runs codec %s s=%s chunk %u, this rank codec %s s=%s chunk %u",
-			      p->name, codec_name(o->codec), gn_s_text(o->s, s1),
-			      o->chunk, codec_name(dl->codec),
-			      gn_s_text(dl->s_bits, s2), dl->chunk);
+	if (o->chunk != dl->chunk) {
+		open_mismatch(dl, EPROTO, "%s runs chunk %u, this rank chunk %u",
+			      p->name, o->chunk, dl->chunk);
 		return true;
 	}
 	if (o->mtu != dl->mtu) {

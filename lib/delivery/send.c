@@ -360,7 +360,8 @@ void gn_dl_msg_clear(struct gn_dl *dl, struct gn_txmsg *m)
  * ahead of data and outside the window; acknowledged by its sequence.
  */
 int gn_dl_ctrl_send(struct gn_dl *dl, int peer, u8 kind, u8 flags,
-		    u32 tensor, u32 stepno, u8 codec, u64 value, u32 extra)
+		    u32 tensor, u32 stepno, u8 codec, u64 value, u32 extra,
+		    const u32 *params)
 {
 	struct gn_peer *p = &dl->peers[peer];
 	struct gn_wire_ctrl wc = { .kind = kind, .flags = flags,
@@ -384,6 +385,8 @@ int gn_dl_ctrl_send(struct gn_dl *dl, int peer, u8 kind, u8 flags,
 		gn_dl_msg_clear(dl, m);
 		return -ENOMEM;
 	}
+	if (params)
+		memcpy(wc.params, params, sizeof(wc.params));
 	wc.seq = ++p->ctrl_seq;
 	gn_dl_hdr_init(dl, &h, GN_PKT_CTRL, peer);
 	h.tensor = tensor;

@@ -10,15 +10,19 @@
 #include "gn_deps.h"
 #include <gradnet/wire.h>
 
+#include "codec/codec.h"
+
 GN_STATIC_ASSERT(GN_WIRE_HDR_LEN == 24, "common header is 24 bytes");
-GN_STATIC_ASSERT(GN_WIRE_DATA_HDR == 60, "DATA header is 60 bytes");
-GN_STATIC_ASSERT(GN_WIRE_DATA_OVERHEAD == 68, "DATA overhead is 68 bytes");
+GN_STATIC_ASSERT(GN_WIRE_DATA_HDR == 56, "DATA header is 56 bytes");
+GN_STATIC_ASSERT(GN_WIRE_DATA_OVERHEAD == 64, "DATA overhead is 64 bytes");
 GN_STATIC_ASSERT(GN_WIRE_WHOLE_HDR == 40 && GN_WIRE_WHOLE_OVERHEAD == 48,
 		 "WHOLE header is 40 bytes, its overhead 48");
 GN_STATIC_ASSERT(GN_WIRE_HELLO_LEN == 32, "HELLO part is 32 bytes");
 GN_STATIC_ASSERT(GN_WIRE_ACK_LEN == 4 && GN_WIRE_ACK_ENTRY == 28,
 		 "ACK part is 4 bytes, an entry 28 before its bitmap");
-GN_STATIC_ASSERT(GN_WIRE_CTRL_LEN == 20, "CTRL part is 20 bytes");
+GN_STATIC_ASSERT(GN_WIRE_CTRL_LEN == 52, "CTRL part is 52 bytes");
+GN_STATIC_ASSERT(GN_WIRE_PARAM_WORDS == GN_CODEC_PARAM_WORDS,
+		 "the descriptor carries a whole parameter block");
 GN_STATIC_ASSERT(GN_WIRE_CTRL_ACK_LEN == 4, "CTRL_ACK part is 4 bytes");
 GN_STATIC_ASSERT(GN_WIRE_PING_LEN == 8, "PING and PONG parts are 8 bytes");
 
@@ -95,75 +99,45 @@ void gn_wire_data_put(const struct gn_wire_data *d, u8 *b)
 	gn_put_le64(d->chunk_off, b);
 	gn_put_le32(d->chunk_len, b + 8);
 	if (whole) {
-		gn_put_le32(d->scale, b + 12);
+		gn_put_le32(d->aux, b + 12);
 		return;
 	}
 	gn_put_le32(d->first, b + 12);
 	gn_put_le32(d->count, b + 16);
-	gn_put_le32(d->scale, b + 20);
-	gn_put_le32(d->s, b + 24);
-	gn_put_le32(d->pkt, b + 28);
-	gn_put_le32(d->npkts, b + 32);
-}
-
-/* 1 <= s < 2, read from the float's bits so this stays integer-only. */
-static bool s_bits_valid(u32 s)
-{
-	return s >= 0x3f800000u && s < 0x40000000u;
-}
-
-static int data_check(const struct gn_wire_hdr *h, const struct gn_wire_data *d)
-{
-	u64 groups = d->chunk_len / 5 + (d->chunk_len % 5 != 0);
-
-	bool whole = h->type == GN_PKT_WHOLE;
-
-	if ((h->type != GN_PKT_DATA && !whole) || !d->chunk_len || !d->count ||
-	    !d->npkts || d->pkt >= d->npkts ||
-	    d->chunk_off + d->chunk_len < d->chunk_off)
-		return -EBADMSG;
-	switch (h->codec) {
-	case GN_WIRE_CODEC_3LC:
-		/* Every code byte covers at least one group. */
-		if ((u64)d->first + d->count > groups || !h->body_len ||
-		    h->body_len > d->count || d->scale >= 0x7f800000u ||
-		    (!whole && !s_bits_valid(d->s)))
-			return -EBADMSG;
-		return 0;
-	case GN_WIRE_CODEC_NONE:
-		if ((u64)d->first + d->count > d->chunk_len ||
-		    (u64)h->body_len != (u64)d->count * 4 || d->scale || d->s)
-			return -EBADMSG;
-		return 0;
-	default:
-		return -EBADMSG;
-	}
+	gn_put_le32(d->aux, b + 20);
+	gn_put_le32(d->pkt, b + 24);
+	gn_put_le32(d->npkts, b + 28);
 }
 
 int gn_wire_data_get(const u8 *b, const struct gn_wire_hdr *h,
 		     struct gn_wire_data *d)
 {
+	const struct gn_codec_ops *c = gn_codec_find(h->codec);
+	bool whole = h->type == GN_PKT_WHOLE;
+
+	if (!c || (h->type != GN_PKT_DATA && !whole))
+		return -EBADMSG;
 	b += GN_WIRE_HDR_LEN;
 	d->chunk_off = gn_get_le64(b);
 	d->chunk_len = gn_get_le32(b + 8);
-	if (h->type == GN_PKT_WHOLE) {
+	if (whole) {
 		d->first = 0;
-		d->count = h->codec == GN_WIRE_CODEC_3LC ?
-				   d->chunk_len / 5 + (d->chunk_len % 5 != 0) :
-				   d->chunk_len;
-		d->scale = gn_get_le32(b + 12);
-		d->s = 0;
+		d->count = c->units(d->chunk_len);
+		d->aux = gn_get_le32(b + 12);
 		d->pkt = 0;
 		d->npkts = 1;
-		return data_check(h, d);
+	} else {
+		d->first = gn_get_le32(b + 12);
+		d->count = gn_get_le32(b + 16);
+		d->aux = gn_get_le32(b + 20);
+		d->pkt = gn_get_le32(b + 24);
+		d->npkts = gn_get_le32(b + 28);
 	}
-	d->first = gn_get_le32(b + 12);
-	d->count = gn_get_le32(b + 16);
-	d->scale = gn_get_le32(b + 20);
-	d->s = gn_get_le32(b + 24);
-	d->pkt = gn_get_le32(b + 28);
-	d->npkts = gn_get_le32(b + 32);
-	return data_check(h, d);
+	if (!d->chunk_len || !d->count || !d->npkts || d->pkt >= d->npkts ||
+	    d->chunk_off + d->chunk_len < d->chunk_off ||
+	    (u64)d->first + d->count > c->units(d->chunk_len))
+		return -EBADMSG;
+	return 0;
 }
 
 void gn_wire_hello_put(const struct gn_wire_hello *o, u8 *b)
@@ -171,8 +145,8 @@ void gn_wire_hello_put(const struct gn_wire_hello *o, u8 *b)
 	b += GN_WIRE_HDR_LEN;
 	gn_put_le16(o->world, b);
 	b[2] = o->flags;
-	b[3] = o->codec;
-	gn_put_le32(o->s, b + 4);
+	b[3] = 0;
+	gn_put_le32(0, b + 4);
 	gn_put_le32(o->chunk, b + 8);
 	gn_put_le16(o->mtu, b + 12);
 	gn_put_le16(0, b + 14);
@@ -186,14 +160,13 @@ int gn_wire_hello_get(const u8 *b, const struct gn_wire_hdr *h,
 	b += GN_WIRE_HDR_LEN;
 	o->world = gn_get_le16(b);
 	o->flags = b[2];
-	o->codec = b[3];
-	o->s = gn_get_le32(b + 4);
 	o->chunk = gn_get_le32(b + 8);
 	o->mtu = gn_get_le16(b + 12);
 	o->instance = gn_get_le64(b + 16);
 	o->echo = gn_get_le64(b + 24);
 	if (h->type != GN_PKT_HELLO || h->body_len || !o->world || !o->instance ||
-	    gn_get_le16(b + 14) || o->flags & ~(GN_HELLO_REPLY | GN_HELLO_INSECURE | GN_HELLO_ANSWER))
+	    b[3] || gn_get_le32(b + 4) || gn_get_le16(b + 14) ||
+	    o->flags & ~(GN_HELLO_REPLY | GN_HELLO_INSECURE | GN_HELLO_ANSWER))
 		return -EBADMSG;
 	return 0;
 }
@@ -252,6 +225,8 @@ int gn_wire_ack_entry_get(const u8 *b, size_t left, struct gn_wire_ack *a)
 
 void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, u8 *b)
 {
+	unsigned int i;
+
 	b += GN_WIRE_HDR_LEN;
 	gn_put_le32(c->seq, b);
 	b[4] = c->kind;
@@ -259,20 +234,31 @@ void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, u8 *b)
 	gn_put_le16(0, b + 6);
 	gn_put_le64(c->value, b + 8);
 	gn_put_le32(c->extra, b + 16);
+	for (i = 0; i < GN_WIRE_PARAM_WORDS; i++)
+		gn_put_le32(c->params[i], b + 20 + 4 * i);
 }
 
 int gn_wire_ctrl_get(const u8 *b, const struct gn_wire_hdr *h,
 		     struct gn_wire_ctrl *c)
 {
+	u32 any = 0;
+	unsigned int i;
+
 	b += GN_WIRE_HDR_LEN;
 	c->seq = gn_get_le32(b);
 	c->kind = b[4];
 	c->flags = b[5];
 	c->value = gn_get_le64(b + 8);
 	c->extra = gn_get_le32(b + 16);
+	for (i = 0; i < GN_WIRE_PARAM_WORDS; i++) {
+		c->params[i] = gn_get_le32(b + 20 + 4 * i);
+		any |= c->params[i];
+	}
 	if (h->type != GN_PKT_CTRL || h->body_len || !c->seq ||
 	    gn_get_le16(b + 6) ||
-	    (c->kind != GN_CTRL_TENSOR && c->kind != GN_CTRL_ABORT))
+	    (c->kind != GN_CTRL_TENSOR && c->kind != GN_CTRL_ABORT) ||
+	    (c->kind == GN_CTRL_ABORT && any) ||
+	    (c->kind == GN_CTRL_TENSOR && c->extra))
 		return -EBADMSG;
 	return 0;
 }

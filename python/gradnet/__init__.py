@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""gradnet - allreduce 3LC-compressed gradients over UDP, from Python.
+"""gradnet - allreduce compressed gradients over UDP, from Python.
 
 A thin binding over the public C API (include/gradnet/gradnet.h):
 
     import gradnet
     with gradnet.Context() as ctx:            # the job from GN_* variables
         ctx.register(1, grad.numel(), average=True)
+        # or another codec, by name, with its parameters as keywords:
+        # ctx.register(2, n, codec="3lc", s=1.5, average=True)
         try:
             ctx.allreduce(1, grad)            # in place, the mean of all ranks
         except gradnet.NonFiniteError:
@@ -22,10 +24,20 @@ from . import _lib
 from ._lib import GN_CODEC_3LC, GN_CODEC_NONE, GN_CODEC_DEFAULT  # noqa: F401
 
 __all__ = ["Context", "GradnetError", "NonFiniteError", "version",
-           "CODECS"]
+           "CODECS", "codec_spec"]
 
-CODECS = {"default": GN_CODEC_DEFAULT, "none": GN_CODEC_NONE,
-          "dense": GN_CODEC_NONE, "3lc": GN_CODEC_3LC}
+
+def _registered():
+    """Every codec the library has, by name (its registry, not a copy)."""
+    names = {}
+    for i in range(1, 256):
+        n = _lib.lib.gn_codec_name(i)
+        if n:
+            names[n.decode()] = i
+    return names
+
+
+CODECS = dict(_registered(), default=GN_CODEC_DEFAULT, dense=GN_CODEC_NONE)
 
 
 class GradnetError(OSError):
@@ -57,13 +69,37 @@ def version():
     return _lib.lib.gn_version().decode()
 
 
+def _param_text(v):
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def codec_spec(codec, **params):
+    """(codec number, "key=value,..." or None) from a codec given as a
+    number, a name ("topk") or a spec string ("topk:density=0.01,bits=4"),
+    plus parameters as keywords. The library checks names and ranges and
+    says what is wrong; a name it does not know is a ValueError here."""
+    text = None
+    if isinstance(codec, str):
+        name, _, text = codec.partition(":")
+        name = name.strip().lower()
+        if name not in CODECS:
+            raise ValueError("gradnet: codec %r is unknown; known: %s" %
+                             (name, ", ".join(sorted(CODECS))))
+        codec = CODECS[name]
+    elif not isinstance(codec, int):
+        raise TypeError("gradnet: codec is a name or a number")
+    items = [text] if text else []
+    items += ["%s=%s" % (k, _param_text(v)) for k, v in params.items()
+              if v is not None]
+    return codec, ",".join(items) or None
+
+
 def _codec(c):
-    if isinstance(c, int):
-        return c
-    try:
-        return CODECS[c.lower()]
-    except KeyError:
-        raise ValueError("codec must be one of %s" % sorted(CODECS)) from None
+    return codec_spec(c)[0]
 
 
 def _address(buf, elems=None):
@@ -99,11 +135,14 @@ class Context:
     with a zeroed gn_ctx_opts (transport: "udp" or "dpdk", else
     GN_TRANSPORT, else udp). key is 16 bytes; never put it on a command
     line: GN_KEY_FILE or the launcher's store are the ways to pass it.
+    codec is the job's default codec (name, number or spec string), and
+    any other keyword is a parameter of it (density=0.01).
     """
 
     def __init__(self, rank=None, world_size=0, peers=None, key=None,
                  job_id=0, mtu=0, timeout_ms=0, codec=None, s=0.0, chunk=0,
-                 step_timeout_ms=0, insecure=False, transport=None):
+                 step_timeout_ms=0, insecure=False, transport=None,
+                 **codec_params):
         o = _lib.CtxOpts()
         o.sz = ctypes.sizeof(o)
         if rank is not None:
@@ -123,7 +162,11 @@ class Context:
         o.timeout_ms = timeout_ms
         if insecure:
             o.flags |= _lib.GN_CTX_INSECURE
-        o.codec = _codec(codec) if codec is not None else 0
+        if codec is not None or codec_params:
+            o.codec, params = codec_spec(codec if codec is not None else 0,
+                                         **codec_params)
+            self._codec_params = params.encode() if params else None
+            o.codec_params = self._codec_params
         o.s = s
         o.chunk = chunk
         o.step_timeout_ms = step_timeout_ms
@@ -155,17 +198,20 @@ class Context:
         return self._h
 
     def register(self, tensor_id, elems, codec="default", s=0.0,
-                 average=False):
-        """Declare tensor tensor_id of elems float32 values."""
+                 average=False, **params):
+        """Declare tensor tensor_id of elems float32 values; codec by name,
+        number or spec string, its parameters as keywords."""
+        cid, text = codec_spec(codec, **params)
+        text = text.encode() if text else None
         o = _lib.TensorOpts(ctypes.sizeof(_lib.TensorOpts), tensor_id, elems,
-                            _codec(codec), s,
-                            _lib.GN_TENSOR_AVERAGE if average else 0)
+                            cid, s,
+                            _lib.GN_TENSOR_AVERAGE if average else 0, text)
         self._check(_lib.lib.gn_tensor_register(self._handle(),
                                                 ctypes.byref(o)),
                     "gn_tensor_register")
 
     def register_bucket(self, bucket_id, sizes, codec="default", s=0.0,
-                        average=False, shared_scale=False):
+                        average=False, shared_scale=False, **params):
         """Declare a bucket: tensors of the given sizes back to back in one
         float32 buffer of their total size, allreduced as one under
         bucket_id (gn_bucket_register()). Each member keeps its own 3LC
@@ -174,8 +220,10 @@ class Context:
         elems = (ctypes.c_size_t * max(len(sizes), 1))(*sizes)
         flags = ((_lib.GN_TENSOR_AVERAGE if average else 0) |
                  (_lib.GN_BUCKET_SHARED_SCALE if shared_scale else 0))
+        cid, text = codec_spec(codec, **params)
+        text = text.encode() if text else None
         o = _lib.BucketOpts(ctypes.sizeof(_lib.BucketOpts), bucket_id,
-                            len(sizes), elems, _codec(codec), s, flags)
+                            len(sizes), elems, cid, s, flags, text)
         self._check(_lib.lib.gn_bucket_register(self._handle(),
                                                 ctypes.byref(o)),
                     "gn_bucket_register")

@@ -43,6 +43,11 @@ class CtxOpts(ctypes.Structure):
         ("chunk", ctypes.c_uint),
         ("step_timeout_ms", ctypes.c_uint),
         ("transport", ctypes.c_char_p),
+        ("codec_workers", ctypes.c_uint),
+        ("dpdk_eal", ctypes.c_char_p),
+        ("dpdk_port", ctypes.c_uint),
+        ("dpdk_queue", ctypes.c_uint),
+        ("codec_params", ctypes.c_char_p),
     ]
 
 
@@ -54,6 +59,7 @@ class TensorOpts(ctypes.Structure):
         ("codec", ctypes.c_int),
         ("s", ctypes.c_float),
         ("flags", ctypes.c_uint),
+        ("params", ctypes.c_char_p),
     ]
 
 
@@ -66,6 +72,7 @@ class BucketOpts(ctypes.Structure):
         ("codec", ctypes.c_int),
         ("s", ctypes.c_float),
         ("flags", ctypes.c_uint),
+        ("params", ctypes.c_char_p),
     ]
 
 
@@ -140,6 +147,8 @@ for _name, _res, _args in [
         ("gn_stats_tensor", _c.c_int, [_ctx_p, _c.c_uint32, _c.POINTER(Stats)]),
         ("gn_drop_name", _c.c_char_p, [_c.c_int]),
         ("gn_version", _c.c_char_p, []),
+        ("gn_codec_id", _c.c_int, [_c.c_char_p]),
+        ("gn_codec_name", _c.c_char_p, [_c.c_int]),
         ("gn_version_number", _c.c_uint, [])]:
     _f = getattr(lib, _name)
     _f.restype = _res

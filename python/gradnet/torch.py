@@ -57,12 +57,14 @@ class GradnetState:
     One state per DDP model: bucket indexes are its tensor ids."""
 
     def __init__(self, ctx, codec="3lc", s=0.0, on_nonfinite="nan",
-                 member_scales=False):
+                 member_scales=False, **params):
         if on_nonfinite not in ("nan", "raise"):
             raise ValueError("on_nonfinite is 'nan' or 'raise'")
         self.ctx = ctx
         self.codec = codec
         self.s = s
+        self.params = params
+        gradnet.codec_spec(codec, **params)     # a bad name fails here
         self.on_nonfinite = on_nonfinite
         self.member_scales = member_scales
         self.sizes = {}             # bucket index -> registered member sizes
@@ -87,10 +89,10 @@ class GradnetState:
             del self.sizes[tid]
         if isinstance(n, tuple):
             self.ctx.register_bucket(tid, n, codec=self.codec, s=self.s,
-                                     average=True)
+                                     average=True, **self.params)
         else:
             self.ctx.register(tid, n, codec=self.codec, s=self.s,
-                              average=True)
+                              average=True, **self.params)
         self.sizes[tid] = n
 
     def _waiter(self):
@@ -201,11 +203,15 @@ def _fmt(host, port):
 
 def init(process_group=None, store=None, codec="3lc", s=0.0,
          on_nonfinite="nan", timeout_ms=0, step_timeout_ms=0, mtu=0,
-         chunk=0, insecure=False, transport=None, member_scales=False):
+         chunk=0, insecure=False, transport=None, member_scales=False,
+         **params):
     """Open this rank's gradnet context for the DDP job and return the
     hook's state. Call it on every rank, after init_process_group().
+    codec: a name, number or spec string ("3lc", "3lc:s=1.5"), and any
+    other keyword a parameter of it (codec="3lc", s=1.5);
     transport is "udp" or "dpdk" (None: GN_TRANSPORT, else udp);
     member_scales: each parameter keeps its own 3LC scale (GradnetState)."""
+    gradnet.codec_spec(codec, **params)         # a bad name fails here
     global _inits
     pg = process_group if process_group is not None else dist.group.WORLD
     rank = dist.get_rank(pg)
@@ -252,4 +258,4 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
         except (RuntimeError, NotImplementedError):
             pass    # a store that cannot delete (FileStore); the job's own
     return GradnetState(ctx, codec=codec, s=s, on_nonfinite=on_nonfinite,
-                        member_scales=member_scales)
+                        member_scales=member_scales, **params)

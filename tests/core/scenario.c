@@ -20,10 +20,10 @@
 #include "scenario.h"
 
 const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
-	{ "3lc-sum", GN_CODEC_3LC, 0 },
-	{ "3lc-avg", GN_CODEC_3LC, GN_TENSOR_AVERAGE },
-	{ "dense-sum", GN_CODEC_NONE, 0 },
-	{ "dense-avg", GN_CODEC_NONE, GN_TENSOR_AVERAGE },
+	{ "3lc-sum", { .codec = GN_CODEC_3LC }, 0 },
+	{ "3lc-avg", { .codec = GN_CODEC_3LC }, GN_TENSOR_AVERAGE },
+	{ "dense-sum", { .codec = GN_CODEC_NONE }, 0 },
+	{ "dense-avg", { .codec = GN_CODEC_NONE }, GN_TENSOR_AVERAGE },
 };
 
 /*
@@ -222,8 +222,10 @@ static int scn_open(struct scn *c)
 	};
 	struct gn_core_conf conf = {
 		.world = GN_SCN_WORLD, .job = GN_SCN_JOB, .mtu = GN_SCN_MTU,
-		.chunk = GN_SCN_CHUNK, .codec = GN_WIRE_CODEC_3LC,
-		.s_bits = GN_SCN_S_BITS, .timeout_ns = SCN_TIMEOUT_NS,
+		.chunk = GN_SCN_CHUNK,
+		.codec = { .codec = GN_CODEC_3LC, .given = 1,
+			   .p = { .w = { GN_SCN_S_BITS } } },
+		.timeout_ns = SCN_TIMEOUT_NS,
 		.step_timeout_ns = 2 * SCN_TIMEOUT_NS, .key = key,
 	};
 	int r, err;
@@ -257,9 +259,9 @@ static int scn_open(struct scn *c)
 static int scn_register(struct scn *c)
 {
 	const struct gn_scn_case *k = &gn_scn_cases[c->kase];
-	struct gn_tensor_opts o = {
-		.sz = sizeof(o), .id = GN_SCN_TENSOR, .elems = GN_SCN_ELEMS,
-		.codec = k->codec, .flags = k->flags,
+	struct gn_core_tensor o = {
+		.id = GN_SCN_TENSOR, .elems = GN_SCN_ELEMS, .flags = k->flags,
+		.codec = k->codec,
 	};
 	int r, err;
 

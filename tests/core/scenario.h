@@ -13,6 +13,7 @@
 
 #include "env.h"
 #include "mem.h"
+#include "codec/codec.h"
 
 struct gn_event;
 
@@ -36,9 +37,10 @@ struct gn_event;
 #define GN_SCN_DESC "3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, " \
 		    "3 steps, xorshift64 inputs exponent 115..130, v1"
 
+/* A case: its tensor's codec, with the parameters it sets, and flags. */
 struct gn_scn_case {
 	const char *name;
-	int codec;			/* enum gn_codec */
+	struct gn_codec_spec codec;	/* codec 0: the job's (3LC, s 1.5) */
 	unsigned int flags;		/* GN_TENSOR_* */
 };
 

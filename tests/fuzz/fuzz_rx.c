@@ -49,7 +49,7 @@ static u32 s_bits_of(const struct gn_fzx_tensor *t)
 	u32 b;
 
 	memcpy(&b, &s, sizeof(b));
-	return t->codec == GN_WIRE_CODEC_3LC ? b : 0;
+	return t->codec == GN_CODEC_3LC ? b : 0;
 }
 
 /* Gradient-like values that differ by tensor, step and element. */
@@ -84,7 +84,8 @@ static void send_desc(struct rx_state *rs, int peer, unsigned int k)
 	};
 	struct gn_wire_ctrl c = {
 		.seq = ++rs->ctrl_seq[peer], .kind = GN_CTRL_TENSOR,
-		.flags = (u8)t->flags, .value = t->elems, .extra = s_bits_of(t),
+		.flags = (u8)t->flags, .value = t->elems,
+		.params = { s_bits_of(t) },	/* 3LC's s is its word 0 */
 	};
 
 	gn_wire_hdr_put(&h, pkt);
@@ -228,7 +229,7 @@ static void fix_whole(u8 *b, size_t len, int from)
 	gn_fz_put_le(d, (u32)off, 4);
 	gn_fz_put_le(d + 4, (u32)((u64)off >> 32), 4);
 	gn_fz_put_le(d + 8, (u32)clen, 4);
-	if (t->codec != GN_WIRE_CODEC_3LC)
+	if (t->codec != GN_CODEC_3LC)
 		gn_fz_put_le(d + 12, 0, 4);
 }
 
@@ -265,24 +266,22 @@ static void fix_data(u8 *b, size_t len, int from)
 	body = (u32)(len - GN_WIRE_DATA_OVERHEAD);
 	first = gn_fz_le(d + 12, 4);
 	count = gn_fz_le(d + 16, 4);
-	if (t->codec == GN_WIRE_CODEC_3LC) {
+	if (t->codec == GN_CODEC_3LC) {
 		u32 g = (u32)gn_tlc_groups(clen);
 
 		first %= g;
 		if (body <= g - first && (count < body || count > g - first))
 			count = body + count % (g - first - body + 1);
-		gn_fz_put_le(d + 24, s_bits_of(t), 4);
 	} else {
 		first %= (u32)clen;
 		count = body / 4;
 		gn_fz_put_le(d + 20, 0, 4);
-		gn_fz_put_le(d + 24, 0, 4);
 	}
 	gn_fz_put_le(d + 12, first, 4);
 	gn_fz_put_le(d + 16, count, 4);
-	npkts = gn_fz_le(d + 32, 4);
+	npkts = gn_fz_le(d + 28, 4);
 	if (npkts)
-		gn_fz_put_le(d + 28, gn_fz_le(d + 28, 4) % npkts, 4);
+		gn_fz_put_le(d + 24, gn_fz_le(d + 24, 4) % npkts, 4);
 }
 
 /* GN_FZX_FIX_HDR: see fuzz_input.h. */

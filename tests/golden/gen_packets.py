@@ -17,7 +17,7 @@ import sys
 import gnmac
 
 MAGIC = 0x4e47
-VERSION = 3
+VERSION = 4
 HELLO, DATA, ACK, CTRL, CTRL_ACK, PING, PONG, WHOLE = range(1, 9)
 TYPE_NAMES = {HELLO: 'GN_PKT_HELLO', DATA: 'GN_PKT_DATA', ACK: 'GN_PKT_ACK',
               CTRL: 'GN_PKT_CTRL', CTRL_ACK: 'GN_PKT_CTRL_ACK',
@@ -38,24 +38,25 @@ TAG_LEN = 8
 # Common header, 24 bytes: magic, version, type, src, dst, job, tensor,
 # step, body length, phase, codec.
 HDR = struct.Struct('<HBBHHIIIHBB')
-# HELLO: world, flags, codec, s, chunk, mtu, reserved, instance, echo.
+# HELLO: world, flags, reserved u8 and u32, chunk, mtu, reserved, instance,
+# echo.
 HELLO_PART = struct.Struct('<HBBIIHHQQ')
-# DATA: chunk_off, chunk_len, first, count, scale, s, pkt, npkts.
-DATA_PART = struct.Struct('<QIIIIIII')
-# WHOLE: chunk_off, chunk_len, scale; the rest of DATA's fields implied.
+# DATA: chunk_off, chunk_len, first, count, aux, pkt, npkts.
+DATA_PART = struct.Struct('<QIIIIII')
+# WHOLE: chunk_off, chunk_len, aux; the rest of DATA's fields implied.
 WHOLE_PART = struct.Struct('<QII')
 # ACK: entries, reserved; an entry: tensor, step, chunk_off, npkts, base,
 # phase, reserved, bitmap bytes.
 ACK_PART = struct.Struct('<HH')
 ACK_ENTRY = struct.Struct('<IIQIIBBH')
-# CTRL: seq, kind, flags, reserved, value, extra.
-CTRL_PART = struct.Struct('<IBBHQI')
+# CTRL: seq, kind, flags, reserved, value, extra, eight parameter words.
+CTRL_PART = struct.Struct('<IBBHQI8I')
 CTRL_ACK_PART = struct.Struct('<I')
 PING_PART = struct.Struct('<Q')
 
 assert (HDR.size, HELLO_PART.size, DATA_PART.size, ACK_PART.size,
         ACK_ENTRY.size, CTRL_PART.size, CTRL_ACK_PART.size,
-        PING_PART.size, WHOLE_PART.size) == (24, 32, 36, 4, 28, 20, 4, 8, 16)
+        PING_PART.size, WHOLE_PART.size) == (24, 32, 32, 4, 28, 52, 4, 8, 16)
 
 
 def f32(x):
@@ -77,29 +78,28 @@ def packet(name, h, part_fields, part, body=b'', keyed=True, ack=None):
 
 
 def hello(name, src, dst, flags, instance, echo, keyed=True):
-    # What every rank must agree on: 3 ranks, 3LC with s = 1.5, 65536
-    # elements a chunk, MTU 1500.
-    f = dict(world=3, flags=flags, codec=CODEC_3LC, s=f32(1.5),
-             chunk=65536, mtu=1500, instance=instance, echo=echo)
-    part = HELLO_PART.pack(f['world'], f['flags'], f['codec'], f['s'],
-                           f['chunk'], f['mtu'], 0, f['instance'], f['echo'])
+    # What every rank must agree on: 3 ranks, 65536 elements a chunk,
+    # MTU 1500 (codecs are the tensors', in their descriptors).
+    f = dict(world=3, flags=flags, chunk=65536, mtu=1500, instance=instance,
+             echo=echo)
+    part = HELLO_PART.pack(f['world'], f['flags'], 0, 0, f['chunk'],
+                           f['mtu'], 0, f['instance'], f['echo'])
     return packet(name, hdr(HELLO, src, dst), f, part, keyed=keyed)
 
 
 def data(name, h, f, body):
     part = DATA_PART.pack(f['chunk_off'], f['chunk_len'], f['first'],
-                          f['count'], f['scale'], f['s'], f['pkt'],
-                          f['npkts'])
+                          f['count'], f['aux'], f['pkt'], f['npkts'])
     return packet(name, h, f, part, body)
 
 
 def whole(name, h, f, body):
-    # What a parser fills in: the whole chunk, one packet, s from the
-    # tensor's descriptor (0 here).
+    # What a parser fills in: the whole chunk in the codec's units (groups
+    # of five values for 3LC, values else), one packet.
     groups = (f['chunk_len'] + 4) // 5
-    f = dict(f, first=0, pkt=0, npkts=1, s=0,
+    f = dict(f, first=0, pkt=0, npkts=1,
              count=groups if h['codec'] == CODEC_3LC else f['chunk_len'])
-    part = WHOLE_PART.pack(f['chunk_off'], f['chunk_len'], f['scale'])
+    part = WHOLE_PART.pack(f['chunk_off'], f['chunk_len'], f['aux'])
     return packet(name, h, f, part, body)
 
 
@@ -116,7 +116,7 @@ def ack(name, src, dst, entries):
 
 def ctrl(name, h, f):
     part = CTRL_PART.pack(f['seq'], f['kind'], f['flags'], 0, f['value'],
-                          f['extra'])
+                          f['extra'], *f['params'])
     return packet(name, h, f, part)
 
 
@@ -134,23 +134,23 @@ def packets():
         # 4 GiB elements, six bytes of zero-run code for 40 groups.
         data('data 3lc', hdr(DATA, 2, 0, 7, 0x102, REDUCE, CODEC_3LC),
              dict(chunk_off=(1 << 32) + 65536, chunk_len=65536, first=100,
-                  count=40, scale=f32(0.25), s=f32(1.5), pkt=1, npkts=4),
+                  count=40, aux=f32(0.25), pkt=1, npkts=4),
              bytes([242, 121, 255, 250, 0, 130])),
         # A dense result from the owner: four float32 values.
         data('data none', hdr(DATA, 0, 2, 9, 0x0301, GATHER, CODEC_NONE),
              dict(chunk_off=4096, chunk_len=1000, first=996, count=4,
-                  scale=0, s=0, pkt=3, npkts=4),
+                  aux=0, pkt=3, npkts=4),
              struct.pack('<4f', 1.0, -2.5, 0.0, 3.0e-3)),
         # A bias of 130 values past 4 GiB elements, 3LC: 26 groups, the
         # whole chunk in one packet, five bytes of zero-run code.
         whole('whole 3lc', hdr(WHOLE, 1, 0, 11, 0x203, REDUCE, CODEC_3LC),
               dict(chunk_off=(1 << 32) + 0x1234, chunk_len=130,
-                   scale=f32(0.125)),
+                   aux=f32(0.125)),
               bytes([254, 40, 121, 202, 251])),
         # A dense result of three values, every rank's.
         whole('whole none', hdr(WHOLE, 2, RANK_ALL, 12, 0x0302, GATHER,
                                 CODEC_NONE),
-              dict(chunk_off=96, chunk_len=3, scale=0),
+              dict(chunk_off=96, chunk_len=3, aux=0),
               struct.pack('<3f', -1.0, 0.5, 2.0e-2)),
         # Two entries: a bitmap window over packets 8..23 of 20, and a
         # whole message ("all of it": base == npkts, no bitmap).
@@ -159,14 +159,16 @@ def packets():
                  npkts=20, base=8, phase=REDUCE, bitmap=[0xfd, 0x0b]),
             dict(tensor=9, step=0x101, chunk_off=0, npkts=4, base=4,
                  phase=GATHER, bitmap=[])]),
-        # Rank 1 registered tensor 7: 25M elements, 3LC s = 1.5, averaged.
+        # Rank 1 registered tensor 7: 25M elements, 3LC s = 1.5 (its one
+        # parameter, word 0), averaged.
         ctrl('ctrl tensor', hdr(CTRL, 1, 0, 7, 0, 0, CODEC_3LC),
              dict(seq=1, kind=CTRL_TENSOR, flags=TENSOR_AVERAGE,
-                  value=25000000, extra=f32(1.5))),
+                  value=25000000, extra=0,
+                  params=[f32(1.5), 0, 0, 0, 0, 0, 0, 0])),
         # Step 0x102 of tensor 7 failed with EDOM, blaming rank 2.
         ctrl('ctrl abort', hdr(CTRL, 0, 1, 7, 0x102, 0, CODEC_3LC),
              dict(seq=0x01020304, kind=CTRL_ABORT, flags=0, value=EDOM,
-                  extra=2)),
+                  extra=2, params=[0] * 8)),
         packet('ctrl ack', hdr(CTRL_ACK, 0, 1), dict(seq=0x01020304),
                CTRL_ACK_PART.pack(0x01020304)),
         packet('ping', hdr(PING, 1, 2), dict(stamp=0x0000123456789abc),
@@ -185,15 +187,20 @@ def c_bytes(b, indent='\t'):
     return '{\n' + ',\n'.join(lines) + ',\n}' if b else '{ 0 }'
 
 
+def c_value(v):
+    if isinstance(v, list):
+        return '{ %s }' % ', '.join('0x%x' % x for x in v)
+    return '0x%x' % v
+
+
 PART_FIELDS = {
-    HELLO: ('hello', ['world', 'flags', 'codec', 's', 'chunk', 'mtu',
-                      'instance', 'echo']),
-    DATA: ('data', ['chunk_off', 'chunk_len', 'first', 'count', 'scale', 's',
-                    'pkt', 'npkts']),
-    WHOLE: ('data', ['chunk_off', 'chunk_len', 'first', 'count', 'scale', 's',
-                     'pkt', 'npkts']),
+    HELLO: ('hello', ['world', 'flags', 'chunk', 'mtu', 'instance', 'echo']),
+    DATA: ('data', ['chunk_off', 'chunk_len', 'first', 'count', 'aux', 'pkt',
+                    'npkts']),
+    WHOLE: ('data', ['chunk_off', 'chunk_len', 'first', 'count', 'aux', 'pkt',
+                     'npkts']),
     ACK: ('ack_entries', None),
-    CTRL: ('ctrl', ['seq', 'kind', 'flags', 'value', 'extra']),
+    CTRL: ('ctrl', ['seq', 'kind', 'flags', 'value', 'extra', 'params']),
     CTRL_ACK: ('ctrl_ack', ['seq']),
     PING: ('ping', ['stamp']),
     PONG: ('ping', ['stamp']),
@@ -227,15 +234,15 @@ struct gn_golden_pkt_hdr {		/* struct gn_wire_hdr, magic aside */
 
 struct gn_golden_pkt_hello {
 	uint16_t world;
-	uint8_t flags, codec;
-	uint32_t s, chunk;
+	uint8_t flags;
+	uint32_t chunk;
 	uint16_t mtu;
 	uint64_t instance, echo;
 };
 
 struct gn_golden_pkt_data {
 	uint64_t chunk_off;
-	uint32_t chunk_len, first, count, scale, s, pkt, npkts;
+	uint32_t chunk_len, first, count, aux, pkt, npkts;
 };
 
 struct gn_golden_pkt_ack_entry {
@@ -252,6 +259,7 @@ struct gn_golden_pkt_ctrl {
 	uint8_t kind, flags;
 	uint64_t value;
 	uint32_t extra;
+	uint32_t params[8];
 };
 
 struct gn_golden_pkt_ctrl_ack {
@@ -322,7 +330,7 @@ def emit():
              h['codec']))
         member, names = PART_FIELDS[h['type']]
         if names:
-            vals = ['.%s = 0x%x' % (n, p['fields'][n]) for n in names]
+            vals = ['.%s = %s' % (n, c_value(p['fields'][n])) for n in names]
             w('\t\t.%s = { %s },\n' % (member, ',\n\t\t\t'.join(
                 ', '.join(vals[k:k + 4]) for k in range(0, len(vals), 4))))
         else:

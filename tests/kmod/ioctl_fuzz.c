@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gradnet/gradnet.h>
 #include <linux/gradnet.h>
 
 #define NSLOTS		6
@@ -225,6 +226,14 @@ static void fill_valid(struct rng *r, struct arena *a, unsigned int i)
 
 		t->id = below(r, 4);
 		t->codec = below(r, 3);
+		/* Parameter blocks a codec may refuse: wrong words, values
+		 * out of range; REGISTER must say so, never misbehave. */
+		if (below(r, 4) == 0) {
+			t->given = (uint32_t)rnd(r);
+			for (k = 0; k < GRADNET_PARAM_WORDS; k++)
+				t->params[k] = below(r, 2) ? (uint32_t)rnd(r) :
+					       0x3f800000u + below(r, 0x800000);
+		}
 		t->elems = iocs[i].cmd == GRADNET_IOC_REGISTER ?
 			   1 + below(r, TENSOR_ELEMS) : 0;
 		t->flags = below(r, 2) ? GRADNET_TENSOR_AVERAGE : 0;
@@ -408,7 +417,7 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 		case GRADNET_IOC_REGISTER:
 			((struct gradnet_tensor *)m)->elems = below(r, 2) ? 0 :
 				~0ull >> below(r, 30);
-			((struct gradnet_tensor *)m)->codec = below(r, 2) ? 2 : 3 + below(r, 100);
+			((struct gradnet_tensor *)m)->codec = below(r, 2) ? 2 : 200 + below(r, 50);
 			return false;
 		case GRADNET_IOC_STATS:
 			((struct gradnet_stats *)m)->len = below(r, 2) ? 4097 + below(r, 100000) :
@@ -519,7 +528,7 @@ static void *join_thread(void *arg)
 	struct gradnet_peer peers[2];
 	struct gradnet_open o = { .size = sizeof(o), .abi = GRADNET_ABI_VERSION,
 				  .rank = j->rank, .world = 2, .job_id = j->job,
-				  .timeout_ms = 2000, .codec = GRADNET_CODEC_3LC };
+				  .timeout_ms = 2000, .codec = GN_CODEC_3LC };
 
 	peer_fill(&peers[0], j->port);
 	peer_fill(&peers[1], (uint16_t)(j->port + 1));

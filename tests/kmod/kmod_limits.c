@@ -70,6 +70,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gradnet/gradnet.h>
 #include <linux/gradnet.h>
 
 #define PORT		7700
@@ -328,7 +329,7 @@ static void cmd_memcg(const struct opts *o)
 	printf("# memory.max %lld, memory.current %lld, kernel %lld before\n",
 	       cg_num(o->cgroup, "memory.max", NULL), cur0, kern0);
 	for (k = 0; k < o->tries; k++) {
-		r = reg(fd, 1 + k, o->elems, GRADNET_CODEC_3LC);
+		r = reg(fd, 1 + k, o->elems, GN_CODEC_3LC);
 		if (r) {
 			snprintf(msg, sizeof(msg), "%s", errmsg(fd));
 			break;
@@ -375,16 +376,16 @@ static void cmd_tensors(const struct opts *o)
 	if (r)
 		return;
 	for (k = 0, r = 0; k < o->max && !r; k++)
-		r = reg(fd, k, 4, GRADNET_CODEC_NONE);
+		r = reg(fd, k, 4, GN_CODEC_NONE);
 	check(!r, "%u tensors register (max_tensors %u): %d %s", k, o->max, r,
 	      r ? errmsg(fd) : "");
-	r = reg(fd, o->max, 4, GRADNET_CODEC_NONE);
+	r = reg(fd, o->max, 4, GN_CODEC_NONE);
 	check(r == -EMFILE, "tensor %u is refused with EMFILE (%d)", o->max + 1, r);
 	check(has(errmsg(fd), "max_tensors"), "its message names max_tensors: %s",
 	      errmsg(fd));
 	r = unreg(fd, 0);
 	if (!r)
-		r = reg(fd, o->max, 4, GRADNET_CODEC_NONE);
+		r = reg(fd, o->max, 4, GN_CODEC_NONE);
 	check(!r, "after an UNREGISTER another registers (%d %s)", r,
 	      r ? errmsg(fd) : "");
 	close(fd);
@@ -403,12 +404,12 @@ static void cmd_bytes(const struct opts *o)
 	check(!r, "uid %u opens a context (%d %s)", o->uid, r, r ? errmsg(fd) : "");
 	if (r)
 		return;
-	r = reg(fd, 1, big, GRADNET_CODEC_3LC);
+	r = reg(fd, 1, big, GN_CODEC_3LC);
 	check(r == -EDQUOT, "a 3LC tensor of %lu values (at least 16 bytes each in the kernel) is refused with EDQUOT under max_context_mib %u (%d)",
 	      big, o->mib, r);
 	check(has(errmsg(fd), "max_context_mib"),
 	      "its message names max_context_mib: %s", errmsg(fd));
-	r = reg(fd, 2, 1024, GRADNET_CODEC_NONE);
+	r = reg(fd, 2, 1024, GN_CODEC_NONE);
 	check(!r, "the context still registers a small one (%d %s)", r,
 	      r ? errmsg(fd) : "");
 	for (k = 0; k < 1024; k++)
@@ -505,9 +506,9 @@ static void pins_limit(int fd[2])
 	int r;
 
 	memlock(64 * KIB);
-	r = reg(fd[0], 1, 32 * KIB / 4, GRADNET_CODEC_NONE);
-	r = r ? r : reg(fd[0], 2, 128 * KIB / 4, GRADNET_CODEC_NONE);
-	r = r ? r : reg(fd[1], 3, 48 * KIB / 4, GRADNET_CODEC_NONE);
+	r = reg(fd[0], 1, 32 * KIB / 4, GN_CODEC_NONE);
+	r = r ? r : reg(fd[0], 2, 128 * KIB / 4, GN_CODEC_NONE);
+	r = r ? r : reg(fd[1], 3, 48 * KIB / 4, GN_CODEC_NONE);
 	check(!r, "tensors of 32 and 128 KiB on rank 0, 48 KiB on rank 1 register (%d)", r);
 	r = start(fd[0], 2, b128);
 	snprintf(msg, sizeof(msg), "%s", errmsg(fd[0]));
@@ -548,7 +549,7 @@ static void pins_timeout(int fd[2])
 	int r;
 
 	memlock(24 * MIB);
-	r = reg(fd[0], 4, len / 4, GRADNET_CODEC_NONE);
+	r = reg(fd[0], 4, len / 4, GN_CODEC_NONE);
 	check(!r, "a tensor of 16 MiB registers (%d %s)", r, r ? errmsg(fd[0]) : "");
 	pinned0 = pinned_pages();
 	b = map_anon(len);
@@ -638,7 +639,7 @@ static void cmd_mappings(const struct opts *o)
 	subject = "mappings: ";
 	become(o->uid);
 	r = ctx_one(&fd, PORT + 200);
-	r = r ? r : reg(fd, 1, 1024, GRADNET_CODEC_NONE);
+	r = r ? r : reg(fd, 1, 1024, GN_CODEC_NONE);
 	check(!r, "uid %u opens a context and registers 1024 floats (%d %s)",
 	      o->uid, r, r ? errmsg(fd) : "");
 	if (r)

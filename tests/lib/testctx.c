@@ -92,8 +92,8 @@ int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
 {
 	struct gn_core_conf conf = {
 		.rank = rank, .world = world, .job = job, .mtu = 9000,
-		.chunk = 4096, .codec = GN_WIRE_CODEC_3LC,
-		.s_bits = 0x3f800000u, .timeout_ns = 1000000000ull,
+		.chunk = 4096, .codec = { .codec = GN_CODEC_3LC },
+		.timeout_ns = 1000000000ull,
 		.step_timeout_ns = 600000000000ull, .key = key,
 	};
 	struct gn_drv *d;

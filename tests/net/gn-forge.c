@@ -180,7 +180,7 @@ static void build_msg(struct forge *f, uint8_t phase, int dst, int shard)
 	if (!x || !e || !q)
 		die("out of memory");
 	fake_gradient(f, x, len);
-	if (f->codec == GN_WIRE_CODEC_NONE) {
+	if (f->codec == GN_CODEC_NONE) {
 		uint32_t per = cap / 4;
 
 		for (; first < len; first += per) {
@@ -192,8 +192,7 @@ static void build_msg(struct forge *f, uint8_t phase, int dst, int shard)
 	} else {
 		if (gn_tlc_quantize_chunks(x, e, e, len, len, 1.0f, q, &m))
 			die("cannot quantize");
-		memcpy(&d.scale, &m, sizeof(m));
-		d.s = 0x3f800000;
+		memcpy(&d.aux, &m, sizeof(m));
 		while (first < g) {
 			size_t used;
 			long blen = gn_zre_encode(q + first, g - first, body, cap,
@@ -592,7 +591,7 @@ int main(int argc, char **argv)
 	};
 	struct forge f = { .to_rank = -1, .as_rank = -1, .tensor = 1, .step = 1,
 			   .steps = 1, .gso_fd = -1, .chunk = 65536, .max_pkt = 1500 - GN_WIRE_IPUDP,
-			   .codec = GN_WIRE_CODEC_3LC, .rng = 0x2545f4914f6cdd1dull };
+			   .codec = GN_CODEC_3LC, .rng = 0x2545f4914f6cdd1dull };
 	unsigned long count = 10, i, sent[K_COUNT] = { 0 };
 	unsigned int kinds = DEFAULT_KINDS, gap_us = 100;
 	bool have_to = false, have_as = false, have_key = false;
@@ -638,7 +637,7 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			if (!strcmp(optarg, "none"))
-				f.codec = GN_WIRE_CODEC_NONE;
+				f.codec = GN_CODEC_NONE;
 			else if (strcmp(optarg, "3lc"))
 				usage();
 			break;

@@ -5,6 +5,7 @@ over GN_TRANSPORT, and an unknown name raises with the library's message."""
 import ctypes
 import errno
 import os
+import re
 import socket
 import sys
 import threading
@@ -29,13 +30,23 @@ def free_udp_ports(n):
             s.close()
 
 
-def test_ctxopts_ends_with_transport():
-    # gn_ctx_opts in gradnet.h: transport is the last field, after
-    # step_timeout_ms, and the struct ends with it.
-    names = [f[0] for f in _lib.CtxOpts._fields_]
-    assert names[-2:] == ["step_timeout_ms", "transport"]
-    assert ctypes.sizeof(_lib.CtxOpts) == \
-        _lib.CtxOpts.transport.offset + ctypes.sizeof(ctypes.c_char_p)
+def _c_fields(struct):
+    """The field names of struct @struct of gradnet.h, in order."""
+    hdr = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                       "include", "gradnet", "gradnet.h")
+    text = open(hdr).read()
+    body = re.search(r"struct %s \{(.*?)\};" % struct, text, re.S).group(1)
+    return [re.findall(r"\**(\w+)(?:\[\w+\])?;", line)[0]
+            for line in body.splitlines() if line.strip().endswith(";")]
+
+
+def test_ctypes_structs_mirror_gradnet_h():
+    # The binding's structs are gradnet.h's, field by field, to their end
+    # (a field left out would shift every later one).
+    for cls, struct in ((_lib.CtxOpts, "gn_ctx_opts"),
+                        (_lib.TensorOpts, "gn_tensor_opts"),
+                        (_lib.BucketOpts, "gn_bucket_opts")):
+        assert [f[0] for f in cls._fields_] == _c_fields(struct), struct
 
 
 def test_udp_one_rank(monkeypatch):

@@ -38,7 +38,7 @@
 #include <linux/types.h>
 
 /* GRADNET_IOC_OPEN refuses any other abi with -EPROTONOSUPPORT. */
-#define GRADNET_ABI_VERSION	1
+#define GRADNET_ABI_VERSION	2
 
 /* gradnet_info.features: what this module does beyond ABI version 1's base. */
 #define GRADNET_FEAT_IPV4	(1ull << 0)	/* IPv4 peers */
@@ -87,10 +87,16 @@ struct gradnet_peer {
 #define GRADNET_OPEN_INSECURE	(1u << 0)	/* no key: no authentication */
 #define GRADNET_OPEN_FLAGS	GRADNET_OPEN_INSECURE
 
-/* Codecs: the values of enum gn_codec of <gradnet/gradnet.h>. */
-#define GRADNET_CODEC_DEFAULT	0	/* open: 3LC; tensor: the job's */
-#define GRADNET_CODEC_NONE	1	/* dense float32 */
-#define GRADNET_CODEC_3LC	2
+/*
+ * Codecs are the values of enum gn_codec of <gradnet/gradnet.h>, the ids
+ * the wire carries too (0: at OPEN 3LC, at REGISTER the job's); a codec's
+ * parameters are its block of GRADNET_PARAM_WORDS words, laid out as the
+ * codec defines (<gradnet/codec.h>), with a bit per word in a given mask:
+ * words not given take the job's values (same codec) or the codec's
+ * defaults. An unknown codec, a word the codec does not have or a value
+ * outside its range is -EINVAL, and ERRMSG names it.
+ */
+#define GRADNET_PARAM_WORDS	8
 
 /*
  * struct gradnet_open - join a job: bind peers[rank] in the opener's
@@ -109,11 +115,12 @@ struct gradnet_peer {
  *	default_timeout_ms parameter)
  * @step_timeout_ms: an allreduce fails after this (0: the module's
  *	default_step_timeout_ms parameter)
- * @codec: tensors' default codec, GRADNET_CODEC_*
- * @s_bits: float32 bits of the default 3LC sparsity multiplier (0: 1.0)
+ * @codec: tensors' default codec, an enum gn_codec value (0: 3LC)
+ * @codec_given: bit i: @codec_params[i] is set (else the default)
  * @flags: GRADNET_OPEN_*
  * @peers: user pointer to @world struct gradnet_peer, in rank order
  * @key: the job's key (all zero and GRADNET_OPEN_INSECURE: no key)
+ * @codec_params: the default codec's parameter block
  */
 struct gradnet_open {
 	__u32 size;
@@ -126,11 +133,12 @@ struct gradnet_open {
 	__u32 timeout_ms;
 	__u32 step_timeout_ms;
 	__u32 codec;
-	__u32 s_bits;
+	__u32 codec_given;
 	__u32 flags;
 	__u32 reserved0;
 	__u64 peers;
 	__u8 key[GRADNET_KEY_LEN];
+	__u32 codec_params[GRADNET_PARAM_WORDS];
 	__u64 reserved[4];
 };
 
@@ -141,19 +149,23 @@ struct gradnet_open {
 /*
  * struct gradnet_tensor - register (or, with UNREGISTER, forget) a tensor
  * @id: the caller's name for it, unique in the context
- * @codec: GRADNET_CODEC_* (DEFAULT: the job's)
- * @s_bits: float32 bits of the 3LC sparsity multiplier in [1, 2) (0: the job's)
+ * @codec: an enum gn_codec value (0: the job's)
+ * @given: bit i: @params[i] is set (else the job's value for the job's
+ *	codec, or the codec's default)
  * @elems: float32 values, 1 and up to what the host's memory allows
- *	(UNREGISTER: must be 0, and so must @codec, @s_bits and @flags)
+ *	(UNREGISTER: must be 0, and so must @codec, @given, @params and
+ *	@flags)
+ * @params: the codec's parameter block
  */
 struct gradnet_tensor {
 	__u32 size;
 	__u32 id;
 	__u32 codec;
-	__u32 s_bits;
+	__u32 given;
 	__u64 elems;
 	__u32 flags;
 	__u32 reserved0;
+	__u32 params[GRADNET_PARAM_WORDS];
 	__u64 reserved[2];
 };
 
