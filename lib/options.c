@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+/*
+ * options.c - what gn_ctx_open() reads before there is a context: the
+ * options struct and the environment (rank and world from the launcher's
+ * variables, the peers' addresses, timeouts, codec, transport, workers).
+ * The key is keys.c's.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "open.h"
+
+/*
+ * Options from an older or newer caller: @sz must cover the size field,
+ * and bytes past the @known size this library understands must be zero.
+ * Return: 0, -EINVAL (too small) or -E2BIG (unknown nonzero bytes).
+ */
+int gn_opts_check(const void *opts, size_t sz, size_t known)
+{
+	const u8 *p = opts;
+	size_t i;
+
+	if (sz < sizeof(size_t))
+		return -EINVAL;
+	for (i = known; i < sz; i++)
+		if (p[i])
+			return -E2BIG;
+	return 0;
+}
+
+/* The first of several environment variables that is set. */
+static const char *env_any(const char *const *names)
+{
+	for (; *names; names++) {
+		const char *v = getenv(*names);
+
+		if (v && *v)
+			return v;
+	}
+	return NULL;
+}
+
+int gn_open_env_int(const char *const *names, long lo, long hi, long *out)
+{
+	const char *v = env_any(names);
+	char *end;
+	long x;
+
+	if (!v)
+		return 0;
+	errno = 0;
+	x = strtol(v, &end, 0);
+	if (errno || *end || x < lo || x > hi)
+		return gn_open_fail(-EINVAL, "%s=%s is not a number in %ld..%ld",
+				    names[0], v, lo, hi);
+	*out = x;
+	return 1;
+}
+
+int gn_open_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* "host:port" or "[v6 host]:port" */
+static int parse_addr(const char *s, size_t len, struct gn_addr *a,
+		      char *name, size_t name_len)
+{
+	char host[256], port[16];
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	const char *colon;
+	size_t hl;
+	int r;
+
+	if (len >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, len);
+	host[len] = 0;
+	colon = strrchr(host, ':');
+	if (!colon || colon == host || strlen(colon + 1) >= sizeof(port))
+		return -EINVAL;
+	snprintf(port, sizeof(port), "%s", colon + 1);
+	hl = (size_t)(colon - host);
+	if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	} else {
+		host[hl] = 0;
+	}
+	r = getaddrinfo(host, port, &hints, &res);
+	if (r)
+		return -EINVAL;
+	memcpy(&a->sa, res->ai_addr, res->ai_addrlen);
+	a->len = res->ai_addrlen;
+	freeaddrinfo(res);
+	snprintf(name, name_len, "%.*s", (int)len, s);
+	return 0;
+}
+
+static int parse_peers(struct open_args *a, const char *list)
+{
+	const char *p = list;
+	int n = 0;
+
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char where[80];
+
+		if (n >= a->conf.world)
+			return gn_open_fail(-EINVAL,
+					    "GN_PEERS lists more than world size %d addresses",
+					    a->conf.world);
+		if (parse_addr(p, len, &a->addrs[n], where, sizeof(where)))
+			return gn_open_fail(-EINVAL,
+					    "GN_PEERS entry %d \"%.*s\" is not a resolvable host:port",
+					    n, (int)len, p);
+		snprintf(a->names[n], GN_NAME_LEN, "rank %d (%.80s)", n, where);
+		n++;
+		p += len + (end != NULL);
+	}
+	if (n != a->conf.world)
+		return gn_open_fail(-EINVAL,
+				    "GN_PEERS lists %d addresses, world size is %d",
+				    n, a->conf.world);
+	return 0;
+}
+
+static const char *const rank_vars[] = { "GN_RANK", "OMPI_COMM_WORLD_RANK",
+	"PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "RANK", NULL };
+static const char *const world_vars[] = { "GN_WORLD_SIZE",
+	"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE", NULL };
+
+static int read_basics(struct gn_core_conf *c, const struct gn_ctx_opts *o,
+		       const char **peers)
+{
+	static const char *const mtu_vars[] = { "GN_MTU", NULL };
+	static const char *const to_vars[] = { "GN_TIMEOUT_MS", NULL };
+	static const char *const step_vars[] = { "GN_STEP_TIMEOUT_MS", NULL };
+	static const char *const chunk_vars[] = { "GN_CHUNK", NULL };
+	static const char *const job_vars[] = { "GN_JOB", NULL };
+	long rank = OPT(o, rank), world = OPT(o, world_size);
+	long mtu = OPT(o, mtu), to = OPT(o, timeout_ms), chunk = OPT(o, chunk);
+	long step = OPT(o, step_timeout_ms), job = 0;
+	int r;
+
+	if (!world && (r = gn_open_env_int(world_vars, 1, 65534, &world)) < 0)
+		return r;
+	/* Rank 0 is also what a zeroed struct holds: it counts only with
+	 * GN_CTX_RANK, else the launcher's variables say. */
+	if (rank < 0 || (!rank && !(OPT(o, flags) & GN_CTX_RANK))) {
+		rank = -1;
+		if ((r = gn_open_env_int(rank_vars, 0, 65534, &rank)) < 0)
+			return r;
+		if (!r && world == 1)
+			rank = 0;
+	}
+	if (rank < 0 || world < 1 || rank >= world)
+		return gn_open_fail(-EINVAL,
+				    "rank %ld and world size %ld: set gn_ctx_opts (.rank, with GN_CTX_RANK for rank 0) or GN_RANK and GN_WORLD_SIZE (0 <= rank < world)",
+				    rank, world);
+	if (!mtu && (r = gn_open_env_int(mtu_vars, 576, 9000, &mtu)) < 0)
+		return r;
+	if (!to && (r = gn_open_env_int(to_vars, 1, 86400000, &to)) < 0)
+		return r;
+	if (!step && (r = gn_open_env_int(step_vars, 1, 86400000, &step)) < 0)
+		return r;
+	if (!chunk && (r = gn_open_env_int(chunk_vars, 1, 1 << 24, &chunk)) < 0)
+		return r;
+	if (mtu && (mtu < 576 || mtu > 9000))
+		return gn_open_fail(-EINVAL, "mtu %ld is outside 576..9000", mtu);
+	c->rank = (int)rank;
+	c->world = (int)world;
+	c->mtu = mtu ? (unsigned int)mtu : 1500;
+	c->timeout_ns = (u64)(to ? to : 10000) * 1000000ull;
+	c->step_timeout_ns = (u64)(step ? step : 600000) * 1000000ull;
+	c->chunk = chunk ? (unsigned int)chunk : 65536;
+	c->job = (u32)OPT(o, job_id);
+	if (!c->job && (r = gn_open_env_int(job_vars, 0, 0x7fffffffl, &job)) < 0)
+		return r;
+	if (!c->job)
+		c->job = (u32)job;
+	*peers = OPT(o, peers) ? OPT(o, peers) : getenv("GN_PEERS");
+	if (!*peers)
+		return gn_open_fail(-EINVAL,
+				    "no peer addresses: set gn_ctx_opts.peers or GN_PEERS=host:port,... (rank order)");
+	return 0;
+}
+
+/*
+ * GN_CODEC_ISA forces the codec's kernels for the whole process: the
+ * results are the same bit for bit, so it is for tests and benchmarks.
+ */
+static int read_isa(void)
+{
+	const char *v = getenv("GN_CODEC_ISA");
+	int r = gn_codec_isa_select(v);
+
+	if (r == -EINVAL)
+		return gn_open_fail(r, "GN_CODEC_ISA=%s: use scalar, avx2, avx512 or best", v);
+	if (r)
+		return gn_open_fail(r, "GN_CODEC_ISA=%s: this CPU lacks %s (it runs %s at best)",
+				    v, v, gn_codec_isa_name(gn_codec_isa_best()));
+	return 0;
+}
+
+static int read_codec(struct gn_core_conf *conf, const struct gn_ctx_opts *o)
+{
+	const char *c = getenv("GN_CODEC"), *sv = getenv("GN_S");
+	int codec = OPT(o, codec);
+	float s = OPT(o, s);
+
+	if (!codec && c) {
+		if (!strcmp(c, "none"))
+			codec = GN_CODEC_NONE;
+		else if (!strcmp(c, "3lc"))
+			codec = GN_CODEC_3LC;
+		else
+			return gn_open_fail(-EINVAL, "GN_CODEC=%s: use none or 3lc", c);
+	}
+	if (s == 0.0f && sv) {
+		char *end;
+
+		s = strtof(sv, &end);
+		if (*end)
+			return gn_open_fail(-EINVAL, "GN_S=%s is not a number", sv);
+	}
+	conf->codec = codec == GN_CODEC_NONE ? GN_WIRE_CODEC_NONE :
+					       GN_WIRE_CODEC_3LC;
+	if (codec && codec != GN_CODEC_NONE && codec != GN_CODEC_3LC)
+		return gn_open_fail(-EINVAL, "codec %d is unknown", codec);
+	s = s == 0.0f ? 1.0f : s;
+	if (!(s >= 1.0f && s < 2.0f))
+		return gn_open_fail(-EINVAL, "3LC s = %g is outside [1, 2)",
+				    (double)s);
+	memcpy(&conf->s_bits, &s, sizeof(conf->s_bits));
+	return read_isa();
+}
+
+void gn_open_args_free(struct open_args *a)
+{
+	explicit_bzero(a->key, sizeof(a->key));
+	free(a->addrs);
+	free(a->names);
+}
+
+static int read_transport(struct open_args *a, const struct gn_ctx_opts *o)
+{
+	const char *t = OPT(o, transport) ? OPT(o, transport) :
+					    getenv("GN_TRANSPORT");
+
+	if (!t || !*t || !strcmp(t, "udp"))
+		a->transport = GN_TP_KIND_UDP;
+	else if (!strcmp(t, "dpdk"))
+		a->transport = GN_TP_KIND_DPDK;
+	else if (!strcmp(t, "kmod"))
+		a->transport = GN_TP_KIND_KMOD;
+	else
+		return gn_open_fail(-EINVAL, "transport \"%s\" (gn_ctx_opts.transport or GN_TRANSPORT): use udp or dpdk (or kmod, the gradnet kernel module)",
+				    t);
+	a->dpdk_eal = OPT(o, dpdk_eal);
+	a->dpdk_port = OPT(o, flags) & GN_CTX_DPDK_PORT ?
+		       (long)OPT(o, dpdk_port) : -1;
+	a->dpdk_queue = OPT(o, flags) & GN_CTX_DPDK_QUEUE ?
+			(long)OPT(o, dpdk_queue) : -1;
+	if ((a->dpdk_eal || a->dpdk_port >= 0 || a->dpdk_queue >= 0) &&
+	    a->transport != GN_TP_KIND_DPDK)
+		return gn_open_fail(-EINVAL, "gn_ctx_opts.dpdk_eal, GN_CTX_DPDK_PORT or GN_CTX_DPDK_QUEUE given for the %s transport: they are the dpdk transport's",
+				    t && *t ? t : "udp");
+	if (a->dpdk_port > 65535 || a->dpdk_queue > 65535)
+		return gn_open_fail(-EINVAL, "gn_ctx_opts.dpdk_port %ld or dpdk_queue %ld is not in 0..65535",
+				    a->dpdk_port, a->dpdk_queue);
+	return 0;
+}
+
+/* How many threads share the codec work: the option, GN_CODEC_WORKERS, 1. */
+static int read_workers(struct open_args *a, const struct gn_ctx_opts *o)
+{
+	static const char *const vars[] = { "GN_CODEC_WORKERS", NULL };
+	long n = 1;
+	int r;
+
+	a->workers = OPT(o, codec_workers);
+	if (a->workers > GN_WORKERS_MAX)
+		return gn_open_fail(-EINVAL, "gn_ctx_opts.codec_workers %u is not in 1..%d",
+				    a->workers, GN_WORKERS_MAX);
+	if (a->workers)
+		return 0;
+	r = gn_open_env_int(vars, 1, GN_WORKERS_MAX, &n);
+	a->workers = (u32)n;
+	return r < 0 ? r : 0;
+}
+
+int gn_open_read_args(struct open_args *a, const struct gn_ctx_opts *o)
+{
+	const char *peers;
+	int r;
+
+	r = read_basics(&a->conf, o, &peers);
+	if (!r)
+		r = read_transport(a, o);
+	if (!r)
+		r = read_workers(a, o);
+	if (r)
+		return r;
+	a->addrs = calloc((size_t)a->conf.world, sizeof(*a->addrs));
+	a->names = calloc((size_t)a->conf.world, sizeof(*a->names));
+	if (!a->addrs || !a->names)
+		return gn_open_fail(-ENOMEM, "out of memory");
+	r = parse_peers(a, peers);
+	if (!r)
+		r = read_codec(&a->conf, o);
+	if (!r)
+		r = gn_open_read_key(a, o);
+	return r;
+}
+
