@@ -44,6 +44,9 @@ struct gn_drv {
 	bool polling;
 	u64 next_ns;			/* when the core wants to run again */
 	u64 handback_ns;		/* the progress thread polls from then */
+	void *udp;			/* the UDP transport's state, or NULL */
+	struct gn_addr bound;		/* where this rank's socket is bound */
+	bool join_tried;		/* gn_ctx_join() ran (gn_ctx_bind()) */
 };
 
 int gn_drv_start(struct gn_ctx *ctx) GN_HIDDEN;

@@ -18,7 +18,10 @@ struct open_args {
 	struct gn_core_conf conf;
 	u8 key[GN_MAC_KEY_LEN];
 	bool insecure;
-	struct gn_addr *addrs;
+	const char *peers;		/* the peer list as given, or NULL */
+	const char *bind_addr;		/* gn_ctx_bind(): as given, or NULL */
+	struct gn_addr self;		/* gn_ctx_bind(): where to bind */
+	struct gn_addr *addrs;		/* [world]: the peer list, parsed */
 	char (*names)[GN_NAME_LEN];
 	enum gn_tp_kind transport;
 	u32 workers;			/* codec workers, 1.. */
@@ -43,6 +46,9 @@ int gn_open_hexval(char c) GN_HIDDEN;
 int gn_open_read_args(struct open_args *a, const struct gn_ctx_opts *o)
 	GN_HIDDEN;
 void gn_open_args_free(struct open_args *a) GN_HIDDEN;
+int gn_open_parse_peers(struct open_args *a, const char *list,
+			const char *what) GN_HIDDEN;
+int gn_open_read_bind(struct open_args *a) GN_HIDDEN;
 
 /* keys.c */
 int gn_open_read_key(struct open_args *a, const struct gn_ctx_opts *o)
@@ -50,6 +56,13 @@ int gn_open_read_key(struct open_args *a, const struct gn_ctx_opts *o)
 
 /* dpdk_open.c */
 int gn_open_dpdk(struct open_args *a, struct gn_drv *d, u32 max_pkt)
+	GN_HIDDEN;
+
+/*
+ * launcher.c: gn_ctx_open() without a peer list: the launcher's exchange
+ * (PMIx) when there is one, else -EINVAL saying how to give the list.
+ */
+int gn_open_launcher(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	GN_HIDDEN;
 
 /* open.c: the core backend's close (drain, stop, free). */

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +109,12 @@ static int parse_addr(const char *s, size_t len, struct gn_addr *a,
 	return 0;
 }
 
-static int parse_peers(struct open_args *a, const char *list)
+/*
+ * @list, "host:port,..." in rank order, into @a->addrs and @a->names;
+ * @what names the list in messages.
+ */
+int gn_open_parse_peers(struct open_args *a, const char *list,
+			const char *what)
 {
 	const char *p = list;
 	int n = 0;
@@ -119,20 +126,20 @@ static int parse_peers(struct open_args *a, const char *list)
 
 		if (n >= a->conf.world)
 			return gn_open_fail(-EINVAL,
-					    "GN_PEERS lists more than world size %d addresses",
-					    a->conf.world);
+					    "%s lists more than world size %d addresses",
+					    what, a->conf.world);
 		if (parse_addr(p, len, &a->addrs[n], where, sizeof(where)))
 			return gn_open_fail(-EINVAL,
-					    "GN_PEERS entry %d \"%.*s\" is not a resolvable host:port",
-					    n, (int)len, p);
+					    "%s entry %d \"%.*s\" is not a resolvable host:port",
+					    what, n, (int)len, p);
 		snprintf(a->names[n], GN_NAME_LEN, "rank %d (%.80s)", n, where);
 		n++;
 		p += len + (end != NULL);
 	}
 	if (n != a->conf.world)
 		return gn_open_fail(-EINVAL,
-				    "GN_PEERS lists %d addresses, world size is %d",
-				    n, a->conf.world);
+				    "%s lists %d addresses, world size is %d",
+				    what, n, a->conf.world);
 	return 0;
 }
 
@@ -141,8 +148,7 @@ static const char *const rank_vars[] = { "GN_RANK", "OMPI_COMM_WORLD_RANK",
 static const char *const world_vars[] = { "GN_WORLD_SIZE",
 	"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE", NULL };
 
-static int read_basics(struct gn_core_conf *c, const struct gn_ctx_opts *o,
-		       const char **peers)
+static int read_basics(struct gn_core_conf *c, const struct gn_ctx_opts *o)
 {
 	static const char *const mtu_vars[] = { "GN_MTU", NULL };
 	static const char *const to_vars[] = { "GN_TIMEOUT_MS", NULL };
@@ -190,10 +196,6 @@ static int read_basics(struct gn_core_conf *c, const struct gn_ctx_opts *o,
 		return r;
 	if (!c->job)
 		c->job = (u32)job;
-	*peers = OPT(o, peers) ? OPT(o, peers) : getenv("GN_PEERS");
-	if (!*peers)
-		return gn_open_fail(-EINVAL,
-				    "no peer addresses: set gn_ctx_opts.peers or GN_PEERS=host:port,... (rank order)");
 	return 0;
 }
 
@@ -301,27 +303,125 @@ static int read_workers(struct open_args *a, const struct gn_ctx_opts *o)
 	return r < 0 ? r : 0;
 }
 
+/*
+ * Everything gn_ctx_open() and gn_ctx_bind() read before there is a
+ * context. The peer list, if any, is left in @a->peers for
+ * gn_open_parse_peers(); @a->addrs and @a->names have room for it.
+ */
 int gn_open_read_args(struct open_args *a, const struct gn_ctx_opts *o)
 {
-	const char *peers;
 	int r;
 
-	r = read_basics(&a->conf, o, &peers);
+	r = read_basics(&a->conf, o);
 	if (!r)
 		r = read_transport(a, o);
 	if (!r)
 		r = read_workers(a, o);
 	if (r)
 		return r;
+	a->peers = OPT(o, peers) ? OPT(o, peers) : getenv("GN_PEERS");
+	if (a->peers && !*a->peers)
+		a->peers = NULL;
+	a->bind_addr = OPT(o, bind_addr) ? OPT(o, bind_addr) : getenv("GN_HOST");
 	a->addrs = calloc((size_t)a->conf.world, sizeof(*a->addrs));
 	a->names = calloc((size_t)a->conf.world, sizeof(*a->names));
 	if (!a->addrs || !a->names)
 		return gn_open_fail(-ENOMEM, "out of memory");
-	r = parse_peers(a, peers);
-	if (!r)
-		r = read_codec(&a->conf, o);
+	r = read_codec(&a->conf, o);
 	if (!r)
 		r = gn_open_read_key(a, o);
 	return r;
 }
 
+/* Launchers' count of ranks on this host, and of hosts in the job. */
+static const char *const local_size_vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE",
+	"MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE", NULL };
+static const char *const nodes_vars[] = { "SLURM_JOB_NUM_NODES",
+	"SLURM_NNODES", NULL };
+
+/* Does the launcher say every rank runs on this host? */
+static bool one_host(int world)
+{
+	long local = 0, nodes = 0;
+
+	if (gn_open_env_int(local_size_vars, 1, 65535, &local) > 0 &&
+	    local == world)
+		return true;
+	return gn_open_env_int(nodes_vars, 1, 65535, &nodes) > 0 && nodes == 1;
+}
+
+/*
+ * The source address of this host's route to other networks: connect()
+ * of a UDP socket only looks the route up, and sends nothing. The
+ * destinations are documentation prefixes (RFC 5737, RFC 3849), which
+ * no host answers, routed like any address beyond the local networks.
+ */
+static int route_source(struct gn_addr *out)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(9),
+				  .sin_addr.s_addr = htonl(0xc0000201) };
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6,
+				    .sin6_port = htons(9),
+				    .sin6_addr.s6_addr = { 0x20, 0x01, 0x0d, 0xb8,
+							   [15] = 1 } };
+	const struct sockaddr *to[] = { (const void *)&in, (const void *)&in6 };
+	const socklen_t len[] = { sizeof(in), sizeof(in6) };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		int fd = socket(to[i]->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		bool ok;
+
+		if (fd < 0)
+			continue;
+		out->len = sizeof(out->sa);
+		ok = !connect(fd, to[i], len[i]) &&
+		     !getsockname(fd, (struct sockaddr *)&out->sa, &out->len);
+		close(fd);
+		if (ok) {
+			/* Any free port, as for a "host" without one. */
+			if (out->sa.ss_family == AF_INET)
+				((struct sockaddr_in *)&out->sa)->sin_port = 0;
+			else
+				((struct sockaddr_in6 *)&out->sa)->sin6_port = 0;
+			return 0;
+		}
+	}
+	return -EADDRNOTAVAIL;
+}
+
+/*
+ * Where gn_ctx_bind() binds: @a->bind_addr ("host", "host:port",
+ * "[v6 host]:port" or a bare IPv6 address), else 127.0.0.1 for a job on
+ * this host only, else the route's source address. Into @a->self.
+ */
+int gn_open_read_bind(struct open_args *a)
+{
+	const char *b = a->bind_addr;
+	char spec[300], where[80];
+	size_t len;
+
+	if (!b || !*b) {
+		if (one_host(a->conf.world))
+			b = "127.0.0.1";
+		else if (route_source(&a->self))
+			return gn_open_fail(-EADDRNOTAVAIL,
+					    "no address to bind: this host has no route to other networks; set GN_HOST (or gn_ctx_opts.bind_addr) to its address on the job's network");
+		else
+			return 0;
+	}
+	len = strlen(b);
+	/* A port-less host gets port 0; a bare IPv6 address has colons. */
+	if (b[0] == '[' ? b[len - 1] == ']' :
+	    (!strchr(b, ':') || strchr(b, ':') != strrchr(b, ':')))
+		snprintf(spec, sizeof(spec), "%s%s%s:0", b[0] == '[' ? "" : "[",
+			 b, b[0] == '[' ? "" : "]");
+	else
+		snprintf(spec, sizeof(spec), "%s", b);
+	if (strlen(spec) >= sizeof(spec) - 1 ||
+	    parse_addr(spec, strlen(spec), &a->self, where, sizeof(where)))
+		return gn_open_fail(-EINVAL,
+				    "bind address \"%s\" (gn_ctx_opts.bind_addr or GN_HOST) is not a resolvable host or host:port",
+				    b);
+	return 0;
+}
