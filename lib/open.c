@@ -141,11 +141,45 @@ static int ctx_bind(struct open_args *a, struct gn_drv *d,
 	return 0;
 }
 
+/* The ordered peer list, whose digest the handshake compares. */
+static int set_peers(struct gn_ctx *ctx, const struct open_args *a)
+{
+	struct gn_peer_addr *pa = calloc((size_t)a->conf.world, sizeof(*pa));
+	int i;
+
+	if (!pa)
+		return gn_open_fail(-ENOMEM, "out of memory");
+	for (i = 0; i < a->conf.world; i++) {
+		const struct sockaddr_storage *sa = &a->addrs[i].sa;
+
+		if (sa->ss_family == AF_INET) {
+			const struct sockaddr_in *in = (const void *)sa;
+
+			pa[i].family = 4;
+			pa[i].port = ntohs(in->sin_port);
+			memcpy(pa[i].addr, &in->sin_addr, 4);
+		} else if (sa->ss_family == AF_INET6) {
+			const struct sockaddr_in6 *in6 = (const void *)sa;
+
+			pa[i].family = 6;
+			pa[i].port = ntohs(in6->sin6_port);
+			memcpy(pa[i].addr, &in6->sin6_addr, 16);
+		}
+	}
+	gn_core_set_peers(ctx, pa);
+	free(pa);
+	return 0;
+}
+
 /* The peers (@a->addrs, @a->names), then the progress thread and the handshake. */
 static int ctx_join(struct gn_ctx *ctx, struct open_args *a)
 {
 	struct gn_drv *d = ctx->drv;
 	int i, r;
+
+	r = set_peers(ctx, a);
+	if (r)
+		return r;
 
 	if (d->udp) {
 		r = gn_udp_peers(d->udp, a->addrs, a->conf.world);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -639,6 +640,108 @@ TEST(bind_other_transports)
 	}
 	ASSERT_EQ(-EINVAL, gn_ctx_join(NULL, "x"));
 	ASSERT_EQ(-EINVAL, gn_ctx_local_addr(NULL, buf, sizeof(buf)));
+}
+
+/*
+ * A relay that stands between two ranks, as a store client that wrote
+ * their addresses first could: rank 0 was told rank 1 is at @to1, rank 1
+ * that rank 0 is at @to0. What reaches one socket goes out of the other.
+ */
+struct relay {
+	int fd0, fd1;			/* faces rank 0 (as rank 1), rank 1 (as 0) */
+	struct sockaddr_in rank0, rank1;
+	volatile int stop;
+};
+
+static int udp_at(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void *relay_main(void *arg)
+{
+	struct relay *rl = arg;
+	unsigned char buf[9100];
+
+	while (!rl->stop) {
+		struct pollfd pf[2] = { { rl->fd0, POLLIN, 0 }, { rl->fd1, POLLIN, 0 } };
+		ssize_t n;
+
+		if (poll(pf, 2, 50) <= 0)
+			continue;
+		if (pf[0].revents & POLLIN) {
+			n = recv(rl->fd0, buf, sizeof(buf), 0);
+			if (n > 0)
+				sendto(rl->fd1, buf, (size_t)n, 0,
+				       (struct sockaddr *)&rl->rank1, sizeof(rl->rank1));
+		}
+		if (pf[1].revents & POLLIN) {
+			n = recv(rl->fd1, buf, sizeof(buf), 0);
+			if (n > 0)
+				sendto(rl->fd0, buf, (size_t)n, 0,
+				       (struct sockaddr *)&rl->rank0, sizeof(rl->rank0));
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Ranks given different peer lists refuse each other at the handshake,
+ * naming the peer, even when a relay would carry every packet between
+ * them (and read it: nothing is encrypted) and the key is right.
+ */
+TEST(peer_lists_differ)
+{
+	static const uint8_t key[16] = TEST_KEY;
+	struct relay rl = { .rank0 = { .sin_family = AF_INET },
+			    .rank1 = { .sin_family = AF_INET } };
+	GN_OPTS(gn_ctx_opts, o, .rank = 0, .world_size = 2, .key = key,
+		.key_len = sizeof(key), .timeout_ms = 2000,
+		.flags = GN_CTX_RANK, .job_id = 78);
+	struct gn_ctx *ctx = NULL;
+	pthread_t th;
+	int status, r;
+	pid_t pid;
+
+	clear_key_env();
+	rl.rank0.sin_addr.s_addr = rl.rank1.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	rl.rank0.sin_port = htons(29991);
+	rl.rank1.sin_port = htons(29992);
+	pid = fork();
+	if (pid == 0) {
+		o.rank = 1;
+		o.peers = "127.0.0.1:29993,127.0.0.1:29992";
+		r = gn_ctx_open(&o, &ctx);
+		gn_ctx_close(ctx);
+		_exit(r == -EPROTO ? 0 : 1);
+	}
+	rl.fd0 = udp_at(29994);
+	rl.fd1 = udp_at(29993);
+	ASSERT_LE(0, rl.fd0);
+	ASSERT_LE(0, rl.fd1);
+	ASSERT_EQ(0, pthread_create(&th, NULL, relay_main, &rl));
+	o.peers = "127.0.0.1:29991,127.0.0.1:29994";
+	r = gn_ctx_open(&o, &ctx);
+	rl.stop = 1;
+	pthread_join(th, NULL);
+	close(rl.fd0);
+	close(rl.fd1);
+	gn_ctx_close(ctx);
+	/* The child fails too, by itself: it heard rank 0's HELLO. */
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(-EPROTO, r) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 1")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "peer list")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST_HARNESS_MAIN

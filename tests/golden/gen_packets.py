@@ -17,7 +17,7 @@ import sys
 import gnmac
 
 MAGIC = 0x4e47
-VERSION = 3
+VERSION = 4
 HELLO, DATA, ACK, CTRL, CTRL_ACK, PING, PONG, WHOLE = range(1, 9)
 TYPE_NAMES = {HELLO: 'GN_PKT_HELLO', DATA: 'GN_PKT_DATA', ACK: 'GN_PKT_ACK',
               CTRL: 'GN_PKT_CTRL', CTRL_ACK: 'GN_PKT_CTRL_ACK',
@@ -40,6 +40,7 @@ TAG_LEN = 8
 HDR = struct.Struct('<HBBHHIIIHBB')
 # HELLO: world, flags, codec, s, chunk, mtu, reserved, instance, echo.
 HELLO_PART = struct.Struct('<HBBIIHHQQ')
+PEERS_DIGEST = bytes(range(0xa0, 0xb0))
 # DATA: chunk_off, chunk_len, first, count, scale, s, pkt, npkts.
 DATA_PART = struct.Struct('<QIIIIIII')
 # WHOLE: chunk_off, chunk_len, scale; the rest of DATA's fields implied.
@@ -83,7 +84,9 @@ def hello(name, src, dst, flags, instance, echo, keyed=True):
              chunk=65536, mtu=1500, instance=instance, echo=echo)
     part = HELLO_PART.pack(f['world'], f['flags'], f['codec'], f['s'],
                            f['chunk'], f['mtu'], 0, f['instance'], f['echo'])
-    return packet(name, hdr(HELLO, src, dst), f, part, keyed=keyed)
+    # The body: the 16-byte digest of the peer list the sender was given.
+    return packet(name, hdr(HELLO, src, dst), f, part, PEERS_DIGEST,
+                  keyed=keyed)
 
 
 def data(name, h, f, body):
