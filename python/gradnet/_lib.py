@@ -43,6 +43,11 @@ class CtxOpts(ctypes.Structure):
         ("chunk", ctypes.c_uint),
         ("step_timeout_ms", ctypes.c_uint),
         ("transport", ctypes.c_char_p),
+        ("codec_workers", ctypes.c_uint),
+        ("dpdk_eal", ctypes.c_char_p),
+        ("dpdk_port", ctypes.c_uint),
+        ("dpdk_queue", ctypes.c_uint),
+        ("bind_addr", ctypes.c_char_p),
     ]
 
 
@@ -123,6 +128,9 @@ _ctx_p = ctypes.c_void_p
 _c = ctypes
 for _name, _res, _args in [
         ("gn_ctx_open", _c.c_int, [_c.POINTER(CtxOpts), _c.POINTER(_ctx_p)]),
+        ("gn_ctx_bind", _c.c_int, [_c.POINTER(CtxOpts), _c.POINTER(_ctx_p)]),
+        ("gn_ctx_local_addr", _c.c_int, [_ctx_p, _c.c_char_p, _c.c_size_t]),
+        ("gn_ctx_join", _c.c_int, [_ctx_p, _c.c_char_p]),
         ("gn_ctx_close", None, [_ctx_p]),
         ("gn_ctx_errmsg", _c.c_char_p, [_ctx_p]),
         ("gn_last_errmsg", _c.c_char_p, []),
