@@ -267,6 +267,31 @@ static int open_bound(struct open_args *a, struct gn_ctx **out)
 
 static const struct gn_backend_ops unjoined_backend;
 
+/*
+ * What gn_ctx_open() and gn_ctx_bind() (@call) do first: the message
+ * cleared, @out checked, the options copied whole into @copy (*@o then
+ * points there) and read with the environment into @a.
+ */
+static int open_begin(const char *call, const struct gn_ctx_opts **o,
+		      struct gn_ctx_opts *copy, struct open_args *a,
+		      struct gn_ctx **out)
+{
+	int r;
+
+	open_errmsg[0] = 0;
+	if (!out)
+		return gn_open_fail(-EINVAL, "%s: the context out-pointer is NULL",
+				    call);
+	*out = NULL;
+	if (*o) {
+		r = opts_take(*o, copy);
+		if (r)
+			return r;
+		*o = copy;
+	}
+	return gn_open_read_args(a, *o);
+}
+
 int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 {
 	struct gn_ctx_opts copy = { 0 };
@@ -274,17 +299,7 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	struct gn_ctx *ctx = NULL;
 	int r;
 
-	open_errmsg[0] = 0;
-	if (!out)
-		return gn_open_fail(-EINVAL, "gn_ctx_open: the context out-pointer is NULL");
-	*out = NULL;
-	if (o) {
-		r = opts_take(o, &copy);
-		if (r)
-			return r;
-		o = &copy;
-	}
-	r = gn_open_read_args(&a, o);
+	r = open_begin("gn_ctx_open", &o, &copy, &a, out);
 	if (!r && !a.peers) {
 		gn_open_args_free(&a);
 		return gn_open_launcher(o, out);
@@ -318,17 +333,7 @@ int gn_ctx_bind(const struct gn_ctx_opts *o, struct gn_ctx **out)
 	struct gn_ctx *ctx = NULL;
 	int r;
 
-	open_errmsg[0] = 0;
-	if (!out)
-		return gn_open_fail(-EINVAL, "gn_ctx_bind: the context out-pointer is NULL");
-	*out = NULL;
-	if (o) {
-		r = opts_take(o, &copy);
-		if (r)
-			return r;
-		o = &copy;
-	}
-	r = gn_open_read_args(&a, o);
+	r = open_begin("gn_ctx_bind", &o, &copy, &a, out);
 	if (!r && a.transport != GN_TP_KIND_UDP)
 		r = gn_open_fail(-EOPNOTSUPP,
 				 "gn_ctx_bind: the %s transport's address is %s, not a socket this library binds: give it a peer list (GN_PEERS) and call gn_ctx_open()",
