@@ -11,28 +11,13 @@ wrote for it.
 import ipaddress
 import json
 import os
-import socket
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+from test_ddp import HERE, free_tcp_port, key_file  # also puts python/ first
+
 import gradnet  # noqa: E402
 import gradnet.torch as gt  # noqa: E402
-
-
-def free_tcp_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def key_file(tmp_path):
-    path = tmp_path / "job.key"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, os.urandom(16).hex().encode())
-    os.close(fd)
-    return str(path)
 
 
 def run_job(scenario, tmp_path, world=2, **extra):
