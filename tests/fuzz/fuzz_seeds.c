@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include <gradnet/codec.h>
+#include <gradnet/wire.h>
 #include "fuzz_input.h"
 #include "tlc_model.h"
 #include "testutil.h"
@@ -400,13 +401,15 @@ static void rx_control(struct rx_seed *sd)
 
 /*
  * Rank 2 restarted: a HELLO that matches the job but with a new instance,
- * which ends every step in flight.
+ * which ends every step in flight. Its body, the peer-list digest, is the
+ * test context's: zero.
  */
 static void rx_restart(struct rx_seed *sd)
 {
-	uint8_t p[56];
+	uint8_t p[56 + GN_WIRE_HELLO_BODY];
 
 	rx_hdr(p, sizeof(p), 1, 0, 0, 0);
+	p[20] = GN_WIRE_HELLO_BODY;
 	gn_fz_put_le(p + 24, GN_FZX_WORLD, 2);
 	p[26] = 1;
 	p[27] = 2;
