@@ -268,7 +268,11 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
     codec: a name, number or spec string ("3lc", "3lc:s=1.5"), and any
     other keyword a parameter of it (codec="3lc", s=1.5);
     transport is "udp" or "dpdk" (None: GN_TRANSPORT, else udp);
-         key_via_store=False, **params):
+    member_scales: each parameter keeps its own 3LC scale (GradnetState);
+    key_via_store: without GN_KEY_FILE or GN_KEY_FD, rank 0 draws the key
+    and passes it through the store, which anyone who reaches the store
+    can read (a warning says so)."""
+    gradnet.codec_spec(codec, **params)         # a bad name fails here
     global _inits
     pg = process_group if process_group is not None else dist.group.WORLD
     rank = dist.get_rank(pg)
