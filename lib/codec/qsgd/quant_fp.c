@@ -90,7 +90,7 @@ int gn_qsgd_quantize(const struct gn_qsgd *q, const float *v, u32 m,
 			l = r < s ? (u32)r : q->s;
 			p = r - (float)l;
 			if (l < q->s &&
-			    (float)gn_rng_u24(key, j) * 0x1p-24f < p)
+			    (float)gn_draw_u24(key, j) * 0x1p-24f < p)
 				l++;
 			codes[j] = (u8)(l | (l && bits_of(v[j]) >> 31 ?
 					     1u << (q->bits - 1) : 0));
