@@ -41,6 +41,8 @@ void gn_topk_chunk_at(const struct gn_topk *t, void *scratch, u32 cap,
 	at += up8(4 * (size_t)chunk);
 	ck->hist = (u32 *)at;
 	at += 4 * GN_TOPK_BINS;
+	ck->blk = (u32 *)at;
+	at += up8(8 * ((size_t)chunk / 64 + 1));
 	ck->norms = (float *)at;
 	at += up8(t->qsgd ? 4 * ((size_t)chunk / 16 + 1) : 0);
 	ck->code = at;
@@ -62,7 +64,7 @@ void gn_topk_chunk_view(const struct gn_topk *t, const void *scratch,
 size_t gn_topk_scratch_bytes(const struct gn_topk *t, u32 chunk)
 {
 	return up8(sizeof(struct gn_topk_chunk)) + 2 * up8(4 * (size_t)chunk) +
-	       4 * GN_TOPK_BINS +
+	       4 * GN_TOPK_BINS + up8(8 * ((size_t)chunk / 64 + 1)) +
 	       (t->qsgd ? up8(4 * ((size_t)chunk / 16 + 1)) + chunk : 0);
 }
 

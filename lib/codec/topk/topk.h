@@ -21,7 +21,7 @@
 #define GN_TOPK_SPARSE 0
 #define GN_TOPK_DENSE 1
 
-/* Bins of the selection's histograms: 11 + 11 + 9 bits of |a|. */
+/* Room for the selection's histograms: 2048 bins (11 bits of |a|). */
 #define GN_TOPK_BINS 2048
 
 struct gn_topk {
@@ -48,6 +48,7 @@ struct gn_topk_chunk {
 	u8 *code;
 	float *norms;
 	u32 *hist;
+	u32 *blk;			/* each block's selection so far */
 };
 
 void gn_topk_params(const struct gn_codec_params *p, struct gn_topk *t);
