@@ -66,8 +66,8 @@ long gn_topk_slice(const struct gn_codec_params *p, const void *scratch,
 		   u32 *units);
 u64 gn_topk_whole_bytes(const struct gn_codec_params *p, const void *scratch,
 			u32 aux, u32 len);
-long gn_topk_parse_sparse(const struct gn_topk *t, u32 first, u32 count,
-			  const u8 *body, u32 blen, u32 *e0_out,
+long gn_topk_parse_sparse(const struct gn_topk *t, u32 len, u32 first,
+			  u32 count, const u8 *body, u32 blen, u32 *e0_out,
 			  u32 *vals_at);
 int gn_topk_check_slice(const struct gn_codec_params *p, u32 len, u32 first,
 			u32 count, u32 aux, const u8 *body, u32 blen);
