@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gradnet/codec.h - the 3LC gradient codec: three-value quantization with
- * sparsity multiplication and error feedback, quartic encoding and zero-run
- * encoding. Freestanding: the same code runs in libgradnet, the DPDK path and
- * the kernel module.
+ * gradnet/codec.h - gradnet's compressors, specified: 3LC (three-value
+ * quantization with sparsity multiplication and error feedback, quartic
+ * encoding and zero-run encoding), QSGD and top-k, and the generator the
+ * stochastic ones draw from. The functions below are 3LC's; every codec is
+ * reached through the registry (lib/codec/codec.h). Freestanding: the same
+ * code runs in libgradnet, the DPDK path and the kernel module.
  *
- * SPECIFICATION (the scalar implementation is the reference; every SIMD
- * version produces identical bytes, identical e and identical acc).
+ * In every specification here the scalar implementation is the reference;
+ * every SIMD version produces identical bytes and identical floats. Float
+ * arithmetic is IEEE binary32 (binary64 where it says so), round to
+ * nearest, no fused multiply-add, denormals kept. All integers on the
+ * wire are little-endian.
+ *
+ * ==== 3LC ====
  *
  * A chunk is n float32 values x[0..n), with an error-feedback buffer e[0..n)
  * and a sparsity multiplier s, 1 <= s < 2.
@@ -44,6 +51,105 @@
  *   a slice is the zero-run encoding of groups [j0, j0 + count) on its own,
  *   runs cut at the slice boundary. gn_zre_encode() cuts slices greedily to
  *   a byte budget; gn_tlc_decode_slice() decodes one given j0, count and M.
+ *
+ * ==== The generator (every stochastic codec) ====
+ *
+ * mix(z): z ^= z >> 30; z *= 0xbf58476d1ce4e5b9; z ^= z >> 27;
+ *	   z *= 0x94d049bb133111eb; return z ^ z >> 31	(all mod 2^64)
+ * seed = mix(mix(job << 32 | tensor) ^ (step << 32 | rank << 8 | phase)),
+ *	rank the sender's (the owner's for a result), phase 0 for
+ *	contributions and 1 for results (gradnet-codec --seed gives seed);
+ * key = mix(seed ^ chunk_off * G), G = 0x9e3779b97f4a7c15, chunk_off the
+ *	chunk's first element in the tensor (0 for a gradnet-codec stream);
+ * u(c) = mix(key + (c + 1) * G) >> 40: a uniform integer in [0, 2^24) for
+ *	counter c, and U(c) = u(c) * 2^-24 exactly as a float32.
+ *
+ * ==== QSGD (codec "qsgd", and top-k's values) ====
+ *
+ * Parameters: bits (2, 4 or 8, default 4), bucket (values per bucket, 16
+ * to 65536; 0, the default, is 512, or 128 at 2 bits), norm (l2, the
+ * default, or max). s = 2^(bits-1) - 1 levels (1, 7, 127).
+ *
+ * A sequence v[0..m) (a chunk's values, or a sparse stream's values) is cut
+ * into buckets of B values, the last shorter. Bucket b, with values
+ * w = v[bB, bB + m_b):
+ *   norm: max: max |w_j|, exactly. l2: in binary64, lane i (0..7) sums
+ *	(double)w_j * (double)w_j over the j = i mod 8 in order of j; then
+ *	a_i = l_i + l_{i+4}, b_i = a_i + a_{i+2}, sum = b_0 + b_1; norm =
+ *	(float)sqrt(sum). A norm that is not finite is -EDOM.
+ *   level of w_j (norm > 0): r = ((float)s * |w_j|) / norm; l = floor(r),
+ *	at most s; p = r - l; q = l + 1 if U(c) < p and l < s, else l;
+ *	c is the value's counter: its index in the sequence (the chunk's
+ *	value index; for sparse values the entry's index in the chunk's
+ *	stream). norm = 0: every q is 0.
+ *   code: q | sign << (bits - 1), sign = 1 for w_j < 0 and q > 0, else 0
+ *	(a zero level never carries a sign).
+ *   value: v = norm * ((float)q / (float)s), negated when sign is set;
+ *	for an averaged result, v / (float)W on every rank, the owner's too.
+ * A bucket on the wire: its norm (float32), then its m_b codes packed
+ * bits each, least significant first, into ceil(m_b * bits / 8) bytes,
+ * unused bits 0. Unbiased: E[value] = w_j for a fixed norm.
+ *
+ * Codec "qsgd": a dense compressor of its own, no error feedback. A
+ * contribution is its chunk quantized; the owner adds its own share as it
+ * is and the others' values in rank order, quantizes the sum with its own
+ * key (phase 1) and every rank, the owner included, takes that result. Its
+ * units are values; a slice holds whole buckets [first, first + count)
+ * (first a multiple of B, count too unless the slice ends the chunk), back
+ * to back; the chunk's word is 0. A bucket must fit one packet.
+ *
+ * ==== Top-k with error feedback (codec "topk", SparCML) ====
+ *
+ * Parameters: density (0 < d <= 1, default 0.01), block (0: the chunk is
+ * one block, the default; else blocks of this many values, 64 to 65536,
+ * as SparCML's 512), bits (0: float32 values, the default; 2, 4 or 8:
+ * QSGD values), bucket and norm (QSGD's, for its values).
+ *
+ * Encode a chunk of n values x with error feedback e: a_i = x_i + e_i
+ * (float32; any a_i not finite is -EDOM, e untouched). In each block of m
+ * values, select k = ceil(d * m) entries exactly (the real product of d's
+ * float32 value and m, rounded up; at least 1): those with the largest
+ * |a_i|, ties to the lower index. The chunk's entries are the selected
+ * indices in increasing order with their values a_i; then e_i = a_i
+ * except at the entries, where e_i = +0. (QSGD's rounding of the values is
+ * not fed back: it is unbiased.)
+ *
+ * The owner adds the contributions exactly: its own share as what its own
+ * entries stand for (their values, or their QSGD values), then the others'
+ * in rank order, into a sum of the chunk that is 0 elsewhere. The result's
+ * entries are the sum's nonzero values (bit pattern not 0: -0 counts),
+ * every index once: SparCML's exact sparse merge, no re-selection.
+ *
+ * Dynamic switch. A stream is sent sparse when its sparse form is smaller
+ * than its dense form, else dense: sparse bytes = the body of one sparse
+ * slice holding every entry of the chunk (below: e0 = 0); dense bytes =
+ * the body of one dense slice of all n values (a value that is not an
+ * entry is 0), 4 n or the QSGD buckets of n values. The chunk's word
+ * (aux) says which: 0 sparse, 1 dense. Contributions and results alike;
+ * the QSGD values are drawn for the form that is sent, the entries' with
+ * counters their entry indices, the dense form's with positions.
+ *
+ * Units are values. A sparse slice covers the positions [first, first +
+ * count); the slices of a message cover the chunk, each starting at its
+ * first entry's index (the first slice at 0). Its body:
+ *	varint nnz: entries in the slice
+ *	(QSGD) varint e0: the index of its first entry among the chunk's
+ *	nnz varints: idx_0 - first, then idx_j - idx_{j-1} - 1
+ *	values: nnz float32; or (QSGD) the norms of the buckets that the
+ *	    entries e0 .. e0 + nnz - 1 touch (buckets of B entries of the
+ *	    chunk's entry sequence), then the nnz codes packed as a bucket's
+ * (varint: LEB128, 7 bits a byte, least significant first, at most 5
+ * bytes, no superfluous final 0 byte). A dense slice covers positions
+ * [first, first + count): count float32 values, or the QSGD buckets of
+ * those positions (first a multiple of B, count too unless at the end),
+ * as codec "qsgd". Decoding a result slice sets its positions: 0 where it
+ * has no entry, else the entry's value (divided by W for an average).
+ *
+ * A slice is refused (-EBADMSG, nothing touched) if a varint is
+ * malformed, an index falls outside [first, first + count), nnz exceeds
+ * count, the body has bytes left over or too few, a norm is not finite or
+ * negative, a code has a sign with level 0, padding bits are not 0, or a
+ * float32 value is not finite.
  *
  * Return values: a byte or element count, or a negative errno.
  */

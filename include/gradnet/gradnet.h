@@ -82,6 +82,11 @@ enum gn_codec {
 	GN_CODEC_NONE = 1,	/* dense float32, the uncompressed baseline */
 	GN_CODEC_3LC = 2,	/* three-value quantization, quartic, zero runs;
 				   parameter s (1 <= s < 2, default 1) */
+	GN_CODEC_TOPK = 3,	/* top-k with error feedback, SparCML's sparse
+				   allreduce; density, block, bits (QSGD
+				   values), bucket, norm */
+	GN_CODEC_QSGD = 4,	/* QSGD: stochastic levels per bucket; bits,
+				   bucket, norm */
 };
 
 /* gn_ctx_opts.flags */

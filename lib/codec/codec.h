@@ -204,10 +204,6 @@ static inline bool gn_f32_all_finite(const void *v, size_t n)
 	return !(carry & 0x80000000u);
 }
 
-/* The compressors, each defined in its folder. */
-extern const struct gn_codec_ops gn_codec_dense;
-extern const struct gn_codec_ops gn_codec_tlc;
-
 /*
  * stream.c: a whole chunk as one stream, its word (little-endian) then its
  * one slice, for tools, tests and fuzzers (3LC's is gn_tlc_encode()'s). A

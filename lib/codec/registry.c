@@ -7,10 +7,18 @@
  */
 #include "codec.h"
 
+/* The compressors, each defined in its folder. */
+extern const struct gn_codec_ops gn_codec_dense;
+extern const struct gn_codec_ops gn_codec_tlc;
+extern const struct gn_codec_ops gn_codec_qsgd;
+extern const struct gn_codec_ops gn_codec_topk;
+
 /* enum gn_codec values are the index: the id the wire and the ioctls carry. */
 static const struct gn_codec_ops *const codecs[] = {
 	[GN_CODEC_NONE] = &gn_codec_dense,
 	[GN_CODEC_3LC] = &gn_codec_tlc,
+	[GN_CODEC_TOPK] = &gn_codec_topk,
+	[GN_CODEC_QSGD] = &gn_codec_qsgd,
 };
 
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ops_fp.c - "qsgd"'s float operations: quantizing a contribution or the
+ * owner's sum chunk by chunk under the chunk's key, and the values of a
+ * slice's codes added into a sum or set as a result.
+ */
+#include "qsgd_ops.h"
+#include "codec/rng.h"
+
+static float f_of(u32 b)
+{
+	float f;
+
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
+int gn_qsgd_op_encode(const struct gn_codec_call *c, const float *x,
+		      const float *e_in, float *e_out, size_t len, size_t chunk,
+		      u64 off, void *scratch, size_t stride, u32 *aux)
+{
+	struct gn_qsgd q;
+	size_t at, k;
+	int r;
+
+	gn_qsgd_params(c->p, &q);
+	for (at = 0, k = 0; at < len; at += chunk, k++) {
+		u32 n = (u32)(len - at < chunk ? len - at : chunk);
+		void *s = (u8 *)scratch + k * stride;
+
+		r = gn_qsgd_quantize(&q, x + at, n,
+				     gn_rng_key(c->seed, off + at),
+				     gn_qsgd_norms(s), gn_qsgd_codes(s, &q, n));
+		if (r)
+			return r;
+		aux[k] = 0;
+	}
+	return 0;
+}
+
+/* The values a chunk's codes stand for, averaged where the call says. */
+static void values_of(const struct gn_codec_call *c, const struct gn_qsgd *q,
+		      const float *norms, const u8 *codes, float *out, u32 n)
+{
+	u32 j;
+
+	for (j = 0; j < n; j++) {
+		float v = gn_qsgd_value(q, norms[j / q->bucket], codes[j]);
+
+		out[j] = c->average ? v / (float)c->world : v;
+	}
+}
+
+/* The sum quantized anew; every rank, the owner too, takes that. */
+int gn_qsgd_op_result(const struct gn_codec_call *c, float *sum,
+		      const float *e_in, float *e_out, size_t len, u64 off,
+		      void *scratch, u32 *aux)
+{
+	struct gn_qsgd q;
+	u8 *codes;
+	int r;
+
+	gn_qsgd_params(c->p, &q);
+	codes = gn_qsgd_codes(scratch, &q, (u32)len);
+	r = gn_qsgd_quantize(&q, sum, (u32)len, gn_rng_key(c->seed, off),
+			     gn_qsgd_norms(scratch), codes);
+	if (r)
+		return r;
+	*aux = 0;
+	values_of(c, &q, gn_qsgd_norms(scratch), codes, sum, (u32)len);
+	return 0;
+}
+
+/* Each bucket of a checked slice: @fn its values at out[first ...]. */
+static void for_buckets(const struct gn_codec_call *c, float *out, u32 first,
+			u32 count, const u8 *body, bool add)
+{
+	struct gn_qsgd q;
+	u32 n = 0, j;
+
+	gn_qsgd_params(c->p, &q);
+	while (n < count) {
+		u32 mb = count - n < q.bucket ? count - n : q.bucket;
+		float norm = f_of(gn_get_le32(body));
+
+		for (j = 0; j < mb; j++) {
+			float v = gn_qsgd_value(&q, norm,
+						gn_qsgd_code_at(&q, body + 4, j));
+
+			if (add)
+				out[first + n + j] += v;
+			else
+				out[first + n + j] =
+					c->average ? v / (float)c->world : v;
+		}
+		body += 4 + gn_qsgd_code_bytes(&q, mb);
+		n += mb;
+	}
+}
+
+void gn_qsgd_op_add(const struct gn_codec_call *c, float *acc, u32 len,
+		    u32 first, u32 count, u32 aux, const u8 *body, u32 blen)
+{
+	for_buckets(c, acc, first, count, body, true);
+}
+
+void gn_qsgd_op_decode(const struct gn_codec_call *c, float *out, u32 len,
+		       u32 first, u32 count, u32 aux, const u8 *body,
+		       u32 blen)
+{
+	for_buckets(c, out, first, count, body, false);
+}

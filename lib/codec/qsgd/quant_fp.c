@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * quant_fp.c - QSGD's stochastic quantizer: per bucket a norm (max, or l2
+ * summed in eight binary64 lanes), then each value's level rounded up or
+ * down by the seeded generator so that its expectation is the value.
+ * Runs inside the caller's FPU section.
+ */
+#include "qsgd.h"
+#include "codec/rng.h"
+
+static float f_of(u32 b)
+{
+	float f;
+
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
+static u32 bits_of(float f)
+{
+	u32 b;
+
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+/* The norm of w[0..m); its bits are >= GN_F32_INF_BITS if not finite. */
+static float bucket_norm(const struct gn_qsgd *q, const float *w, u32 m)
+{
+	double l[8] = { 0 }, a0, a1, a2, a3;
+	u32 top = 0, j;
+
+	if (q->max_norm) {
+		for (j = 0; j < m; j++) {
+			u32 b = bits_of(w[j]) & 0x7fffffffu;
+
+			top = b > top ? b : top;
+		}
+		return f_of(top);
+	}
+	for (j = 0; j < m; j++)
+		l[j % 8] += (double)w[j] * (double)w[j];
+	a0 = l[0] + l[4];
+	a1 = l[1] + l[5];
+	a2 = l[2] + l[6];
+	a3 = l[3] + l[7];
+	return (float)__builtin_sqrt((a0 + a2) + (a1 + a3));
+}
+
+/*
+ * gn_qsgd_quantize() - v[0..m) as buckets: norms[ceil(m / B)] and one code
+ * a value, counters 0.. under @key
+ * Return: 0; -EDOM if a value or a norm is not finite (nothing written).
+ */
+int gn_qsgd_quantize(const struct gn_qsgd *q, const float *v, u32 m,
+		     u64 key, float *norms, u8 *codes)
+{
+	float s = (float)q->s;
+	u32 b, j;
+
+	if (!gn_f32_all_finite(v, m))
+		return -EDOM;
+	for (b = 0; b * q->bucket < m; b++) {
+		u32 at = b * q->bucket;
+		u32 mb = m - at < q->bucket ? m - at : q->bucket;
+		float norm = bucket_norm(q, v + at, mb);
+
+		if (bits_of(norm) >= 0x7f800000u)
+			return -EDOM;
+		norms[b] = norm;
+	}
+	for (b = 0; b * q->bucket < m; b++) {
+		u32 at = b * q->bucket;
+		u32 mb = m - at < q->bucket ? m - at : q->bucket;
+		float norm = norms[b];
+
+		for (j = at; j < at + mb; j++) {
+			float r, p;
+			u32 l;
+
+			if (norm == 0.0f) {
+				codes[j] = 0;
+				continue;
+			}
+			r = (s * __builtin_fabsf(v[j])) / norm;
+			/* r >= 0: truncation is floor, and needs no libm. */
+			l = (u32)r;
+			l = l < q->s ? l : q->s;
+			p = r - (float)l;
+			if (l < q->s &&
+			    (float)gn_rng_u24(key, j) * 0x1p-24f < p)
+				l++;
+			codes[j] = (u8)(l | (l && bits_of(v[j]) >> 31 ?
+					     1u << (q->bits - 1) : 0));
+		}
+	}
+	return 0;
+}
+
+float gn_qsgd_value(const struct gn_qsgd *q, float norm, u32 code)
+{
+	u32 sign = 1u << (q->bits - 1);
+	float v = norm * ((float)(code & (sign - 1)) / (float)q->s);
+
+	return code & sign ? -v : v;
+}
