@@ -385,6 +385,11 @@ def crafted_topk(p, n):
                     v([3, 4]) + f32(1.0) + bytes(codes)))
     out.append(('e0 of 1 (entries of a later slice)', le32(0) + v([2]) +
                 v([1]) + v([3, 4]) + vals2))
+    out.append(('a nonzero level under a zero norm', le32(0) + v([2]) + e0 +
+                v([3, 4]) + f32(0.0) + qsgd.pack([1, 0], p.bits)))
+    out.append(('e0 + nnz above 2^32 - 1', le32(0) + v([2]) +
+                v([0xffffffff]) + v([3, 4]) + f32(1.0) + f32(1.0) +
+                qsgd.pack([1, 1 | s1], p.bits)))
     out.append(('e0 crossing a bucket', le32(0) + v([2]) +
                 v([p.q.bucket - 1]) + v([3, 4]) + f32(1.0) + f32(1.0) +
                 qsgd.pack([1, 1 | s1], p.bits)))
@@ -404,6 +409,11 @@ def crafted_qsgd(p, n):
     zero_sign = bytearray(good)
     zero_sign[4:4 + qsgd.code_bytes(1, p.bits)] = qsgd.pack([s1], p.bits)
     out.append(('sign on a zero level', le32(0) + bytes(zero_sign)))
+    zero_norm = bytearray(good)
+    zero_norm[0:4] = f32(0.0)
+    zero_norm[4:4 + qsgd.code_bytes(1, p.bits)] = qsgd.pack([1], p.bits)
+    out.append(('a nonzero level under a zero norm', le32(0) +
+                bytes(zero_norm)))
     m_last = n % b or b
     if (m_last * p.bits) % 8:
         pad = bytearray(good)
@@ -528,6 +538,78 @@ def encode_refusals(tap, tool, name):
            'output and error feedback kept' % spec, bad)
 
 
+def lane_bucket():
+    """A bucket whose L2 norm depends on the specified order of the sum:
+    A^2 + B^2 = (2^24 + 1)^2 exactly, a float32 midpoint, and four t^2
+    that only the specified lanes (t^2 in lanes 2..5, folded 4, 2, 1)
+    keep, so its norm rounds up; a sequential or pairwise sum loses them
+    and the tie rounds to even, down. Scaled by 2^-40 to a gradient's
+    size, which keeps every square exact."""
+    sc = 2.0 ** -40
+    return np.array([16777215 * sc, 8192 * sc] + [11 / 64 * sc] * 4,
+                    dtype=F)
+
+
+def u_ties(seed, bits, n=16):
+    """A max-norm bucket (norm 1) whose values have p = U(c) exactly for
+    the key of --seed seed: the rule is q = l + 1 only if U(c) < p, so
+    every such value must stay at level 0."""
+    s = F(qsgd.levels(bits))
+    u = np.asarray(models.gnrng.uniform(models.stream_key(seed),
+                                        np.arange(n)), dtype=F)
+    x = np.zeros(n, dtype=F)
+    x[0] = F(1)
+    hits = 0
+    for c in range(1, n):
+        w = F(u[c] / s)
+        for cand in (w, np.nextafter(w, F(0)), np.nextafter(w, F(1))):
+            if F(s * cand) == u[c] and u[c] > 0:
+                x[c] = -cand if c % 2 else cand
+                hits += 1
+                break
+    return x, hits
+
+
+def edges(tap, tool):
+    """Crafted chunks where a wrong reading of the specification changes
+    the bytes: the order of the L2 lanes, U(c) equal to p, a max norm so
+    large that s |w| overflows float32."""
+    w = lane_bucket()
+    sums = (float(np.sqrt(np.sum(w.astype(np.float64) ** 2))),
+            float(np.sqrt(sum(float(v) * float(v) for v in w))))
+    lane_norm = float(qsgd.norms_of(w, 16, 'l2')[0])
+    cases = [('qsgd:bits=4,bucket=16', np.concatenate((w, np.zeros(10, F))),
+              'L2 lanes (norm %r; pairwise or sequential sums give %r, %r)'
+              % (lane_norm, F(sums[0]), F(sums[1])))]
+    tail = np.full(58, F(w[-1] * F(1e-3)))
+    cases.append(('topk:density=0.09375,bits=4,bucket=16',
+                  np.concatenate((w, tail)), 'L2 lanes of sparse values'))
+    for bits in (2, 4, 8):
+        x, hits = u_ties(41, bits)
+        cases.append(('qsgd:bits=%d,bucket=16,norm=max' % bits, x,
+                      'U(c) = p at %d values' % hits))
+    cases.append(('qsgd:bits=8,norm=max', np.array([3e38, -2e38, 1e37, 5.0,
+                                                    -0.0, 0.0], dtype=F),
+                  's |w| overflows float32'))
+    for spec, x, what in cases:
+        m = models.model(spec)
+        e = np.zeros(x.size, dtype=F) if m.ef else None
+        want, _, dec = m.encode(x, e, models.stream_key(41))
+        rc, data, _, err = tool.encode(spec, x, 41, e)
+        diag = []
+        if rc:
+            diag.append('C exits %d: %s' % (rc, err))
+        elif data != want:
+            diag.append('stream bytes differ at byte %s (C %s, model %s)'
+                        % (first_diff(data, want), data.hex(), want.hex()))
+        else:
+            rc, got, err, _ = tool.decode(spec, x.size, data)
+            if rc or not same_f32(got, dec):
+                diag.append('decoded values differ: %s' % err)
+        tap.ok(not diag, '%s: %s: the bytes the specification gives'
+               % (spec, what), diag)
+
+
 def unbiased(tap, tool):
     """E[Q(v)] = v: the mean of the decoded values over many independent
     draws approaches the input.
@@ -603,6 +685,8 @@ def main():
                 topk_results(tap, tool, rng)
             if name == 'qsgd':
                 unbiased(tap, tool)
+        if 'qsgd' in listed and 'topk' in listed:
+            edges(tap, tool)
     finally:
         shutil.rmtree(tmp)
     return tap.done()

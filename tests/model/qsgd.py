@@ -57,6 +57,8 @@ def _l2(mat):
     """(float)sqrt of each row's sum of squares: lane i sums the j = i
     mod 8 in order of j in binary64, then the lanes fold 4, 2, 1."""
     nb, b = mat.shape
+    if not nb:
+        return np.zeros(0, dtype=F)
     sq = np.zeros((nb, -(-b // 8) * 8), dtype=np.float64)
     sq[:, :b] = mat.astype(np.float64) * mat.astype(np.float64)
     sq = sq.reshape(nb, -1, 8)
