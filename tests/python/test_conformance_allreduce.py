@@ -47,6 +47,10 @@ TENSORS = [
     (12, "topk:density=0.5,bits=2", "zeros", False),
     (13, "topk:density=0.9", "zeros", True),
     (14, "topk:density=1.0", "fc3.weight", False),
+    # Sparse messages of several packets: slices that start past the
+    # chunk's first entry (e0 > 0), QSGD buckets cut between slices.
+    (15, "topk:density=0.45,bits=8,bucket=16", "fc1.weight", True),
+    (16, "topk:density=0.3", "fc1.weight", False),
 ]
 
 
