@@ -9,7 +9,6 @@ value for value, bit for bit. The model keeps each rank's error feedback
 across steps and keys the generator with the job id, the tensor id, the
 step (from 1), the rank and the phase, as the library must."""
 import os
-import socket
 import sys
 import threading
 
@@ -22,6 +21,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "model"))
 sys.dont_write_bytecode = True
 import gradnet  # noqa: E402
 import allreduce  # noqa: E402
+from test_transport import free_udp_ports  # noqa: E402
 
 DATA = os.path.join(HERE, "..", "..", "data", "gradients", "mlp-small-seq")
 STEPS = 6
@@ -52,18 +52,6 @@ TENSORS = [
     (15, "topk:density=0.45,bits=8,bucket=16", "fc1.weight", True),
     (16, "topk:density=0.3", "fc1.weight", False),
 ]
-
-
-def free_udp_ports(n):
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-             for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def gradient(name, rank, step):
@@ -127,7 +115,7 @@ def first_difference(got, want):
 
 @pytest.mark.parametrize("world", [2, 3, 4])
 def test_job_equals_model(world):
-    job_id = 0x29000 + world
+    job_id = 0xc0de2900 + world      # the top bit set: job << 32 in u64
     out = run_job(world, job_id)
     wrong = []
     for tid, spec, name, avg in TENSORS:
