@@ -507,31 +507,38 @@ def hostile(tap, tool, name, rng):
 
 
 def encode_refusals(tap, tool, name):
-    """A value that is not finite, or x + e overflowing: exit 1, output
-    and error feedback as they were."""
-    spec = name
-    m = models.model(spec)
+    """Values that are not finite, or a sum or scale that overflows: exit
+    1, output and error feedback as they were."""
     x = np.linspace(-1, 1, 40).astype(F)
-    cases = [('NaN input', np.where(np.arange(40) == 9, F(np.nan), x)),
-             ('infinite input', np.where(np.arange(40) == 3, F(np.inf), x))]
     big = np.full(40, F(3e38))
-    if m.ef:
-        cases.append(('x + e overflows', big))
+    zero = np.zeros(40, dtype=F)
+    cases = [(name, 'NaN input', np.where(np.arange(40) == 9, F(np.nan), x),
+              zero),
+             (name, 'infinite input', np.where(np.arange(40) == 3,
+                                               F(np.inf), x), zero)]
+    if name == '3lc':
+        cases += [(name, 'x + e overflows', big, big),
+                  ('3lc:s=1.5', 'M = s max|t| overflows', big, zero)]
+    elif name == 'topk':
+        cases += [(name, 'x + e overflows', big, big),
+                  ('topk:density=0.5,bits=4', 'the L2 norm of the '
+                   'entries overflows', big, zero)]
     elif name == 'qsgd':
-        cases.append(('an L2 norm that overflows', big))
+        cases.append((name, 'an L2 norm that overflows', big, None))
     bad = []
-    for what, xv in cases:
-        e0 = np.full(40, F(3e38)) if m.ef else None
+    for spec, what, xv, e in cases:
+        m = models.model(spec)
+        e = e if m.ef else None
         with open(tool.out, 'wb') as f:
             f.write(b'previous')
         np.asarray(xv, '<f4').tofile(tool.inp)
         args = ['encode', '--codec', spec, '--seed', '1']
         if m.ef:
-            e0.astype('<f4').tofile(tool.ef)
+            e.astype('<f4').tofile(tool.ef)
             args += ['--ef', tool.ef]
         rc, err = tool._run(args + [tool.inp, tool.out])
         try:
-            m.encode(xv, e0, 0)
+            m.encode(xv, e, 0)
             bad.append('%s: the model encodes it' % what)
         except Edom:
             pass
@@ -539,12 +546,12 @@ def encode_refusals(tap, tool, name):
             kept = f.read() == b'previous'
         if m.ef:
             kept = kept and np.fromfile(tool.ef, '<f4').tobytes() == \
-                e0.astype('<f4').tobytes()
+                e.astype('<f4').tobytes()
         if rc != 1 or not kept:
-            bad.append('%s: exit %d, outputs %s: %s' % (
-                what, rc, 'kept' if kept else 'changed', err))
-    tap.ok(not bad, '%s: values that are not finite are refused (exit 1), '
-           'output and error feedback kept' % spec, bad)
+            bad.append('%s (%s): exit %d, outputs %s: %s' % (
+                what, spec, rc, 'kept' if kept else 'changed', err))
+    tap.ok(not bad, '%s: %s refused (exit 1), output and error feedback '
+           'kept' % (name, ', '.join(c[1] for c in cases)), bad)
 
 
 def lane_bucket():
