@@ -22,12 +22,16 @@ include/gradnet/codec.h), bit for bit:
 - encoder refusals: a NaN or an overflowing x + e exits 1 and leaves the
   output and the error-feedback file as they were.
 - QSGD is unbiased: see unbiased() for the tolerance and why it holds.
+- instruction sets: the full table runs on the default (widest) kernels,
+  the first four parameter sets of each codec also on every other set
+  `gradnet-codec isa` lists (GN_CODEC_ISA).
 - gradnet-codec never says a sanitizer found something.
 
 usage: conformance_test.py GRADNET_CODEC DATA_DIR [--sanitized]
 --sanitized, for a gradnet-codec built with ASan and UBSan (whose every
 start takes far longer): two parameter sets of each codec's streams, all
-of its hostile streams and refusals, no unbiasedness.
+of its hostile streams and refusals, the default kernels only, no
+unbiasedness.
 TAP on stdout; exit 0 pass, 1 fail.
 """
 import os
@@ -117,10 +121,14 @@ class Tool:
         self.ef = os.path.join(tmp, 'ef.f32')
         self.dec = os.path.join(tmp, 'dec.f32')
         self.reports = []
+        self.isa = None
 
     def _run(self, args):
+        env = dict(os.environ)
+        if self.isa:
+            env['GN_CODEC_ISA'] = self.isa
         r = subprocess.run([TOOL] + args, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True, env=env)
         if 'Sanitizer' in r.stderr or 'runtime error:' in r.stderr:
             self.reports.append('%s: %s' % (' '.join(args[:3]),
                                             r.stderr.strip()[:400]))
@@ -246,10 +254,12 @@ def stream_case(tap, tool, spec, seq, seeds):
     return None
 
 
-def streams(tap, tool, name, rng):
-    """Real and synthetic chunks through every parameter set."""
+def streams(tap, tool, name, rng, sets=None):
+    """Real and synthetic chunks through every parameter set (the first
+    @sets of them if given)."""
     syn = synthetic(rng)
-    for setting in PARAMS[name][:2] if SANITIZED else PARAMS[name]:
+    isa = ' with GN_CODEC_ISA=%s' % tool.isa if tool.isa else ''
+    for setting in PARAMS[name][:sets]:
         spec = name + (':' + setting if setting else '')
         bad = []
         for t in TENSORS:
@@ -265,9 +275,9 @@ def streams(tap, tool, name, rng):
             if why:
                 bad.append('synthetic chunk %d (%d values): %s'
                            % (i, x.size, why))
-        tap.ok(not bad, '%s: stream bytes, error feedback and decoded '
+        tap.ok(not bad, '%s%s: stream bytes, error feedback and decoded '
                'values equal the model (%d real tensors x %d steps, %d '
-               'synthetic chunks)' % (spec, len(TENSORS), len(STEPS),
+               'synthetic chunks)' % (spec, isa, len(TENSORS), len(STEPS),
                                       len(syn)), bad[:4])
 
 
@@ -686,6 +696,8 @@ def main():
     try:
         tool = Tool(tmp)
         listed = tool.listed()
+        isas = subprocess.run([TOOL, 'isa'], stdout=subprocess.PIPE,
+                              text=True).stdout.split()
         unknown = [c for c in listed if c not in models.MODELS]
         tap.ok(listed and not unknown, 'every codec gradnet-codec lists '
                '(%s) has a model' % ', '.join(listed),
@@ -694,7 +706,12 @@ def main():
         for name in listed:
             if name not in models.MODELS:
                 continue
-            streams(tap, tool, name, rng)
+            streams(tap, tool, name, rng, 2 if SANITIZED else None)
+            # The other instruction sets' kernels on the first sets.
+            for isa in [] if SANITIZED else isas[:-1]:
+                tool.isa = isa
+                streams(tap, tool, name, rng, 4)
+                tool.isa = None
             hostile(tap, tool, name, rng)
             encode_refusals(tap, tool, name)
             if name == 'topk':
