@@ -72,7 +72,7 @@ struct gn_codec_param {
 /* One call's context: the parameters and what keys the generator. */
 struct gn_codec_call {
 	const struct gn_codec_params *p;
-	u64 seed;		/* gn_rng_seed() of (job, tensor, step, rank, phase) */
+	u64 seed;		/* gn_draw_seed() of (job, tensor, step, rank, phase) */
 	u32 world;		/* ranks: the divisor of an average */
 	bool average;		/* results are the mean, not the sum */
 	size_t ef_len;		/* values of the whole error buffer the call

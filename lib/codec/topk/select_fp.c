@@ -162,7 +162,7 @@ int gn_topk_op_encode(const struct gn_codec_call *c, const float *x,
 			return -EDOM;
 		ck.nnz = select_chunk(&t, &ck, e_out + at);
 		finish_form(&t, &ck, s);
-		r = draw(&t, &ck, gn_rng_key(c->seed, off + at));
+		r = draw(&t, &ck, gn_draw_key(c->seed, off + at));
 		if (r)
 			return r;
 		aux[k] = ck.form;
@@ -229,7 +229,7 @@ int gn_topk_op_result(const struct gn_codec_call *c, float *sum,
 		}
 	}
 	finish_form(&t, &ck, scratch);
-	r = draw(&t, &ck, gn_rng_key(c->seed, off));
+	r = draw(&t, &ck, gn_draw_key(c->seed, off));
 	if (r)
 		return r;
 	*aux = ck.form;
