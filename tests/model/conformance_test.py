@@ -699,10 +699,14 @@ def main():
         isas = subprocess.run([TOOL, 'isa'], stdout=subprocess.PIPE,
                               text=True).stdout.split()
         unknown = [c for c in listed if c not in models.MODELS]
-        tap.ok(listed and not unknown, 'every codec gradnet-codec lists '
-               '(%s) has a model' % ', '.join(listed),
+        missing = [c for c in models.MODELS if c not in listed]
+        tap.ok(listed and not unknown and not missing, 'every codec '
+               'gradnet-codec lists (%s) has a model, and every model its '
+               'codec' % ', '.join(listed),
                ['%s has no model in tests/model: write one from its '
-                'specification' % c for c in unknown])
+                'specification' % c for c in unknown] +
+               ['gradnet-codec does not list %s, which has a model' % c
+                for c in missing])
         for name in listed:
             if name not in models.MODELS:
                 continue
