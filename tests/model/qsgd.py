@@ -142,13 +142,16 @@ def values(norms, codes, bucket_index, bits, world=1, average=False):
     return v
 
 
-def check_codes(codes, pad_ok, bits):
+def check_codes(codes, pad_ok, bits, zero_norm=None):
+    """zero_norm: per code, whether its bucket's norm is +0 (None: none)."""
     if not pad_ok:
         raise Refused('padding bits are not 0')
     sign = (codes >> (bits - 1)) & 1
     level = codes & ((1 << (bits - 1)) - 1)
     if np.any((sign == 1) & (level == 0)):
         raise Refused('a code has a sign with level 0')
+    if zero_norm is not None and np.any(zero_norm & (level != 0)):
+        raise Refused('a level under a norm of +0')
 
 
 def check_norm(nv):
@@ -180,7 +183,7 @@ def decode_buckets(body, m, bits, b, world=1, average=False):
         at += 4
         nb = code_bytes(k, bits)
         codes, pad_ok = unpack(body[at:at + nb], k, bits)
-        check_codes(codes, pad_ok, bits)
+        check_codes(codes, pad_ok, bits, np.full(k, nv == 0))
         at += nb
         norms.append(nv)
         allc.append(codes)

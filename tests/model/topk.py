@@ -178,6 +178,8 @@ def parse_slice(aux, body, n, p, first=0, count=None):
     e0 = 0
     if p.bits:
         e0, at = varint.decode_one(body, at)
+        if e0 + nnz > n:
+            raise Refused('e0 %d + nnz %d exceed the chunk of %d' % (e0, nnz, n))
     d, at = varint.decode(body, at, nnz)
     idx = first + np.cumsum(d + 1) - 1
     if nnz and idx[-1] >= first + count:
@@ -198,8 +200,8 @@ def parse_slice(aux, body, n, p, first=0, count=None):
     for nv in norms:
         qsgd.check_norm(nv)
     codes, pad_ok = qsgd.unpack(rest[4 * nb:], nnz, p.bits)
-    qsgd.check_codes(codes, pad_ok, p.bits)
     bi = (e0 + np.arange(nnz)) // b - e0 // b
+    qsgd.check_codes(codes, pad_ok, p.bits, norms[bi] == 0 if nnz else None)
     return ('sparse', idx, qsgd.values(norms, codes, bi, p.bits), e0)
 
 
