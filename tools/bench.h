@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "codec/codec.h"
+
 struct bench_tensor {
 	char name[64];
 	char file[128];
@@ -68,6 +70,36 @@ size_t bench_enc_parts(const struct bench_enc *b);
 void bench_encode_part(const struct bench_enc *b, size_t part);
 size_t bench_encode(const struct bench_enc *b);
 void bench_decode_chunk(const struct bench_enc *b, size_t k, float *acc);
+
+/* A speed in GB/s, of a cache-resident tensor and of a DRAM-resident one. */
+struct bench_speed {
+	double cache, dram;
+};
+
+/*
+ * A codec of the registry as `gradnet-bench codec` measures it: @label
+ * names the row, @spec is the text it stands for, @text every parameter.
+ */
+#define BENCH_MAX_CODECS 16
+struct bench_codec_row {
+	char label[64];
+	char spec[256];
+	char text[256];
+	const struct gn_codec_ops *ops;
+	struct gn_codec_params p;
+	struct bench_speed encode, decode, add;
+	double ratio;			/* input bytes over stream bytes */
+};
+
+struct bench_codecs {
+	size_t n;
+	struct bench_codec_row row[BENCH_MAX_CODECS];
+};
+
+void bench_codecs_add(struct bench_codecs *set, const char *arg, size_t chunk);
+void bench_codecs_default(struct bench_codecs *set, size_t chunk);
+void bench_codecs_measure(struct bench_codecs *set, size_t n, size_t chunk,
+			  double secs, int dram);
 
 int bench_codec(int argc, char **argv);
 int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,

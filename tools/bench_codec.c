@@ -2,7 +2,8 @@
 /*
  * bench_codec.c - `gradnet-bench codec`: codec throughput against memcpy,
  * STREAM-style kernels with the codec's memory traffic, zstd -1 and lz4 in
- * the same run, and compression ratios on the real gradient samples.
+ * the same run, every registered codec through the registry
+ * (bench_registry.c), and compression ratios on the real gradient samples.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,15 +26,12 @@ struct codec_opts {
 	size_t chunk;
 	double min_seconds;
 	const char *threads;		/* --threads: the scaling run instead */
-};
-
-struct speed {
-	double cache, dram;
+	struct bench_codecs codecs;	/* --codec, else every registered one */
 };
 
 struct results {
-	struct speed encode, encode2, decode, memcpy_, stream_enc, stream_dec;
-	struct speed zstd_c, zstd_d, lz4_c, lz4_d;
+	struct bench_speed encode, encode2, decode, memcpy_, stream_enc, stream_dec;
+	struct bench_speed zstd_c, zstd_d, lz4_c, lz4_d;
 	double zstd_ratio, lz4_ratio, tlc_ratio_dram;
 	double snap_ratio[4], snap_entropy[4];
 	double steady_ratio[4], steady_bits[4], steady_entropy[4];
@@ -317,6 +315,38 @@ static void chunking(const struct codec_opts *o, double *ratio)
 	}
 }
 
+/*
+ * The registry's rows: speeds, the dram tensor's ratio, and against the
+ * 3LC rows above and the STREAM anchors of the same size.
+ */
+static void print_codecs_text(const struct codec_opts *o,
+			      const struct results *r)
+{
+	const struct bench_codecs *set = &o->codecs;
+	size_t k;
+
+	printf("\n# Every codec through the registry: one chunk stream per chunk"
+	       " (gn_codec_stream_*),\n# error feedback e_in -> e_out; GB/s of"
+	       " float32 input, c = cache, d = dram\n");
+	printf("%-12s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "codec",
+	       "enc c", "enc d", "dec c", "dec d", "add c", "add d", "ratio",
+	       "enc/3LC", "enc/STRM", "add/STRM");
+	for (k = 0; k < set->n; k++) {
+		const struct bench_codec_row *c = &set->row[k];
+
+		printf("%-12s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.1f %8.2f %8.2f %8.2f\n",
+		       c->label, c->encode.cache, c->encode.dram,
+		       c->decode.cache, c->decode.dram, c->add.cache,
+		       c->add.dram, c->ratio, c->encode.dram / r->encode.dram,
+		       c->encode.dram / r->stream_enc.dram,
+		       c->add.dram / r->stream_dec.dram);
+	}
+	printf("# enc/3LC: over \"3LC encode\" above (dram); enc/STRM, add/STRM:"
+	       " over STREAM e+=x, acc+=k (dram)\n");
+	for (k = 0; k < set->n; k++)
+		printf("# %s = %s\n", set->row[k].label, set->row[k].text);
+}
+
 static void print_text(const struct codec_opts *o, const struct results *r,
 		       size_t cache_n, size_t dram_n)
 {
@@ -358,6 +388,7 @@ static void print_text(const struct codec_opts *o, const struct results *r,
 	       r->tlc_ratio_dram, "");
 	printf("%-34s %10.2f %10s\n", "ratio zstd -1", r->zstd_ratio, "");
 	printf("%-34s %10.2f %10s\n", "ratio lz4", r->lz4_ratio, "");
+	print_codecs_text(o, r);
 
 	printf("\n# All mlp-digits snapshots together\n%5s %8s %9s\n", "s",
 	       "ratio", "H(trit)");
@@ -424,7 +455,21 @@ static void print_json(const struct codec_opts *o, const struct results *r,
 	for (si = 0; si < 4; si++)
 		printf("%s\"%.2f\": %.4f", si ? ", " : "", s_values[si],
 		       r->snap_ratio[si]);
-	printf("}}\n");
+	printf("}, \"codecs\": [");
+	for (si = 0; si < o->codecs.n; si++) {
+		const struct bench_codec_row *c = &o->codecs.row[si];
+
+		printf("%s{\"label\": \"%s\", \"spec\": \"%s\", \"params\": \"%s\"",
+		       si ? ", " : "", c->label, c->spec, c->text);
+		printf(", \"encode_gbps\": {\"cache\": %.4f, \"dram\": %.4f}",
+		       c->encode.cache, c->encode.dram);
+		printf(", \"decode_gbps\": {\"cache\": %.4f, \"dram\": %.4f}",
+		       c->decode.cache, c->decode.dram);
+		printf(", \"add_gbps\": {\"cache\": %.4f, \"dram\": %.4f}",
+		       c->add.cache, c->add.dram);
+		printf(", \"ratio\": %.4f}", c->ratio);
+	}
+	printf("]}\n");
 }
 
 static void usage(void)
@@ -432,7 +477,11 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: gradnet-bench codec [--json] [--isa scalar|avx2|avx512]\n"
 		"                           [--dram-mib N] [--chunk N] [--seconds S]\n"
-		"                           [--threads 1,2,...]  (the codec split over\n"
+		"                           [--codec LIST]... [--threads 1,2,...]\n"
+		"  --codec: the registry's rows, items SPEC or LABEL=SPEC separated\n"
+		"           by commas, the first with parameters taking the rest\n"
+		"           (default: every registered codec, and topk-qsgd)\n"
+		"  --threads: instead, the 3LC codec split over\n"
 		"                           threads as libgradnet's workers split it;\n"
 		"                           --dram-mib default 100)\n"
 		"       env GN_DATA_DIR overrides the gradient sample directory\n");
@@ -448,6 +497,7 @@ int bench_codec(int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "codec", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct codec_opts o = {
@@ -457,6 +507,8 @@ int bench_codec(int argc, char **argv)
 		.min_seconds = 0.3,
 	};
 	struct results r = { 0 };
+	const char *codec_args[BENCH_MAX_CODECS];
+	size_t ncodec_args = 0, k;
 	size_t cache_n = 256 * 1024 / sizeof(float), dram_n;
 	double zs[2], lz[2], zr, lr, tr;
 	int c, dram_set = 0;
@@ -468,7 +520,8 @@ int bench_codec(int argc, char **argv)
 			break;
 		case 'i':
 			o.isa = gn_codec_isa_parse(optarg);
-			if (o.isa < 0 || !gn_codec_isa_supported(o.isa))
+			if (o.isa < 0 || !gn_codec_isa_supported(o.isa) ||
+			    gn_codec_isa_select(optarg))
 				bench_die("instruction set %s not available", optarg);
 			break;
 		case 'd':
@@ -484,12 +537,23 @@ int bench_codec(int argc, char **argv)
 		case 't':
 			o.threads = optarg;
 			break;
+		case 'C':
+			if (ncodec_args == BENCH_MAX_CODECS)
+				bench_die("more than %d --codec options",
+					  BENCH_MAX_CODECS);
+			codec_args[ncodec_args++] = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!o.chunk || !o.dram_mib)
+	if (!o.chunk || !o.dram_mib || o.chunk > 0xffffffffu)
 		usage();
+	/* After the options: the codecs are checked against the chunk. */
+	for (k = 0; k < ncodec_args; k++)
+		bench_codecs_add(&o.codecs, codec_args[k], o.chunk);
+	if (!ncodec_args)
+		bench_codecs_default(&o.codecs, o.chunk);
 	/* Not pinned: the threads spread over the CPUs. */
 	if (o.threads)
 		return bench_codec_threads(o.isa, o.threads,
@@ -512,6 +576,8 @@ int bench_codec(int argc, char **argv)
 	r.zstd_d.dram = zs[1];
 	r.lz4_c.dram = lz[0];
 	r.lz4_d.dram = lz[1];
+	bench_codecs_measure(&o.codecs, cache_n, o.chunk, o.min_seconds, 0);
+	bench_codecs_measure(&o.codecs, dram_n, o.chunk, o.min_seconds, 1);
 	r.zstd_ratio = zr;
 	r.lz4_ratio = lr;
 	r.tlc_ratio_dram = tr;

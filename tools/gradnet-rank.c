@@ -38,6 +38,8 @@ struct opts {
 	int steps, warmup;
 	int idle_ms;
 	int codec;
+	const char *params;
+	const char *spec;
 	float s;
 	const char *out;
 	const char *data;
@@ -167,14 +169,59 @@ static void print_drops(const struct gn_stats *st)
 	printf("}}\n");
 }
 
+/* The codec as asked for: --codec, else the job's (GN_CODEC, else 3lc). */
+static const char *codec_text(const struct opts *o)
+{
+	const char *env = getenv("GN_CODEC");
+
+	if (o->spec)
+		return o->spec;
+	return env && *env ? env : "3lc";
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: gradnet-rank [--elems N] [--steps K] [--warmup W]\n"
-		"                    [--codec none|3lc] [--s S] [--average]\n"
+		"                    [--codec SPEC] [--s S] [--average]\n"
 		"                    [--out FILE] [--data DIR] [--idle-ms MS]\n"
-		"  joins the job described by GN_RANK, GN_WORLD_SIZE, GN_PEERS, GN_KEY\n");
+		"  joins the job described by GN_RANK, GN_WORLD_SIZE, GN_PEERS, GN_KEY\n"
+		"  SPEC: NAME[:KEY=VALUE,...], any registered codec (default: the\n"
+		"        job's, GN_CODEC, else 3lc); S: 3LC's s\n");
 	exit(2);
+}
+
+/*
+ * --codec NAME[:PARAMS]: the registry's id of NAME, and PARAMS as the
+ * tensor's params string, for the library to check against the codec.
+ */
+static void codec_of(const char *spec, struct opts *o)
+{
+	const char *colon = strchr(spec, ':');
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	char name[64], known[256];
+	size_t at = 0;
+	int id;
+
+	if (n >= sizeof(name))
+		n = sizeof(name) - 1;
+	memcpy(name, spec, n);
+	name[n] = 0;
+	id = gn_codec_id(name);
+	if (id < 0) {
+		known[0] = 0;
+		for (id = 1; id < 256 && at < sizeof(known); id++)
+			if (gn_codec_name(id))
+				at += (size_t)snprintf(known + at, sizeof(known) - at,
+						       "%s%s", at ? ", " : "",
+						       gn_codec_name(id));
+		fprintf(stderr, "gradnet-rank: --codec %s: no codec \"%s\" (known: %s)\n",
+			spec, name, known);
+		exit(2);
+	}
+	o->codec = id;
+	o->params = colon ? colon + 1 : NULL;
+	o->spec = spec;
 }
 
 static void parse(int argc, char **argv, struct opts *o)
@@ -205,12 +252,7 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->warmup = atoi(optarg);
 			break;
 		case 'c':
-			if (!strcmp(optarg, "none"))
-				o->codec = GN_CODEC_NONE;
-			else if (!strcmp(optarg, "3lc"))
-				o->codec = GN_CODEC_3LC;
-			else
-				usage();
+			codec_of(optarg, o);
 			break;
 		case 's':
 			o->s = strtof(optarg, NULL);
@@ -237,8 +279,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .elems = 1 << 20, .steps = 5, .warmup = 1,
-			  .codec = GN_CODEC_3LC };
+	struct opts o = { .elems = 1 << 20, .steps = 5, .warmup = 1 };
 	struct gn_tool_paths paths;
 	GN_OPTS(gn_stats, st);
 	GN_OPTS(gn_stats, st0);
@@ -264,7 +305,8 @@ int main(int argc, char **argv)
 	rank = gn_ctx_rank(ctx);
 	{
 		GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = o.elems,
-			.codec = o.codec, .s = o.s, .flags = o.flags);
+			.codec = o.codec, .s = o.s, .flags = o.flags,
+			.params = o.params);
 
 		r = gn_tensor_register(ctx, &t);
 		if (r) {
@@ -328,11 +370,11 @@ int main(int argc, char **argv)
 	gn_stats_ctx(ctx, &st);
 	qsort(sec + o.warmup, (size_t)o.steps, sizeof(double), cmp_double);
 	printf("{\"rank\": %d, \"world\": %d, \"elems\": %zu, \"steps\": %d, "
-	       "\"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f, "
+	       "\"codec\": \"%s\", \"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f, "
 	       "\"wire_bytes\": %llu, \"stream_bytes\": %llu, \"ctl_bytes\": %llu, \"raw_bytes\": %llu, "
 	       "\"tx_packets\": %llu, \"retransmits\": %llu, \"hash\": \"%016llx\", "
 	       "\"cpu_s\": %.6f, \"pps\": %.0f, \"idle_cpu_s\": %.6f, ",
-	       rank, gn_ctx_world_size(ctx), o.elems, o.steps,
+	       rank, gn_ctx_world_size(ctx), o.elems, o.steps, codec_text(&o),
 	       sec[o.warmup + o.steps / 2], sec[o.warmup],
 	       sec[o.warmup + o.steps - 1],
 	       (unsigned long long)st.wire_bytes,

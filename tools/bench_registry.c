@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_registry.c - `gradnet-bench codec`'s rows for the registry's
+ * codecs: each one encoded and decoded through its ops table
+ * (gn_codec_stream_encode/decode, one chunk stream per chunk, what
+ * gradnet-codec writes) on the tiled gradients the 3LC rows use, so every
+ * compressor is measured the same way in the same run.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "codec/codec.h"
+#include "spec.h"
+
+/*
+ * Labels that stand for the settings of the compressor benchmarks, the
+ * same as bench-allreduce.sh's: a label not here is a spec of its own.
+ */
+static const struct {
+	const char *label, *spec;
+} builtin[] = {
+	{ "topk", "topk:density=0.01" },
+	{ "topk-qsgd", "topk:density=0.01,bits=4" },
+	{ "qsgd", "qsgd:bits=4" },
+};
+#define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))
+
+static const char *builtin_spec(const char *label)
+{
+	size_t i;
+
+	for (i = 0; i < NBUILTIN; i++)
+		if (!strcmp(builtin[i].label, label))
+			return builtin[i].spec;
+	return label;
+}
+
+/* One item, LABEL=SPEC or SPEC, checked as a stream of @chunk values. */
+static void add_item(struct bench_codecs *set, const char *item, size_t chunk)
+{
+	const char *colon = strchr(item, ':'), *eq = strchr(item, '=');
+	struct bench_codec_row *row;
+	struct gn_codec_spec spec;
+	char msg[256];
+	size_t k;
+
+	if (set->n == BENCH_MAX_CODECS)
+		bench_die("--codec: more than %d codecs", BENCH_MAX_CODECS);
+	row = &set->row[set->n];
+	memset(row, 0, sizeof(*row));
+	if (eq && (!colon || eq < colon)) {
+		snprintf(row->label, sizeof(row->label), "%.*s",
+			 (int)(eq - item), item);
+		snprintf(row->spec, sizeof(row->spec), "%s", eq + 1);
+	} else {
+		snprintf(row->label, sizeof(row->label), "%s", item);
+		snprintf(row->spec, sizeof(row->spec), "%s",
+			 builtin_spec(item));
+	}
+	if (!row->label[0] || !row->spec[0])
+		bench_die("--codec %s: an empty label or spec", item);
+	for (k = 0; k < set->n; k++)
+		if (!strcmp(set->row[k].label, row->label))
+			bench_die("--codec: label %s is given twice", row->label);
+	if (gn_spec_parse(row->spec, &spec, msg, sizeof(msg)) ||
+	    gn_codec_resolve(&spec, &spec, &spec, msg, sizeof(msg)))
+		bench_die("--codec %s: %s", item, msg);
+	row->ops = gn_codec_find(spec.codec);
+	row->p = spec.p;
+	if (gn_codec_params_check(row->ops, &row->p, (u32)chunk, 0xffffffffu,
+				  msg, sizeof(msg)))
+		bench_die("--codec %s: %s", item, msg);
+	gn_codec_spec_text(row->ops, &row->p, row->text, sizeof(row->text));
+	set->n++;
+}
+
+/**
+ * bench_codecs_add() - the items of one --codec argument
+ * @set: the list, appended to
+ * @arg: items separated by commas, each SPEC or LABEL=SPEC; the first item
+ *	with parameters (a colon) takes the rest of @arg as its parameters
+ * @chunk: values per chunk, what the parameters are checked against
+ *
+ * Dies with a message naming the bad item.
+ */
+void bench_codecs_add(struct bench_codecs *set, const char *arg, size_t chunk)
+{
+	const char *at = arg;
+	char item[512];
+
+	for (;;) {
+		size_t head = strcspn(at, ",:");
+		size_t len = at[head] == ',' ? head : strlen(at);
+
+		if (len >= sizeof(item))
+			bench_die("--codec %s: an item of %zu characters", arg, len);
+		memcpy(item, at, len);
+		item[len] = 0;
+		if (!len)
+			bench_die("--codec %s: an empty item", arg);
+		add_item(set, item, chunk);
+		if (!at[len])
+			return;
+		at += len + 1;
+		if (!*at)
+			bench_die("--codec %s: the list ends in a comma", arg);
+	}
+}
+
+/*
+ * The default rows: every registered codec by name (topk and qsgd as the
+ * benchmarks' settings), then every other benchmark label.
+ */
+void bench_codecs_default(struct bench_codecs *set, size_t chunk)
+{
+	const struct gn_codec_ops *c;
+	size_t i;
+	u32 k;
+
+	for (k = 0; (c = gn_codec_at(k)); k++)
+		add_item(set, c->name, chunk);
+	for (i = 0; i < NBUILTIN; i++)
+		if (!gn_codec_by_name(builtin[i].label, strlen(builtin[i].label)))
+			add_item(set, builtin[i].label, chunk);
+}
+
+/* A codec's state over a tensor of @n values in chunks of @chunk. */
+struct reg_run {
+	const struct bench_codec_row *row;
+	struct gn_codec_call call;
+	size_t n, chunk, chunks, bound;
+	const float *x;
+	float *e, *e_out;		/* NULL without error feedback */
+	void *scratch;
+	uint8_t *buf;			/* [chunks][bound] */
+	size_t *len;			/* [chunks] */
+	float *out;
+};
+
+static size_t run_len(const struct reg_run *r, size_t k)
+{
+	size_t at = k * r->chunk;
+
+	return r->n - at < r->chunk ? r->n - at : r->chunk;
+}
+
+/*
+ * The whole tensor, chunk after chunk, the error feedback read from one
+ * buffer and written to the other as libgradnet keeps it (a failed step
+ * keeps the old one); the next encode reads what this one wrote. Returns
+ * the stream bytes.
+ */
+static size_t reg_encode(struct reg_run *r)
+{
+	size_t k, total = 0;
+	float *e;
+
+	for (k = 0; k < r->chunks; k++) {
+		size_t at = k * r->chunk;
+		long len = gn_codec_stream_encode(r->row->ops, &r->call,
+						  r->x + at,
+						  r->e ? r->e + at : NULL,
+						  r->e ? r->e_out + at : NULL,
+						  (u32)run_len(r, k), r->scratch,
+						  r->buf + k * r->bound,
+						  r->bound);
+
+		if (len < 0)
+			bench_die("%s: encode: %s", r->row->label,
+				  strerror((int)-len));
+		r->len[k] = (size_t)len;
+		total += (size_t)len;
+	}
+	e = r->e;
+	r->e = r->e_out;
+	r->e_out = e;
+	return total;
+}
+
+/* Every chunk's stream decoded as a result: its positions set. */
+static void reg_decode(struct reg_run *r)
+{
+	size_t k;
+
+	for (k = 0; k < r->chunks; k++) {
+		int e = gn_codec_stream_decode(r->row->ops, &r->call,
+					       r->buf + k * r->bound, r->len[k],
+					       r->out + k * r->chunk,
+					       (u32)run_len(r, k));
+
+		if (e)
+			bench_die("%s: decode: %s", r->row->label, strerror(-e));
+	}
+}
+
+/*
+ * Every chunk's stream added into the sum, as the owner adds a
+ * contribution: the slice checked, then added.
+ */
+static void reg_add(struct reg_run *r)
+{
+	const struct gn_codec_ops *c = r->row->ops;
+	size_t k;
+
+	for (k = 0; k < r->chunks; k++) {
+		const uint8_t *s = r->buf + k * r->bound;
+		u32 n = (u32)run_len(r, k), aux = gn_get_le32(s);
+		u32 blen = (u32)(r->len[k] - GN_CODEC_STREAM_AUX);
+
+		s += GN_CODEC_STREAM_AUX;
+		if (c->check_slice(&r->row->p, n, 0, c->units(n), aux, s, blen))
+			bench_die("%s: a stream its check refuses", r->row->label);
+		c->add(&r->call, r->out + k * r->chunk, n, 0, c->units(n), aux,
+		       s, blen);
+	}
+}
+
+/*
+ * One row at @n values: three encodes to the error feedback's steady
+ * state, then the timed encodes (error double-buffered), the decode and
+ * the add of the stream that follows the warm-up. @gbps: encode, decode,
+ * add.
+ */
+static void measure_row(const struct bench_codec_row *row, const float *x,
+			size_t n, size_t chunk, double secs, double gbps[3],
+			double *ratio)
+{
+	const struct gn_codec_ops *c = row->ops;
+	size_t bytes = n * sizeof(float), i, total = 0;
+	struct reg_run r = {
+		.row = row, .n = n, .chunk = chunk, .x = x,
+		.chunks = (n + chunk - 1) / chunk,
+		.call = { .p = &row->p, .seed = 0x6772616469656e74ull,
+			  .world = 1, .ef_len = n },
+	};
+	float *e0 = NULL;
+
+	r.bound = (size_t)gn_codec_stream_bound(c, &row->p, (u32)chunk);
+	r.scratch = bench_alloc(c->scratch(&row->p, (u32)chunk));
+	r.buf = bench_alloc(r.chunks * r.bound);
+	r.len = bench_alloc(r.chunks * sizeof(size_t));
+	r.out = bench_alloc(bytes);
+	if (c->flags & GN_CODEC_EF_REDUCE) {
+		r.e = bench_alloc(bytes);
+		r.e_out = bench_alloc(bytes);
+		e0 = bench_alloc(bytes);
+	}
+	for (i = 0; i < 3; i++)
+		total = reg_encode(&r);
+	*ratio = (double)bytes / (double)total;
+	if (r.e)
+		memcpy(e0, r.e, bytes);
+	BENCH_TIME(gbps[0], bytes, secs, reg_encode(&r));
+	/* Decode what the step after the warm-up sends, whatever ran since. */
+	if (r.e)
+		memcpy(r.e, e0, bytes);
+	reg_encode(&r);
+	BENCH_TIME(gbps[1], bytes, secs, reg_decode(&r));
+	memset(r.out, 0, bytes);
+	BENCH_TIME(gbps[2], bytes, secs, reg_add(&r));
+	free(r.scratch);
+	free(r.buf);
+	free(r.len);
+	free(r.out);
+	free(r.e);
+	free(r.e_out);
+	free(e0);
+}
+
+/**
+ * bench_codecs_measure() - every row of @set at @n values
+ * @set: the codecs
+ * @n: values of the tiled gradient tensor
+ * @chunk: values per chunk
+ * @secs: the shortest time each measurement runs
+ * @dram: fill the rows' dram speeds (else their cache speeds)
+ */
+void bench_codecs_measure(struct bench_codecs *set, size_t n, size_t chunk,
+			  double secs, int dram)
+{
+	float *x = bench_tiled_gradients(n);
+	size_t k;
+
+	for (k = 0; k < set->n; k++) {
+		struct bench_codec_row *row = &set->row[k];
+		double g[3], ratio;
+
+		measure_row(row, x, n, chunk, secs, g, &ratio);
+		if (dram) {
+			row->encode.dram = g[0];
+			row->decode.dram = g[1];
+			row->add.dram = g[2];
+			row->ratio = ratio;
+		} else {
+			row->encode.cache = g[0];
+			row->decode.cache = g[1];
+			row->add.cache = g[2];
+		}
+	}
+	free(x);
+}
