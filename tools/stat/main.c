@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * main.c - gradnet-stat's command line: per-flow statistics of gradnet
+ * jobs with eBPF. It attaches bpf/gradnet_stat.bpf.c to libgradnet's USDT
+ * probes (usdt.c), to the kernel module's tracepoints (kmod.c) and to
+ * interfaces (tc.c), pins the maps and links under /sys/fs/bpf/gradnet
+ * (pins.c) so the counting goes on after this process exits, and reads
+ * the maps back (maps.c) as a table, top, JSON or OpenMetrics.
+ *
+ *   gradnet-stat attach --lib PATH           every process that maps PATH
+ *   gradnet-stat attach --pid PID [--lib PATH]
+ *   gradnet-stat attach --kmod               the gradnet module's tracepoints
+ *   gradnet-stat attach --dev IFACE [--netns NAME]
+ *   gradnet-stat detach [--kmod | --dev IFACE [--netns NAME]]
+ *   gradnet-stat dump [--json | --openmetrics]
+ *   gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stat.h"
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: gradnet-stat attach --lib PATH | --pid PID [--lib PATH]\n"
+		"       gradnet-stat attach --kmod\n"
+		"       gradnet-stat attach --dev IFACE [--netns NAME]\n"
+		"       gradnet-stat detach [--kmod | --dev IFACE [--netns NAME]]\n"
+		"       gradnet-stat dump [--json | --openmetrics]\n"
+		"       gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]\n"
+		"  maps and links are pinned under " GN_STAT_PIN_DIR " (or $GN_STAT_PIN_DIR)\n");
+	exit(2);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "lib", required_argument, NULL, 'l' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "dev", required_argument, NULL, 'd' },
+		{ "kmod", no_argument, NULL, 'k' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "openmetrics", no_argument, NULL, 'o' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "job", required_argument, NULL, 'J' },
+		{ "tensor", required_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			o->lib = optarg;
+			break;
+		case 'p':
+			o->pid = atoi(optarg);
+			if (o->pid <= 0)
+				usage();
+			break;
+		case 'd':
+			o->dev = optarg;
+			break;
+		case 'k':
+			o->kmod = true;
+			break;
+		case 'n':
+			o->netns = optarg;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'o':
+			o->openmetrics = true;
+			break;
+		case 'i':
+			o->interval = strtod(optarg, NULL);
+			if (o->interval <= 0)
+				usage();
+			break;
+		case 'c':
+			o->count = atol(optarg);
+			break;
+		case 'J':
+			o->job = strtoll(optarg, NULL, 0);
+			break;
+		case 'T':
+			o->tensor = strtoll(optarg, NULL, 0);
+			break;
+		default:
+			usage();
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .interval = 1.0, .job = -1, .tensor = -1 };
+	const char *cmd;
+	int err;
+
+	if (argc < 2)
+		usage();
+	cmd = argv[1];
+	parse(argc - 1, argv + 1, &o);
+	quiet_libbpf();
+	set_pin_dir();
+	err = check_env();
+	if (err)
+		return 1;
+	if (!strcmp(cmd, "attach")) {
+		if (!!o.dev + !!(o.lib || o.pid) + o.kmod != 1)
+			usage();
+		if (mkdir_p(pins.dir) || mkdir_p(pins.links))
+			return 1;
+		err = o.dev ? attach_tc(&o) : o.kmod ? attach_kmod() :
+			attach_usdt(&o);
+	} else if (!strcmp(cmd, "detach")) {
+		if (o.dev && o.kmod)
+			usage();
+		err = o.dev ? detach_tc(&o) : o.kmod ? detach_kmod(false) :
+			detach_all();
+	} else if (!strcmp(cmd, "dump")) {
+		if (o.json && o.openmetrics)
+			usage();
+		err = o.json ? dump_json() : o.openmetrics ? dump_openmetrics() :
+			dump_text(&o);
+	} else if (!strcmp(cmd, "top")) {
+		err = top(&o);
+	} else {
+		usage();
+	}
+	return err ? 1 : 0;
+}
