@@ -15,6 +15,7 @@
  *   gradnet-stat dump [--json | --openmetrics]
  *   gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = { .interval = 1.0, .job = -1, .tensor = -1 };
 	const char *cmd;
+	bool attach;
 	int err;
 
 	if (argc < 2)
@@ -113,11 +115,13 @@ int main(int argc, char **argv)
 	err = check_env();
 	if (err)
 		return 1;
-	if (!strcmp(cmd, "attach")) {
-		if (!!o.dev + !!(o.lib || o.pid) + o.kmod != 1)
-			usage();
-		if (mkdir_p(pins.dir) || mkdir_p(pins.links))
-			return 1;
+	attach = !strcmp(cmd, "attach");
+	if (attach && !!o.dev + !!(o.lib || o.pid) + o.kmod != 1)
+		usage();
+	err = check_pin_dir(attach);
+	if (err && err != -ENOENT)
+		return 1;
+	if (attach) {
 		err = o.dev ? attach_tc(&o) : o.kmod ? attach_kmod() :
 			attach_usdt(&o);
 	} else if (!strcmp(cmd, "detach")) {

@@ -39,7 +39,7 @@ struct stat_pins {
 extern struct stat_pins pins;
 
 void set_pin_dir(void);
-int mkdir_p(const char *dir);
+int check_pin_dir(bool create);
 int detach_all(void);
 
 /* Which of the object's programs a load takes: those of one attach kind. */
