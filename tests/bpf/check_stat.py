@@ -3,6 +3,8 @@
 """check_stat.py - compare gradnet-stat's maps with the ranks' own counters.
 
 usage: check_stat.py usdt DUMP JOB STATS...   (GN_TEST_STATS_FILE of each rank)
+       check_stat.py usdt-data DUMP JOB STATS...
+                     (data and steps only: attached after the handshake)
        check_stat.py transport DUMP JOB STEPS T0,T1,... STATS...
                      (rank k ran on transport Tk: udp, dpdk or kmod)
        check_stat.py keys BPFTOOL_JSON GRADNET_STAT_H JOB T0,T1,...
@@ -40,10 +42,12 @@ def flows(dump, job):
     return [f for f in json.load(open(dump))["flows"] if f["job"] == job]
 
 
-def usdt(dump, job, stats, transports=None):
+def usdt(dump, job, stats, transports=None, data_only=False):
     """Per rank, the flows' sums against the rank's GN_TEST_STATS_FILE.
     With @transports (one per rank) only the flows of the rank's own
-    transport count: a probe that named another one shows as a difference."""
+    transport count: a probe that named another one shows as a difference.
+    @data_only leaves out control packets and drops, which the handshake
+    makes before a tracer that attached to a running rank sees them."""
     fl = flows(dump, job)
     for path in stats:
         st = json.load(open(path))
@@ -65,16 +69,19 @@ def usdt(dump, job, stats, transports=None):
             "rx_packets": sum(f["rx_packets"] for f in got),
             "rx_wire_bytes": sum(f["rx_wire_bytes"] for f in got),
         }
+        if data_only:
+            del seen["ctl_packets"], seen["ctl_bytes"]
         want = {k: st[k] for k in seen}
-        for i, name in enumerate(DROPS):
+        for i, name in enumerate(DROPS if not data_only else []):
             seen["drop_" + name] = sum(f["drops"][name] for f in got)
             want["drop_" + name] = st["drops"][i]
         bad = ["%s: map %d, library %d" % (k, seen[k], want[k])
                for k in want if seen[k] != want[k]]
         result(not bad and want["tx_packets"] > 0,
-               "usdt: rank %d: per-flow sums%s equal the library's counters "
+               "usdt: rank %d: per-flow sums%s equal the library's %scounters "
                "(%d packets, %d retransmits, %d drops)" %
                (r, " of its %s flows" % transports[r] if transports else "",
+                "data and step " if data_only else "",
                 want["tx_packets"], want["retransmits"],
                 sum(st["drops"])), bad)
 
@@ -504,6 +511,8 @@ def hits(dump, job, n):
 cmd = sys.argv[1]
 if cmd == "usdt":
     usdt(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
+elif cmd == "usdt-data":
+    usdt(sys.argv[2], int(sys.argv[3]), sys.argv[4:], data_only=True)
 elif cmd == "transport":
     transport(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
               sys.argv[5].split(","), sys.argv[6:])

@@ -6,7 +6,7 @@
  * specification model, in the input layouts of fuzz_input.h.
  *
  * usage: fuzz_seeds OUTDIR    (writes OUTDIR/decode, OUTDIR/roundtrip,
- *                             OUTDIR/rx and OUTDIR/frame)
+ *                             OUTDIR/rx, OUTDIR/frame and OUTDIR/stapsdt)
  */
 #include <errno.h>
 #include <float.h>
@@ -19,6 +19,7 @@
 
 #include <gradnet/codec.h>
 #include "fuzz_input.h"
+#include "stapsdt_elf.h"
 #include "tlc_model.h"
 #include "testutil.h"
 #include "golden/vectors.h"
@@ -581,10 +582,57 @@ static void frame_seeds(void)
 	seed("frame", "arp-request", &flags, 1, f, 60);
 }
 
+/* ---- fuzz_stapsdt: ELF files and note sections ----------------------------- */
+
+/* The notes of libgradnet's six probes, and one of another provider. */
+static size_t stapsdt_notes(uint8_t *notes, size_t cap, const char *bad_args)
+{
+	static const char *const probes[][2] = {
+		{ "msg", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx 8@%r12" },
+		{ "tx", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx 8@%r12" },
+		{ "tx_ctl", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 -8@%r9" },
+		{ "rx", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx" },
+		{ "drop", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9" },
+		{ "step", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9" },
+	};
+	size_t len = 0, i;
+
+	for (i = 0; i < ARRAY_LEN(probes); i++)
+		len = gn_elf_probe(notes, len, cap, GN_ELF_VADDR + GN_ELF_CODE + i,
+				   "gradnet", probes[i][0],
+				   i == 2 && bad_args ? bad_args : probes[i][1]);
+	return gn_elf_probe(notes, len, cap, GN_ELF_VADDR + GN_ELF_CODE,
+			    "other", "msg", "4@%edi");
+}
+
+/* fuzz_stapsdt's layout: a mode byte (0: an ELF file, 1 and 2: notes). */
+static void stapsdt_seeds(void)
+{
+	uint8_t notes[2048], elf[4096];
+	size_t n, len;
+	uint8_t mode = 0;
+
+	n = stapsdt_notes(notes, sizeof(notes), NULL);
+	len = gn_elf_image(elf, sizeof(elf), notes, n);
+	if (!n || !len)
+		die("stapsdt seeds do not fit");
+	seed("stapsdt", "elf", &mode, 1, elf, len);
+	len = gn_elf_overflow(elf, sizeof(elf));
+	seed("stapsdt", "elf-overflow", &mode, 1, elf, len);
+	mode = 1;
+	seed("stapsdt", "notes", &mode, 1, notes, n);
+	mode = 2;
+	seed("stapsdt", "notes-align8", &mode, 1, notes, n);
+	n = stapsdt_notes(notes, sizeof(notes), "8@(%rdi) 4@%esi");
+	len = gn_elf_image(elf, sizeof(elf), notes, n);
+	mode = 0;
+	seed("stapsdt", "elf-memory-args", &mode, 1, elf, len);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const dirs[] = { "", "/decode", "/roundtrip", "/rx",
-					     "/frame" };
+					     "/frame", "/stapsdt" };
 	char path[4096];
 	size_t i;
 
@@ -607,6 +655,7 @@ int main(int argc, char **argv)
 	edge_seeds();
 	rx_seeds();
 	frame_seeds();
+	stapsdt_seeds();
 	printf("fuzz_seeds: %u seeds in %s\n", written, out_dir);
 	return 0;
 }

@@ -7,7 +7,10 @@
  * each uprobe tells the program which register holds each argument.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,64 +57,117 @@ static struct bpf_program *usdt_prog(struct gradnet_stat_bpf *s,
 	return NULL;
 }
 
-/* The file of process @pid that holds gradnet probes: a library or its exe. */
-static int find_probed_file(int pid, char *path, size_t len)
+/* @s with anything unprintable as '?', for a message. */
+static void printable(char *s)
+{
+	for (; *s; s++)
+		if (*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
+/*
+ * The file of process @pid that holds gradnet probes (a library or its
+ * executable), opened through /proc/PID/map_files/START-END: the very
+ * file the process mapped, in whatever mount namespace it runs, not the
+ * file its path names in ours. @shown gets the path /proc/PID/maps gives,
+ * for messages.
+ * Return: a descriptor, -ENOENT if no mapping has gradnet probes, or the
+ * error of reading the maps.
+ */
+static int open_probed_file(int pid, char *shown, size_t len)
 {
 	struct usdt_site site;
-	char maps[64], line[PATH_MAX + 128];
+	char maps[64], mf[96], why[STAPSDT_WHY], perms[5], *line = NULL;
+	unsigned long start, end, inode;
+	size_t cap = 0;
+	int fd = -ENOENT, at;
 	FILE *f;
-	int found = 0;
 
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
 	f = fopen(maps, "r");
 	if (!f)
 		return -errno;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-
-		if (!p || !strstr(line, " r-xp "))
+	/* getline: a path of any length stays one line. */
+	while (fd < 0 && getline(&line, &cap, f) > 0) {
+		at = 0;
+		if (sscanf(line, "%lx-%lx %4s %*x %*x:%*x %lu %n", &start, &end,
+			   perms, &inode, &at) != 4 || !at || perms[2] != 'x' ||
+		    !inode)
 			continue;
-		p[strcspn(p, "\n")] = 0;
-		if (usdt_sites(p, &site, 1) > 0) {
-			snprintf(path, len, "%s", p);
-			found = 1;
+		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", pid,
+			 start, end);
+		fd = open(mf, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (usdt_sites_fd(fd, &site, 1, why) > 0) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(shown, len, "%s", line + at);
+			printable(shown);
+			break;
 		}
+		close(fd);
+		fd = -ENOENT;
 	}
+	free(line);
 	fclose(f);
-	return found ? 0 : -ENOENT;
+	return fd;
 }
 
 int attach_usdt(const struct opts *o)
 {
 	struct usdt_site sites[64];
-	char path[PATH_MAX], tag[64], pin[2 * PATH_MAX];
+	char path[PATH_MAX], self[64], tag[64], pin[2 * PATH_MAX];
+	char why[STAPSDT_WHY];
 	struct gradnet_stat_bpf *skel;
 	struct stat st;
-	int n, i, err = 0, pinned = 0;
+	int fd, n, i, err = 0, pinned = 0;
 
 	if (o->lib) {
 		snprintf(path, sizeof(path), "%s", o->lib);
-	} else if (find_probed_file(o->pid, path, sizeof(path))) {
-		fprintf(stderr, "gradnet-stat: process %d maps no file with gradnet probes\n",
-			o->pid);
-		return -ENOENT;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, "gradnet-stat: cannot read %s: %s\n",
+				path, strerror(errno));
+			return -errno;
+		}
+	} else {
+		fd = open_probed_file(o->pid, path, sizeof(path));
+		if (fd == -ENOENT) {
+			fprintf(stderr, "gradnet-stat: process %d maps no file with gradnet probes\n",
+				o->pid);
+			return fd;
+		}
+		if (fd < 0) {
+			fprintf(stderr, "gradnet-stat: cannot read the mappings of process %d: %s\n",
+				o->pid, strerror(-fd));
+			return fd;
+		}
 	}
-	n = usdt_sites(path, sites, 64);
-	if (n < 0 || stat(path, &st)) {
+	n = usdt_sites_fd(fd, sites, 64, why);
+	if (n < 0 || fstat(fd, &st)) {
+		err = n < 0 ? n : -errno;
 		fprintf(stderr, "gradnet-stat: cannot read %s: %s\n", path,
-			strerror(n < 0 ? -n : errno));
-		return n < 0 ? n : -errno;
+			n < 0 ? why : strerror(-err));
+		goto out_close;
 	}
 	if (!n) {
 		fprintf(stderr, "gradnet-stat: %s has no gradnet USDT probes\n", path);
-		return -ENOENT;
+		err = -ENOENT;
+		goto out_close;
 	}
 	err = check_kernel(KIND_USDT);
 	if (err)
-		return err;
+		goto out_close;
 	skel = open_load(KIND_USDT, 0);
-	if (!skel)
-		return -EINVAL;
+	if (!skel) {
+		err = -EINVAL;
+		goto out_close;
+	}
+	/*
+	 * The uprobes go on the file this descriptor holds, the one whose
+	 * notes were read, whatever its path names by now.
+	 */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	/* Names say what a link is for: pid (or all) and the file's inode. */
 	snprintf(tag, sizeof(tag), "usdt-%s%d-%lx-%lx", o->pid > 0 ? "pid" : "all",
 		 o->pid > 0 ? o->pid : 0, (unsigned long)st.st_dev,
@@ -124,7 +180,7 @@ int attach_usdt(const struct opts *o)
 		if (!p)
 			continue;	/* a probe of a newer library */
 		l = bpf_program__attach_uprobe_opts(p, o->pid > 0 ? o->pid : -1,
-						    path, (size_t)sites[i].off, &uo);
+						    self, (size_t)sites[i].off, &uo);
 		if (!l) {
 			err = -errno;
 			fprintf(stderr, "gradnet-stat: cannot attach to probe %s in %s: %s\n",
@@ -148,5 +204,7 @@ int attach_usdt(const struct opts *o)
 		printf("attached %d probe sites of %s%s%.0d, links in %s\n",
 		       pinned, path, o->pid > 0 ? " in process " : "",
 		       o->pid > 0 ? o->pid : 0, pins.links);
+out_close:
+	close(fd);
 	return err;
 }
