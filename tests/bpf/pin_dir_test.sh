@@ -19,21 +19,16 @@
 
 set -u
 
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/net/lib.sh
+. "$here/../net/lib.sh"
+
 STAT=$1
 PROBED=$2
 OTHER=65534
 testno=0
 failed=0
 
-ok() {
-	testno=$((testno + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $testno - $2"
-	else
-		echo "not ok $testno - $2"
-		failed=$((failed + 1))
-	fi
-}
 
 diag() {
 	sed 's/^/# /' "$@"
@@ -52,12 +47,12 @@ tmp=$(mktemp -d)
 chmod 0755 "$tmp"
 fs=$tmp/bpffs
 mkdir "$fs"
-cleanup() {
+teardown() {
 	GN_STAT_PIN_DIR=$fs/root "$STAT" detach >/dev/null 2>&1
 	umount "$fs" 2>/dev/null
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
+trap teardown EXIT
 if ! mount -t bpf bpf "$fs"; then
 	echo "Bail out! cannot mount a bpffs on $fs"
 	exit 1
@@ -91,14 +86,14 @@ r=1
 as_other mkdir -m 0700 "$GN_STAT_PIN_DIR" || r=0
 refused attach "owned by uid $OTHER" "rm -r $GN_STAT_PIN_DIR" || r=0
 [ -z "$(ls -A "$GN_STAT_PIN_DIR")" ] || { echo "# pinned into it: $(ls -A "$GN_STAT_PIN_DIR")"; r=0; }
-ok $r "attach refuses a pin directory another user made first, says whose it is and how to fix it, pins nothing in it"
+gn_result $r "attach refuses a pin directory another user made first, says whose it is and how to fix it, pins nothing in it"
 
 r=1
 as_other mkdir "$GN_STAT_PIN_DIR/links" || r=0
 refused dump "owned by uid $OTHER" || r=0
 refused detach "owned by uid $OTHER" || r=0
 [ -d "$GN_STAT_PIN_DIR/links" ] || r=0
-ok $r "dump and detach refuse it too, and detach deletes nothing in it"
+gn_result $r "dump and detach refuse it too, and detach deletes nothing in it"
 rm -rf "$GN_STAT_PIN_DIR"
 
 # ---- a symbolic link to root's pins ----------------------------------------
@@ -111,7 +106,7 @@ refused attach "is a symbolic link" || r=0
 refused detach "is a symbolic link" || r=0
 [ "$(ls "$fs/root" "$fs/root/links" | wc -l)" -eq "$pinned" ] || r=0
 [ -n "$(ls -A "$fs/root/links")" ] || r=0
-ok $r "attach and detach refuse a symbolic link another user planted, and root's pins it points to stay"
+gn_result $r "attach and detach refuse a symbolic link another user planted, and root's pins it points to stay"
 rm -f "$GN_STAT_PIN_DIR"
 
 # ---- root's own mistakes ------------------------------------------------------
@@ -119,14 +114,14 @@ rm -f "$GN_STAT_PIN_DIR"
 r=1
 mkdir -m 0777 "$GN_STAT_PIN_DIR"
 refused attach "mode 0777, not 0700" "chmod 0700" || r=0
-ok $r "attach refuses a pin directory of mode 0777 and says chmod 0700"
+gn_result $r "attach refuses a pin directory of mode 0777 and says chmod 0700"
 rmdir "$GN_STAT_PIN_DIR"
 
 r=1
 mkdir -m 0700 "$GN_STAT_PIN_DIR" "$GN_STAT_PIN_DIR/links"
 chown $OTHER "$GN_STAT_PIN_DIR/links"
 refused attach "links is owned by uid $OTHER" || r=0
-ok $r "attach refuses a links/ directory owned by another user"
+gn_result $r "attach refuses a links/ directory owned by another user"
 rm -rf "$GN_STAT_PIN_DIR"
 
 r=1
@@ -134,7 +129,7 @@ chmod 0777 "$fs"
 refused attach "$fs, above the pin directory, has mode 0777" "chmod +t" || r=0
 [ ! -e "$GN_STAT_PIN_DIR" ] || r=0
 chmod 1777 "$fs"
-ok $r "attach refuses a parent others may write to without the sticky bit, and makes nothing"
+gn_result $r "attach refuses a parent others may write to without the sticky bit, and makes nothing"
 
 # ---- the directories it makes ------------------------------------------------
 
@@ -145,14 +140,14 @@ for d in "$GN_STAT_PIN_DIR" "$GN_STAT_PIN_DIR/links"; do
 	[ "$m" = "700 0 directory" ] || { echo "# $d: $m"; r=0; }
 done
 [ -e "$GN_STAT_PIN_DIR/gn_flows" ] || r=0
-ok $r "attach under umask 0277 makes the pin directory and links/ root's, mode 0700, and pins there"
+gn_result $r "attach under umask 0277 makes the pin directory and links/ root's, mode 0700, and pins there"
 
 r=1
 "$STAT" attach --lib "$PROBED" >"$tmp/out" 2>&1 || { diag "$tmp/out"; r=0; }
 "$STAT" dump --json >"$tmp/out" 2>&1 || { diag "$tmp/out"; r=0; }
 "$STAT" detach >"$tmp/out" 2>&1 || { diag "$tmp/out"; r=0; }
 [ ! -e "$GN_STAT_PIN_DIR" ] || r=0
-ok $r "a second attach, dump and detach work in the directory it made; detach removes it"
+gn_result $r "a second attach, dump and detach work in the directory it made; detach removes it"
 
 echo "# $((testno - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -15,28 +15,24 @@
 #    the tool reads the file the rank mapped (/proc/PID/map_files), and
 #    the rank's data and step counters reach the map exactly
 #
-# usage: probed_file_test.sh GRADNET_STAT GN_RANK_TEST STAPSDT_TEST CHECK_STAT_PY DATA_DIR
+# usage: probed_file_test.sh GRADNET_STAT GN_RANK_TEST STAPSDT_TEST DATA_DIR
 # Nothing skips: without root, unshare or python3 the test fails.
 
 set -u
 
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/net/lib.sh
+. "$here/../net/lib.sh"
+# shellcheck source=tests/bpf/stat_lib.sh
+. "$here/stat_lib.sh"
+
 STAT=$1
 RANK=$2
 STAPSDT_TEST=$3
-CHECK=$4
-DATA=$5
+DATA=$4
 testno=0
 failed=0
 
-ok() {
-	testno=$((testno + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $testno - $2"
-	else
-		echo "not ok $testno - $2"
-		failed=$((failed + 1))
-	fi
-}
 
 # clean FILE: no sanitizer spoke in FILE.
 clean() {
@@ -55,14 +51,14 @@ tmp=$(mktemp -d)
 export GN_STAT_PIN_DIR=/sys/fs/bpf/gradnet-test-$$
 mapper=
 job=
-cleanup() {
+teardown() {
 	[ -z "$mapper" ] || kill "$mapper" 2>/dev/null
 	[ -z "$job" ] || kill "$job" 2>/dev/null
 	wait 2>/dev/null
 	"$STAT" detach >/dev/null 2>&1
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
+trap teardown EXIT
 
 crafted=$tmp/crafted.so
 "$STAPSDT_TEST" --write-overflow "$crafted" || echo "# cannot write $crafted"
@@ -75,7 +71,7 @@ grep -q "cannot read $crafted: a malformed note" "$tmp/out" || r=0
 clean "$tmp/out" || r=0
 [ -z "$(ls -A "$GN_STAT_PIN_DIR/links" 2>/dev/null)" ] || r=0
 [ "$r" -eq 1 ] || sed 's/^/# /' "$tmp/out"
-ok $r "attach --lib on a note whose provider runs past its descriptor ($(stat -c %s "$crafted") bytes) fails naming the malformed note, no sanitizer report, nothing attached"
+gn_result $r "attach --lib on a note whose provider runs past its descriptor ($(stat -c %s "$crafted") bytes) fails naming the malformed note, no sanitizer report, nothing attached"
 
 # ---- the same file, mapped by a process -------------------------------------
 
@@ -97,7 +93,7 @@ grep -q " r-x. .*crafted.so" "/proc/$mapper/maps" || { echo "# the file is not m
 grep -q "process $mapper maps no file with gradnet probes" "$tmp/out" || r=0
 clean "$tmp/out" || r=0
 [ "$r" -eq 1 ] || sed 's/^/# /' "$tmp/out"
-ok $r "attach --pid on a process that maps the crafted file executable: read from the mapping, refused, no sanitizer report"
+gn_result $r "attach --pid on a process that maps the crafted file executable: read from the mapping, refused, no sanitizer report"
 kill "$mapper" 2>/dev/null
 wait "$mapper" 2>/dev/null
 mapper=
@@ -150,22 +146,16 @@ done
 grep -q "^attached 6 probe sites of $tmp/bin/gn-rank in process $pid" "$tmp/out" || r=0
 clean "$tmp/out" || r=0
 [ "$r" -eq 1 ] || sed 's/^/# /' "$tmp/out"
-ok $r "attach --pid on a rank in its own mount namespace reads the file it mapped, not the crafted one at that path here"
+gn_result $r "attach --pid on a rank in its own mount namespace reads the file it mapped, not the crafted one at that path here"
 
 touch "$tmp/go"
 r=1
 wait "$job" || { r=0; sed 's/^/# /' "$tmp/ranks.out" "$tmp"/rank.*.err; }
 job=
-ok $r "the 2-rank job in that namespace runs to the end"
+gn_result $r "the 2-rank job in that namespace runs to the end"
 
 "$STAT" dump --json >"$tmp/dump.json" 2>"$tmp/out" || sed 's/^/# /' "$tmp/out"
-TAP_FIRST=$((testno + 1)) python3 "$CHECK" usdt-data "$tmp/dump.json" "$JOB" \
-	"$tmp/rank.0.stats" >"$tmp/tap" || true
-grep -q '^ok\|^not ok' "$tmp/tap" ||
-	echo "not ok $((testno + 1)) - usdt-data: the dump could not be read" >"$tmp/tap"
-cat "$tmp/tap"
-testno=$((testno + 1))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+check usdt-data "$tmp/dump.json" "$JOB" "$tmp/rank.0.stats"
 
 echo "# $((testno - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

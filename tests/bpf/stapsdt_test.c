@@ -34,28 +34,13 @@
 #define SLOT_RSI		13
 #define SLOT_R12		3
 
-struct mem {
-	const uint8_t *buf;
-	size_t len;
-};
-
-static int mem_read(void *ctx, __u64 off, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	if (off > m->len || len > m->len - off)
-		abort();	/* the parser must have bounded this itself */
-	memcpy(buf, m->buf + off, len);
-	return 0;
-}
-
 /* The sites of @len bytes of @img, parsed from an exact-size copy. */
 static int sites_of(const uint8_t *img, size_t len, struct usdt_site *s,
 		    int cap, char *why)
 {
 	uint8_t *copy = malloc(len ? len : 1);
-	struct mem m = { copy, len };
-	struct elf_src src = { mem_read, &m, len };
+	struct gn_elf_mem m = { copy, len };
+	struct elf_src src = { gn_elf_mem_read, &m, len };
 	int n;
 
 	if (!copy)
@@ -66,30 +51,12 @@ static int sites_of(const uint8_t *img, size_t len, struct usdt_site *s,
 	return n;
 }
 
-static const char *const six[][2] = {
-	{ "msg", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx 8@%r12" },
-	{ "tx", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx 8@%r12" },
-	{ "tx_ctl", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 -8@%r9" },
-	{ "rx", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx" },
-	{ "drop", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8" },
-	{ "step", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9" },
-};
-
 /* A file with the six probes, one of another provider between them. */
 static size_t six_probes(uint8_t *img, size_t cap, const char *args2)
 {
 	uint8_t notes[2048];
-	size_t len = 0, i;
+	size_t len = gn_elf_six_probes(notes, sizeof(notes), args2);
 
-	for (i = 0; i < 6; i++) {
-		len = gn_elf_probe(notes, len, sizeof(notes),
-				   GN_ELF_VADDR + GN_ELF_CODE + i, "gradnet",
-				   six[i][0], i == 2 && args2 ? args2 : six[i][1]);
-		if (i == 3)
-			len = gn_elf_probe(notes, len, sizeof(notes),
-					   GN_ELF_VADDR + GN_ELF_CODE, "other",
-					   "tx", "4@%edi");
-	}
 	return len ? gn_elf_image(img, cap, notes, len) : 0;
 }
 
@@ -105,7 +72,7 @@ TEST(six_sites)
 	n = sites_of(img, len, s, 8, why);
 	ASSERT_EQ(6, n) TH_LOG("%s", why);
 	for (i = 0; i < 6; i++) {
-		EXPECT_STREQ(six[i][0], s[i].name);
+		EXPECT_STREQ(gn_elf_probes[i][0], s[i].name);
 		EXPECT_EQ((long)(GN_ELF_CODE + i), s[i].off);
 	}
 	EXPECT_EQ(9, s[0].nargs);
@@ -228,9 +195,9 @@ TEST(probed_binary)
 	close(fd);
 	ASSERT_EQ(6, n) TH_LOG("%s", why);
 	for (i = 0; i < 6; i++) {
-		for (j = 0; j < n && strcmp(s[j].name, six[i][0]); j++)
+		for (j = 0; j < n && strcmp(s[j].name, gn_elf_probes[i][0]); j++)
 			;
-		EXPECT_GT(n, j) TH_LOG("no probe %s", six[i][0]);
+		EXPECT_GT(n, j) TH_LOG("no probe %s", gn_elf_probes[i][0]);
 	}
 }
 

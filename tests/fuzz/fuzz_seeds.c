@@ -584,27 +584,6 @@ static void frame_seeds(void)
 
 /* ---- fuzz_stapsdt: ELF files and note sections ----------------------------- */
 
-/* The notes of libgradnet's six probes, and one of another provider. */
-static size_t stapsdt_notes(uint8_t *notes, size_t cap, const char *bad_args)
-{
-	static const char *const probes[][2] = {
-		{ "msg", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx 8@%r12" },
-		{ "tx", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx 8@%r12" },
-		{ "tx_ctl", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 -8@%r9" },
-		{ "rx", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx" },
-		{ "drop", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9" },
-		{ "step", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9" },
-	};
-	size_t len = 0, i;
-
-	for (i = 0; i < ARRAY_LEN(probes); i++)
-		len = gn_elf_probe(notes, len, cap, GN_ELF_VADDR + GN_ELF_CODE + i,
-				   "gradnet", probes[i][0],
-				   i == 2 && bad_args ? bad_args : probes[i][1]);
-	return gn_elf_probe(notes, len, cap, GN_ELF_VADDR + GN_ELF_CODE,
-			    "other", "msg", "4@%edi");
-}
-
 /* fuzz_stapsdt's layout: a mode byte (0: an ELF file, 1 and 2: notes). */
 static void stapsdt_seeds(void)
 {
@@ -612,7 +591,7 @@ static void stapsdt_seeds(void)
 	size_t n, len;
 	uint8_t mode = 0;
 
-	n = stapsdt_notes(notes, sizeof(notes), NULL);
+	n = gn_elf_six_probes(notes, sizeof(notes), NULL);
 	len = gn_elf_image(elf, sizeof(elf), notes, n);
 	if (!n || !len)
 		die("stapsdt seeds do not fit");
@@ -623,7 +602,7 @@ static void stapsdt_seeds(void)
 	seed("stapsdt", "notes", &mode, 1, notes, n);
 	mode = 2;
 	seed("stapsdt", "notes-align8", &mode, 1, notes, n);
-	n = stapsdt_notes(notes, sizeof(notes), "8@(%rdi) 4@%esi");
+	n = gn_elf_six_probes(notes, sizeof(notes), "8@(%rdi) 4@%esi");
 	len = gn_elf_image(elf, sizeof(elf), notes, n);
 	mode = 0;
 	seed("stapsdt", "elf-memory-args", &mode, 1, elf, len);

@@ -19,25 +19,10 @@
 #include <string.h>
 
 #include "stapsdt.h"
+#include "stapsdt_elf.h"
 #include "fuzz_check.h"
 
 #define CAP 8
-
-struct mem {
-	const uint8_t *buf;
-	size_t len;
-};
-
-static int mem_read(void *ctx, __u64 off, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	GN_FZ_CHECK(off <= m->len && len <= m->len - off,
-		    "read of %zu bytes at %llu in a file of %zu", len,
-		    (unsigned long long)off, m->len);
-	memcpy(buf, m->buf + off, len);
-	return 0;
-}
 
 static void check_sites(const struct usdt_site *s, int n, size_t size,
 			const char *why)
@@ -101,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct usdt_site sites[CAP];
 	char why[STAPSDT_WHY];
 	struct elf_src src;
-	struct mem m;
+	struct gn_elf_mem m;
 	uint8_t *buf;
 	int n;
 
@@ -115,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	m.buf = buf;
 	switch (data[0] % 3) {
 	case 0:
-		src = (struct elf_src){ .read = mem_read, .ctx = &m,
+		src = (struct elf_src){ .read = gn_elf_mem_read, .ctx = &m,
 					.size = m.len };
 		memset(sites, 0xa5, sizeof(sites));
 		n = stapsdt_sites(&src, "gradnet", sites, CAP, why);

@@ -7,7 +7,8 @@
  * GN_ELF_BASE, and a section name table, laid out as
  *	ELF header | program header | code | names | notes | section headers
  * Notes are written raw (gn_elf_note()), so a test can write ones whose
- * strings run past their descriptor.
+ * strings run past their descriptor. gn_elf_mem_read() reads such a file
+ * from memory for struct elf_src (tools/stat/stapsdt.h).
  */
 #ifndef GN_STAPSDT_ELF_H
 #define GN_STAPSDT_ELF_H
@@ -15,7 +16,10 @@
 #include <elf.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <linux/types.h>
 
 #define GN_ELF_VADDR	0x400000ull
 #define GN_ELF_BASE	0x400080ull
@@ -24,6 +28,39 @@
 #define GN_ELF_CODE_LEN	16
 
 static const char gn_elf_names[] = "\0.note.stapsdt\0.stapsdt.base\0.shstrtab";
+
+/*
+ * libgradnet's six probes and their argument specs; drop lacks its last
+ * argument, the count, as in a library whose core does not coalesce.
+ */
+static const char *const gn_elf_probes[6][2] = {
+	{ "msg", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx 8@%r12" },
+	{ "tx", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx 8@%r12" },
+	{ "tx_ctl", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 -8@%r9" },
+	{ "rx", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9 8@%rax 8@%rbx" },
+	{ "drop", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8" },
+	{ "step", "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9" },
+};
+
+/* A file in memory, for struct elf_src's read. */
+struct gn_elf_mem {
+	const uint8_t *buf;
+	size_t len;
+};
+
+/* Reads past the file are the parser's bug: abort, so the input is kept. */
+static inline int gn_elf_mem_read(void *ctx, __u64 off, void *buf, size_t len)
+{
+	const struct gn_elf_mem *m = ctx;
+
+	if (off > m->len || len > m->len - off) {
+		fprintf(stderr, "read of %zu bytes at %llu in a file of %zu\n",
+			len, (unsigned long long)off, m->len);
+		abort();
+	}
+	memcpy(buf, m->buf + off, len);
+	return 0;
+}
 
 /*
  * gn_elf_note() - append one note to @buf at @len (4-byte aligned)
@@ -68,6 +105,30 @@ static inline size_t gn_elf_probe(uint8_t *buf, size_t len, size_t cap,
 	memcpy(desc + sizeof(addr) + p + n, args, a);
 	return gn_elf_note(buf, len, cap, "stapsdt", 8, 3, desc,
 			   (uint32_t)(sizeof(addr) + p + n + a));
+}
+
+/*
+ * gn_elf_six_probes() - the notes of gn_elf_probes, probe i at
+ * GN_ELF_VADDR + GN_ELF_CODE + i, with a probe of another provider after
+ * the fourth; tx_ctl's arguments are @tx_ctl_args if not NULL
+ * Return: the notes' length, or 0 if @cap is too small.
+ */
+static inline size_t gn_elf_six_probes(uint8_t *notes, size_t cap,
+				       const char *tx_ctl_args)
+{
+	size_t len = 0, i;
+
+	for (i = 0; i < 6; i++) {
+		len = gn_elf_probe(notes, len, cap, GN_ELF_VADDR + GN_ELF_CODE + i,
+				   "gradnet", gn_elf_probes[i][0],
+				   i == 2 && tx_ctl_args ? tx_ctl_args :
+				   gn_elf_probes[i][1]);
+		if (i == 3 && len)
+			len = gn_elf_probe(notes, len, cap,
+					   GN_ELF_VADDR + GN_ELF_CODE, "other",
+					   "tx", "4@%edi");
+	}
+	return len;
 }
 
 /*

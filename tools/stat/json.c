@@ -91,6 +91,24 @@ static void dump_hist_json(const struct gn_stat_hist_key *k,
 	printf("]}");
 }
 
+static void dump_refused_json(const struct refused *r)
+{
+	printf("{\"ifindex\": %llu, \"netns\": %llu, \"dir\": \"%s\", "
+	       "\"reason\": \"%s\", \"packets\": %llu, \"bytes\": %llu}",
+	       (unsigned long long)r->k.ifindex, (unsigned long long)r->k.netns,
+	       r->k.egress ? "egress" : "ingress", refuse_name(r->k.reason),
+	       (unsigned long long)r->v.packets, (unsigned long long)r->v.bytes);
+}
+
+static void dump_tc_job_json(const struct tc_job *j)
+{
+	printf("{\"job\": %llu, \"given\": %s, \"seen\": %s, \"flows\": %llu}",
+	       (unsigned long long)j->job,
+	       j->v.from & GN_STAT_JOB_GIVEN ? "true" : "false",
+	       j->v.from & GN_STAT_JOB_SEEN ? "true" : "false",
+	       (unsigned long long)j->v.flows);
+}
+
 int dump_json(void)
 {
 	struct stat_maps m;
@@ -114,6 +132,16 @@ int dump_json(void)
 		dump_hist_json((void *)(m.h.rec + i * HIST_REC),
 			       (void *)(m.h.rec + i * HIST_REC +
 					sizeof(struct gn_stat_hist_key)));
+	}
+	printf("],\n\"tc_refused\": [");
+	for (i = 0; i < m.nr; i++) {
+		printf(i ? ",\n  " : "\n  ");
+		dump_refused_json(&m.r[i]);
+	}
+	printf("],\n\"tc_jobs\": [");
+	for (i = 0; i < m.nj; i++) {
+		printf(i ? ",\n  " : "\n  ");
+		dump_tc_job_json(&m.j[i]);
 	}
 	printf("]}\n");
 	free_maps(&m);

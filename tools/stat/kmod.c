@@ -80,7 +80,7 @@ int attach_kmod(void)
 	err = check_kernel(KIND_KMOD);
 	if (err)
 		return err;
-	skel = open_load(KIND_KMOD, 0);
+	skel = open_load(KIND_KMOD, 0, NULL);
 	if (!skel)
 		return -EINVAL;
 	for (i = 0; i < KMOD_TPS && !err; i++) {

@@ -28,12 +28,44 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: gradnet-stat attach --lib PATH | --pid PID [--lib PATH]\n"
 		"       gradnet-stat attach --kmod\n"
-		"       gradnet-stat attach --dev IFACE [--netns NAME]\n"
+		"       gradnet-stat attach --dev IFACE [--netns NAME] [--job J[,J...]] [--port P[,P...]]\n"
 		"       gradnet-stat detach [--kmod | --dev IFACE [--netns NAME]]\n"
 		"       gradnet-stat dump [--json | --openmetrics]\n"
-		"       gradnet-stat top [--interval S] [--count N] [--job J] [--tensor T]\n"
+		"       gradnet-stat top [--interval S] [--count N] [--job J[,J...]] [--tensor T]\n"
 		"  maps and links are pinned under " GN_STAT_PIN_DIR " (or $GN_STAT_PIN_DIR)\n");
 	exit(2);
+}
+
+/*
+ * A comma-separated list of numbers in [@min, @max] (decimal, or 0x hex)
+ * appended to @out, which holds @n of OPT_LIST; exits with a message
+ * naming the bad value.
+ */
+static void parse_list(const char *opt, const char *arg, __u64 min, __u64 max,
+		       __u64 *out, int *n)
+{
+	const char *p = arg;
+	char *end;
+	__u64 v;
+
+	do {
+		errno = 0;
+		v = strtoull(p, &end, 0);
+		if (end == p || (*end && *end != ',') || errno || v < min ||
+		    v > max || *p == '-') {
+			fprintf(stderr, "gradnet-stat: --%s %s: '%.*s' is not a number from %llu to %llu\n",
+				opt, arg, (int)strcspn(p, ","), p,
+				(unsigned long long)min, (unsigned long long)max);
+			exit(2);
+		}
+		if (*n == OPT_LIST) {
+			fprintf(stderr, "gradnet-stat: --%s: at most %d values\n",
+				opt, OPT_LIST);
+			exit(2);
+		}
+		out[(*n)++] = v;
+		p = end + 1;
+	} while (*end);
 }
 
 static void parse(int argc, char **argv, struct opts *o)
@@ -50,6 +82,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "count", required_argument, NULL, 'c' },
 		{ "job", required_argument, NULL, 'J' },
 		{ "tensor", required_argument, NULL, 'T' },
+		{ "port", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -88,7 +121,13 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->count = atol(optarg);
 			break;
 		case 'J':
-			o->job = strtoll(optarg, NULL, 0);
+			/* Job ids are 32 bits on the wire (wire.h). */
+			parse_list("job", optarg, 0, 0xffffffffu, o->jobs,
+				   &o->njobs);
+			break;
+		case 'P':
+			parse_list("port", optarg, 1, 65535, o->ports,
+				   &o->nports);
 			break;
 		case 'T':
 			o->tensor = strtoll(optarg, NULL, 0);
@@ -101,7 +140,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .interval = 1.0, .job = -1, .tensor = -1 };
+	struct opts o = { .interval = 1.0, .tensor = -1 };
 	const char *cmd;
 	bool attach;
 	int err;
@@ -116,7 +155,8 @@ int main(int argc, char **argv)
 	if (err)
 		return 1;
 	attach = !strcmp(cmd, "attach");
-	if (attach && !!o.dev + !!(o.lib || o.pid) + o.kmod != 1)
+	if (attach && (!!o.dev + !!(o.lib || o.pid) + o.kmod != 1 ||
+		       (o.nports && !o.dev)))
 		usage();
 	err = check_pin_dir(attach);
 	if (err && err != -ENOENT)

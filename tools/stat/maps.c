@@ -103,6 +103,24 @@ const char *phase_name(__u64 phase)
 	return "?";
 }
 
+/* The reasons of GN_STAT_REFUSE_*, as the views name them. */
+const char *refuse_name(__u64 reason)
+{
+	switch (reason) {
+	case GN_STAT_REFUSE_HEADER:
+		return "header";
+	case GN_STAT_REFUSE_VERSION:
+		return "version";
+	case GN_STAT_REFUSE_JOB:
+		return "job";
+	case GN_STAT_REFUSE_PORT:
+		return "port";
+	case GN_STAT_REFUSE_FULL:
+		return "full";
+	}
+	return "?";
+}
+
 const char *transport_name(__u64 t)
 {
 	switch (t) {
@@ -129,12 +147,36 @@ int read_hists(struct hists *h)
 	return h->rec ? 0 : -ENOENT;
 }
 
+/*
+ * A map that attaches of an older gradnet-stat did not pin reads as
+ * empty: the maps it had are there, and the next attach pins the rest.
+ */
+static void *map_read_new(const char *pin, size_t ksz, size_t vsz,
+			  bool percpu, size_t *count)
+{
+	if (access(pin, F_OK) && errno == ENOENT) {
+		*count = 0;
+		return calloc(1, 1);
+	}
+	return map_read(pin, ksz, vsz, percpu, -1, count);
+}
+
+/* What the tc programs refused, summed over the CPUs. */
+struct refused *read_refused(size_t *count)
+{
+	return map_read_new(pins.refused, sizeof(struct gn_stat_refused_key),
+			    sizeof(struct gn_stat_refused), true, count);
+}
+
 /* Every map a dump shows; -ENOENT (each missing pin named) if one is not there. */
 int read_maps(struct stat_maps *m)
 {
 	m->f = read_flows(&m->nf);
 	m->w = read_wire(&m->nw);
-	if (read_hists(&m->h) || !m->f || !m->w) {
+	m->r = read_refused(&m->nr);
+	m->j = map_read_new(pins.jobs, sizeof(__u64), sizeof(struct gn_stat_job),
+			    false, &m->nj);
+	if (read_hists(&m->h) || !m->f || !m->w || !m->r || !m->j) {
 		free_maps(m);
 		return -ENOENT;
 	}
@@ -146,6 +188,8 @@ void free_maps(struct stat_maps *m)
 	free(m->f);
 	free(m->w);
 	free(m->h.rec);
+	free(m->r);
+	free(m->j);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -42,13 +42,18 @@ void quiet_libbpf(void)
 	libbpf_set_print(libbpf_quiet);
 }
 
-/* The skeleton, its maps pinned by name under GN_STAT_PIN_DIR, loaded. */
-struct gradnet_stat_bpf *open_load(enum prog_kind kind, __u64 netns)
+/*
+ * The skeleton, its maps pinned by name under GN_STAT_PIN_DIR, loaded;
+ * the tc programs with the cookie of their device's network namespace
+ * and the ports of attach --dev --port (@o).
+ */
+struct gradnet_stat_bpf *open_load(enum prog_kind kind, __u64 netns,
+				   const struct opts *o)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pins.dir);
 	struct gradnet_stat_bpf *skel;
 	struct bpf_program *p;
-	int err;
+	int err, i;
 
 	skel = gradnet_stat_bpf__open_opts(&oo);
 	if (!skel) {
@@ -59,6 +64,9 @@ struct gradnet_stat_bpf *open_load(enum prog_kind kind, __u64 netns)
 	bpf_object__for_each_program(p, skel->obj)
 		bpf_program__set_autoload(p, prog_kind(p) == kind);
 	skel->rodata->gn_netns_cookie = netns;
+	for (i = 0; o && i < o->nports; i++)
+		skel->rodata->gn_ports[i] = o->ports[i];
+	skel->rodata->gn_nports = o ? (__u32)o->nports : 0;
 	err = gradnet_stat_bpf__load(skel);
 	if (err) {
 		fprintf(stderr, "gradnet-stat: cannot load the BPF programs: %s%s\n",

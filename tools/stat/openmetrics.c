@@ -70,6 +70,13 @@ static const struct om_family {
 	{ "gradnet_wire_skbs_total", "counter",
 	  "Socket buffers the datagrams came in.",
 	  offsetof(struct gn_stat_wire, skbs) },
+}, om_refused_families[] = {
+	{ "gradnet_wire_refused_packets_total", "counter",
+	  "Datagrams with the gradnet magic that tc did not count, by reason.",
+	  offsetof(struct gn_stat_refused, packets) },
+	{ "gradnet_wire_refused_bytes_total", "counter",
+	  "UDP payload bytes of those datagrams.",
+	  offsetof(struct gn_stat_refused, bytes) },
 };
 
 static const char *rank_label(char *buf, size_t len, __u64 r)
@@ -156,6 +163,24 @@ static void om_wire(const struct wire *w, size_t n)
 	}
 }
 
+static void om_refused(const struct refused *r, size_t n)
+{
+	size_t i, j;
+
+	for (j = 0; j < sizeof(om_refused_families) / sizeof(*om_refused_families); j++) {
+		const struct om_family *fam = &om_refused_families[j];
+
+		om_header(fam);
+		for (i = 0; i < n; i++)
+			printf("%s{ifindex=\"%llu\",netns=\"%llu\",direction=\"%s\",reason=\"%s\"} %llu\n",
+			       fam->name, (unsigned long long)r[i].k.ifindex,
+			       (unsigned long long)r[i].k.netns,
+			       r[i].k.egress ? "egress" : "ingress",
+			       refuse_name(r[i].k.reason),
+			       (unsigned long long)*(const __u64 *)((const char *)&r[i].v + fam->off));
+	}
+}
+
 /*
  * Step latency as a histogram: bucket k of gn_step_hist holds steps of
  * [2^k, 2^(k+1)) microseconds, so its cumulative count is that of le =
@@ -213,6 +238,7 @@ int dump_openmetrics(void)
 	qsort(m.f, m.nf, sizeof(*m.f), cmp_flow);
 	om_flows(m.f, m.nf);
 	om_wire(m.w, m.nw);
+	om_refused(m.r, m.nr);
 	om_hist(&m.h, m.f, m.nf);
 	printf("# EOF\n");
 	err = fflush(stdout) ? -errno : 0;

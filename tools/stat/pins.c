@@ -34,6 +34,9 @@ void set_pin_dir(void)
 	snprintf(pins.wire, sizeof(pins.wire), "%s/gn_wire", pins.dir);
 	snprintf(pins.hist, sizeof(pins.hist), "%s/gn_step_hist", pins.dir);
 	snprintf(pins.qdisc, sizeof(pins.qdisc), "%s/gn_tc_qdisc", pins.dir);
+	snprintf(pins.jobs, sizeof(pins.jobs), "%s/gn_tc_jobs", pins.dir);
+	snprintf(pins.ports, sizeof(pins.ports), "%s/gn_tc_ports", pins.dir);
+	snprintf(pins.refused, sizeof(pins.refused), "%s/gn_tc_refused", pins.dir);
 }
 
 /*
@@ -243,7 +246,8 @@ int check_pin_dir(bool create)
 int detach_all(void)
 {
 	const char *const maps[] = { pins.flows, pins.wire, pins.hist,
-				     pins.qdisc };
+				     pins.qdisc, pins.jobs, pins.ports,
+				     pins.refused };
 	char path[sizeof(pins.links) + 260];
 	struct dirent *de;
 	struct gn_stat_qdisc_key qk;

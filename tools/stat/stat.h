@@ -17,13 +17,20 @@
 struct bpf_program;
 struct gradnet_stat_bpf;
 
+/* Jobs or ports an option may list. */
+#define OPT_LIST	16
+
 struct opts {
 	const char *lib, *dev, *netns;
 	int pid;
 	bool kmod, json, openmetrics;
 	double interval;
 	long count;
-	long long job, tensor;
+	long long tensor;		/* top and dump: only this */
+	__u64 jobs[OPT_LIST];		/* attach --dev: count these; top, */
+	int njobs;			/* dump: only these */
+	__u64 ports[OPT_LIST];		/* attach --dev: on these ports */
+	int nports;
 };
 
 /* pins.c: where the maps and links are pinned. */
@@ -34,6 +41,9 @@ struct stat_pins {
 	char wire[PATH_MAX + 16];
 	char hist[PATH_MAX + 16];
 	char qdisc[PATH_MAX + 16];
+	char jobs[PATH_MAX + 16];
+	char ports[PATH_MAX + 16];
+	char refused[PATH_MAX + 16];
 };
 
 extern struct stat_pins pins;
@@ -58,7 +68,8 @@ int check_kernel(enum prog_kind kind);
 
 /* object.c: the BPF object. */
 void quiet_libbpf(void);
-struct gradnet_stat_bpf *open_load(enum prog_kind kind, __u64 netns);
+struct gradnet_stat_bpf *open_load(enum prog_kind kind, __u64 netns,
+				   const struct opts *o);
 
 /* usdt.c, kmod.c, tc.c: the attach kinds. */
 int attach_usdt(const struct opts *o);
@@ -78,6 +89,16 @@ struct wire {
 	struct gn_stat_wire v;
 };
 
+struct refused {
+	struct gn_stat_refused_key k;
+	struct gn_stat_refused v;
+};
+
+struct tc_job {
+	__u64 job;
+	struct gn_stat_job v;
+};
+
 /* The step histograms, read from gn_step_hist: records of key and value. */
 struct hists {
 	char *rec;
@@ -86,13 +107,20 @@ struct hists {
 
 #define HIST_REC	(sizeof(struct gn_stat_hist_key) + sizeof(struct gn_stat_hist))
 
-/* What a dump shows: the flows, the wire counters, the step histograms. */
+/*
+ * What a dump shows: the flows, the wire counters, the step histograms,
+ * what tc refused and the jobs it counts.
+ */
 struct stat_maps {
 	struct flow *f;
 	size_t nf;
 	struct wire *w;
 	size_t nw;
 	struct hists h;
+	struct refused *r;
+	size_t nr;
+	struct tc_job *j;
+	size_t nj;
 };
 
 void *map_read(const char *pin, size_t ksz, size_t vsz, bool percpu,
@@ -105,7 +133,9 @@ void free_maps(struct stat_maps *m);
 int cmp_flow(const void *a, const void *b);
 const struct flow *find_flow(const struct flow *f, size_t n,
 			     const struct gn_stat_key *k);
+struct refused *read_refused(size_t *count);
 const char *phase_name(__u64 phase);
+const char *refuse_name(__u64 reason);
 const char *transport_name(__u64 t);
 
 /* json.c, openmetrics.c, top.c: the views. */

@@ -61,13 +61,43 @@ static __u64 netns_cookie(void)
 	return c;
 }
 
-static int dev_index(const char *dev)
+/* The index of --dev in the namespace of --netns, entered; or -errno. */
+static int dev_index(const struct opts *o)
 {
-	int ifindex = (int)if_nametoindex(dev);
+	int ifindex, err = enter_netns(o->netns);
 
-	if (!ifindex)
-		fprintf(stderr, "gradnet-stat: no interface %s here\n", dev);
+	if (err)
+		return err;
+	ifindex = (int)if_nametoindex(o->dev);
+	if (!ifindex) {
+		fprintf(stderr, "gradnet-stat: no interface %s here\n", o->dev);
+		return -ENODEV;
+	}
 	return ifindex;
+}
+
+/* The jobs of attach --dev --job into gn_tc_jobs, which all devices share. */
+static int add_jobs(struct gradnet_stat_bpf *skel, const struct opts *o)
+{
+	struct gn_stat_job v;
+	int i, err;
+
+	for (i = 0; i < o->njobs; i++) {
+		if (bpf_map__lookup_elem(skel->maps.gn_tc_jobs, &o->jobs[i],
+					 sizeof(o->jobs[i]), &v, sizeof(v), 0))
+			memset(&v, 0, sizeof(v));
+		v.from |= GN_STAT_JOB_GIVEN;
+		err = bpf_map__update_elem(skel->maps.gn_tc_jobs, &o->jobs[i],
+					   sizeof(o->jobs[i]), &v, sizeof(v),
+					   BPF_ANY);
+		if (err) {
+			fprintf(stderr, "gradnet-stat: cannot add job %llu to gn_tc_jobs: %s%s\n",
+				(unsigned long long)o->jobs[i], strerror(-err),
+				err == -E2BIG ? " (it holds 256 jobs: detach and attach again)" : "");
+			return err;
+		}
+	}
+	return 0;
 }
 
 int attach_tc(const struct opts *o)
@@ -79,20 +109,18 @@ int attach_tc(const struct opts *o)
 	int ifindex, err = 0, d;
 	__u64 one = 1;
 
-	err = enter_netns(o->netns);
-	if (err)
-		return err;
-	ifindex = dev_index(o->dev);
-	if (!ifindex)
-		return -ENODEV;
+	ifindex = dev_index(o);
+	if (ifindex < 0)
+		return ifindex;
 	err = check_kernel(KIND_TC);
 	if (err)
 		return err;
 	qk.netns = netns_cookie();
 	qk.ifindex = (__u64)ifindex;
-	skel = open_load(KIND_TC, qk.netns);
+	skel = open_load(KIND_TC, qk.netns, o);
 	if (!skel)
 		return -EINVAL;
+	err = add_jobs(skel, o);
 	for (d = 0; d < 2 && !err; d++) {
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
 			    .attach_point = dirs[d]);
@@ -125,9 +153,12 @@ int attach_tc(const struct opts *o)
 	}
 	gradnet_stat_bpf__destroy(skel);
 	if (!err)
-		printf("attached to %s%s%s ingress and egress (tc handle %#x prio %#x)\n",
+		printf("attached to %s%s%s ingress and egress (tc handle %#x prio %#x), counting %s on %s\n",
 		       o->dev, o->netns ? " in netns " : "", o->netns ? o->netns : "",
-		       GN_STAT_TC_HANDLE, GN_STAT_TC_PRIO);
+		       GN_STAT_TC_HANDLE, GN_STAT_TC_PRIO,
+		       o->njobs ? "the jobs given and those the probes see" :
+		       "the jobs the probes see",
+		       o->nports ? "the ports given" : "the ports this host's ranks send from");
 	return err;
 }
 
@@ -164,12 +195,9 @@ int detach_tc(const struct opts *o)
 							 BPF_TC_EGRESS };
 	int ifindex, d, err, ret = 0;
 
-	err = enter_netns(o->netns);
-	if (err)
-		return err;
-	ifindex = dev_index(o->dev);
-	if (!ifindex)
-		return -ENODEV;
+	ifindex = dev_index(o);
+	if (ifindex < 0)
+		return ifindex;
 	for (d = 0; d < 2; d++) {
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
 			    .attach_point = dirs[d]);

@@ -12,6 +12,17 @@
 
 #include "stat.h"
 
+/* Whether --job lists @job, or lists none. */
+static bool job_wanted(const struct opts *o, __u64 job)
+{
+	int i;
+
+	for (i = 0; i < o->njobs; i++)
+		if (o->jobs[i] == job)
+			return true;
+	return !o->njobs;
+}
+
 static void rank_text(char *buf, size_t len, __u64 r)
 {
 	if (r == GN_STAT_RANK_ALL)
@@ -97,7 +108,7 @@ static void print_flows(const struct flow *f, size_t n, const struct flow *old,
 		char src[8], dst[8];
 		__u64 drops = 0;
 
-		if ((o->job >= 0 && (long long)k->job != o->job) ||
+		if (!job_wanted(o, k->job) ||
 		    (o->tensor >= 0 && (long long)k->tensor != o->tensor))
 			continue;
 		for (d = 0; d < GN_STAT_DROPS; d++)
@@ -123,6 +134,32 @@ static void print_flows(const struct flow *f, size_t n, const struct flow *old,
 	}
 }
 
+/*
+ * What tc refused since attach, summed over interfaces and directions by
+ * reason, one line; nothing if it refused nothing.
+ */
+static void print_refused(void)
+{
+	__u64 sum[GN_STAT_REFUSES] = { 0 }, all = 0;
+	struct refused *r;
+	size_t i, n;
+	int k;
+
+	r = read_refused(&n);
+	for (i = 0; r && i < n; i++)
+		if (r[i].k.reason < GN_STAT_REFUSES) {
+			sum[r[i].k.reason] += r[i].v.packets;
+			all += r[i].v.packets;
+		}
+	free(r);
+	if (!all)
+		return;
+	printf("tc refused %llu datagrams:", (unsigned long long)all);
+	for (k = 1; k < GN_STAT_REFUSES; k++)
+		printf(" %s %llu%s", refuse_name(k), (unsigned long long)sum[k],
+		       k + 1 < GN_STAT_REFUSES ? "," : "\n");
+}
+
 int dump_text(const struct opts *o)
 {
 	struct hists h;
@@ -138,6 +175,7 @@ int dump_text(const struct opts *o)
 	}
 	qsort(f, n, sizeof(*f), cmp_flow);
 	print_flows(f, n, NULL, 0, 0, &h, o);
+	print_refused();
 	free(h.rec);
 	free(f);
 	return 0;
@@ -174,6 +212,7 @@ int top(const struct opts *o)
 		printf("gradnet-stat top: %zu flows, every %.1f s%s\n", n,
 		       o->interval, old ? "" : " (first view: totals)");
 		print_flows(f, n, old, nold, old ? t - t0 : 0, &h, o);
+		print_refused();
 		free(h.rec);
 		fflush(stdout);
 		free(old);

@@ -158,7 +158,7 @@ int attach_usdt(const struct opts *o)
 	err = check_kernel(KIND_USDT);
 	if (err)
 		goto out_close;
-	skel = open_load(KIND_USDT, 0);
+	skel = open_load(KIND_USDT, 0, NULL);
 	if (!skel) {
 		err = -EINVAL;
 		goto out_close;
