@@ -100,11 +100,11 @@ rm -rf "$GN_STAT_PIN_DIR"
 
 r=1
 GN_STAT_PIN_DIR=$fs/root "$STAT" attach --lib "$PROBED" >"$tmp/out" 2>&1 || { diag "$tmp/out"; r=0; }
-pinned=$(ls "$fs/root" "$fs/root/links" | wc -l)
+pinned=$(find "$fs/root" | wc -l)
 as_other ln -s "$fs/root" "$GN_STAT_PIN_DIR" || r=0
 refused attach "is a symbolic link" || r=0
 refused detach "is a symbolic link" || r=0
-[ "$(ls "$fs/root" "$fs/root/links" | wc -l)" -eq "$pinned" ] || r=0
+[ "$(find "$fs/root" | wc -l)" -eq "$pinned" ] || r=0
 [ -n "$(ls -A "$fs/root/links")" ] || r=0
 gn_result $r "attach and detach refuse a symbolic link another user planted, and root's pins it points to stay"
 rm -f "$GN_STAT_PIN_DIR"

@@ -6,6 +6,7 @@
 # verdicts of check_stat.py as TAP lines numbered on from the script's.
 # The caller's here, tmp, testno and failed are used; run_job also uses
 # WORLD, PEERS, KEY, ELEMS, STEPS and fills pids.
+# shellcheck disable=SC2154 # the caller's variables
 
 # check ARGS...: check_stat.py ARGS..., its TAP lines numbered on from
 # ours; a run that gave no verdict at all is one failure.
