@@ -2,7 +2,7 @@
 /*
  * codec_test.c - the 3LC codec against its golden vectors, its properties
  * and, for every SIMD instruction set the CPU has, against the scalar
- * reference bit for bit.
+ * reference bit for bit; top-k's scan kernels against the scalar one.
  */
 #include <errno.h>
 #include <float.h>
@@ -15,6 +15,7 @@
 #include <gradnet/codec.h>
 #include "testutil.h"
 #include "golden/vectors.h"
+#include "codec/topk/scan.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -321,6 +322,63 @@ TEST_F(isa, matches_scalar_random)
 			break;
 	}
 	ASSERT_EQ(0, bad);
+}
+
+/*
+ * Top-k's scan (lib/codec/topk/scan.h): the kernel of this instruction set
+ * and the scalar one write the same values and list the same positions,
+ * for every length up to a few vectors and tails, with and without the
+ * error, floors from none to all, a destination in each alignment with
+ * and without non-temporal stores, and a value that is not finite.
+ */
+TEST_F(isa, topk_scan_matches_scalar)
+{
+	gn_topk_scan_fn *scan = gn_topk_scan_of(self->isa);
+	struct gn_rng r = { 7 };
+	float *x = malloc(1200 * 4), *e = malloc(1200 * 4);
+	float *d1 = calloc(1204, 4), *d2 = calloc(1204, 4);
+	uint32_t *p1 = malloc(1200 * 4), *p2 = malloc(1200 * 4), u;
+	int bad = 0, t;
+
+	for (t = 0; t < 3000 && !bad; t++) {
+		uint32_t n = t < 300 ? (uint32_t)t : (uint32_t)(gn_rng_u64(&r) % 1200);
+		uint32_t floor, n1, n2, bad1 = 0, bad2 = 0, base = (uint32_t)t * 7;
+		size_t al = gn_rng_u64(&r) % 4;
+		bool with_e = t & 1, nt = t & 2;
+
+		fill(&r, x, n, t % KINDS);
+		fill(&r, e, n, (t + 1) % KINDS);
+		if (n && t % 17 == 0)
+			x[gn_rng_u64(&r) % n] = t % 34 ? NAN : -INFINITY;
+		switch (t % 4) {
+		case 0:
+			floor = 0;
+			break;
+		case 1:
+			floor = 0x7f800000u;
+			break;
+		default:
+			memcpy(&u, &x[n ? gn_rng_u64(&r) % n : 0], 4);
+			floor = u & 0x7fffffffu;
+		}
+		n1 = gn_topk_scan_scalar(x, with_e ? e : NULL, d1 + al, n,
+					 floor, base, p1, &bad1, false);
+		n2 = scan(x, with_e ? e : NULL, d2 + al, n, floor, base, p2,
+			  &bad2, nt);
+		EXPECT_EQ(n1, n2) TH_LOG("n=%u floor=%#x", n, floor);
+		EXPECT_EQ(bad1, bad2) TH_LOG("n=%u", n);
+		bad += n1 != n2 || bad1 != bad2 ||
+		       memcmp(d1 + al, d2 + al, n * 4) ||
+		       memcmp(p1, p2, (n1 < n2 ? n1 : n2) * 4);
+		EXPECT_EQ(0, bad) TH_LOG("n=%u floor=%#x e=%d nt=%d", n, floor,
+					 with_e, nt);
+	}
+	free(x);
+	free(e);
+	free(d1);
+	free(d2);
+	free(p1);
+	free(p2);
 }
 
 /* Every group value in every lane position, decoded by each kernel. */
