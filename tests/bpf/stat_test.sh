@@ -9,7 +9,7 @@
 #  - per rank, the flows' sums in the pinned map equal the library's own
 #    final counters exactly (GN_TEST_STATS_FILE: after close, when no
 #    packet can change them): packets, bytes, retransmits, drops by reason
-#  - the probes fired far fewer times than packets went (the core
+#  - the probes fired fewer times than packets went (the core
 #    coalesces a flow's events within a poll; kernel.bpf_stats_enabled
 #    counts the uprobe programs' runs)
 #  - each host's egress, as tc parsed it, equals what its rank sent, and
