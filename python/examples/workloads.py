@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: MIT
+"""workloads.py - the two training jobs of ddp_bench.py, each with its
+data, its model, the batches a rank draws and how the model is scored.
+
+  digits  a small CNN on scikit-learn's digits (python3-sklearn): 8x8
+          images, 10 classes; scored by test accuracy
+  lm      a word-level LSTM language model on the fortune cookies of
+          Debian's fortunes package (/usr/share/games/fortunes, about
+          2.5 MB of English quotations, jokes and verse); scored by
+          validation loss (mean cross-entropy per word, nats) and
+          perplexity. Its embedding's gradient is sparse: a batch touches
+          at most a few hundred of its 2,048 rows
+
+Both are deterministic: the split, the vocabulary and the initial weights
+are the same on every rank and in every run, and rank r draws its batches
+from a generator seeded with 1000 + r.
+"""
+import math
+import os
+import re
+from collections import Counter
+
+FORTUNES = "/usr/share/games/fortunes"
+# Pictures, not prose: their punctuation would crowd the vocabulary.
+FORTUNES_SKIP = {"ascii-art"}
+LM_VOCAB = 2048         # <unk>, <eos> and the 2,046 commonest words
+LM_EMBED = 64
+LM_HIDDEN = 64
+LM_SEQ = 24             # words per training and validation window
+LM_VAL_EVERY = 32       # every 32nd fortune is validation text
+WORD = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
+
+
+class Digits:
+    """A small CNN on the digits: 1,437 training and 360 test images."""
+    name = "digits"
+    score = "accuracy"
+    lr = 0.05
+    default_batch = 32
+
+    def __init__(self, torch):
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split
+        self.torch = torch
+        digits = load_digits()
+        x = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
+        y = torch.tensor(digits.target)
+        self.xtr, self.xte, self.ytr, self.yte = train_test_split(
+            x, y, test_size=0.2, random_state=0, stratify=y)
+        self.train_size = len(self.xtr)
+        self.test_size = len(self.xte)
+
+    def build(self):
+        nn = self.torch.nn
+        return nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 4 * 4, 256), nn.ReLU(),
+            nn.Linear(256, 10))
+
+    def batch(self, gen, size):
+        idx = self.torch.randint(0, self.train_size, (size,), generator=gen)
+        return self.xtr[idx], self.ytr[idx]
+
+    def loss(self, model, batch):
+        x, y = batch
+        return self.torch.nn.functional.cross_entropy(model(x), y)
+
+    def evaluate(self, net):
+        """{"accuracy": fraction of the test images classified right}."""
+        with self.torch.no_grad():
+            acc = (net(self.xte).argmax(1) == self.yte).float().mean().item()
+        return {"accuracy": acc}
+
+    def sizes(self):
+        return {"train_images": self.train_size,
+                "test_images": self.test_size}
+
+    def describe(self, params, batch):
+        return ("CNN, %d parameters (%d bytes of float32 gradient); digits, "
+                "%d train / %d test images, batch %d per rank"
+                % (params, params * 4, self.train_size, self.test_size, batch))
+
+
+def fortunes_files(root=FORTUNES):
+    """The fortune files, in name order: plain files, no index (.dat) and
+    no links (the .u8 names)."""
+    if not os.path.isdir(root):
+        raise FileNotFoundError(
+            "%s is missing: the lm workload reads Debian's fortunes package "
+            "(apt-get install fortunes)" % root)
+    names = sorted(n for n in os.listdir(root)
+                   if not n.endswith(".dat") and n not in FORTUNES_SKIP)
+    paths = [os.path.join(root, n) for n in names]
+    paths = [p for p in paths if os.path.isfile(p) and not os.path.islink(p)]
+    if not paths:
+        raise FileNotFoundError("%s holds no fortune files" % root)
+    return paths
+
+
+def fortunes_split(paths, val_every=LM_VAL_EVERY):
+    """(training, validation) word lists: each fortune lower-cased, cut into
+    words and punctuation marks and ended by <eos>; every val_every-th
+    fortune, counted over all files, goes to validation."""
+    train, val = [], []
+    k = 0
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for cookie in re.split(r"^%\s*$", text, flags=re.M):
+            words = WORD.findall(cookie.lower())
+            if not words:
+                continue
+            (val if k % val_every == 0 else train).extend(words + ["<eos>"])
+            k += 1
+    return train, val
+
+
+class Lm:
+    """An LSTM language model over words (embedding, one LSTM layer, a
+    linear decoder), on the fortunes."""
+    name = "lm"
+    score = "val_loss"
+    lr = 0.5
+    default_batch = 16
+
+    def __init__(self, torch, root=FORTUNES):
+        self.torch = torch
+        train, val = fortunes_split(fortunes_files(root))
+        counts = Counter(w for w in train if w != "<eos>")
+        # Ties go to the alphabetically first word, so every rank agrees.
+        common = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        self.words = ["<unk>", "<eos>"] + [w for w, _ in
+                                           common[:LM_VOCAB - 2]]
+        index = {w: i for i, w in enumerate(self.words)}
+        self.train = torch.tensor([index.get(w, 0) for w in train])
+        self.val = torch.tensor([index.get(w, 0) for w in val])
+        self.train_size = len(self.train)
+        self.test_size = len(self.val)
+        self.unk = float((self.val == 0).float().mean())
+
+    def build(self):
+        torch, nn = self.torch, self.torch.nn
+
+        class WordLstm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(LM_VOCAB, LM_EMBED)
+                self.lstm = nn.LSTM(LM_EMBED, LM_HIDDEN, batch_first=True)
+                self.decode = nn.Linear(LM_HIDDEN, LM_VOCAB)
+
+            def forward(self, x):
+                h, _ = self.lstm(self.embed(x))
+                return self.decode(h)
+        del torch
+        return WordLstm()
+
+    def batch(self, gen, size):
+        """size windows of LM_SEQ words at random places of the training
+        text, and the words that follow each."""
+        torch = self.torch
+        at = torch.randint(0, self.train_size - LM_SEQ - 1, (size,),
+                           generator=gen)
+        span = at.unsqueeze(1) + torch.arange(LM_SEQ + 1)
+        w = self.train[span]
+        return w[:, :-1], w[:, 1:]
+
+    def loss(self, model, batch):
+        x, y = batch
+        out = model(x)
+        return self.torch.nn.functional.cross_entropy(
+            out.reshape(-1, LM_VOCAB), y.reshape(-1))
+
+    def evaluate(self, net):
+        """{"val_loss": mean cross-entropy per word of the validation text
+        in windows of LM_SEQ words (nats), "perplexity": its exp}."""
+        torch = self.torch
+        n = (self.test_size - 1) // LM_SEQ
+        x = self.val[:n * LM_SEQ].view(n, LM_SEQ)
+        y = self.val[1:n * LM_SEQ + 1].view(n, LM_SEQ)
+        total = 0.0
+        with torch.no_grad():
+            for i in range(0, n, 256):
+                out = net(x[i:i + 256])
+                total += torch.nn.functional.cross_entropy(
+                    out.reshape(-1, LM_VOCAB), y[i:i + 256].reshape(-1),
+                    reduction="sum").item()
+        loss = total / (n * LM_SEQ)
+        return {"val_loss": loss, "perplexity": math.exp(loss)}
+
+    def sizes(self):
+        return {"train_words": self.train_size,
+                "validation_words": self.test_size}
+
+    def describe(self, params, batch):
+        return ("word LSTM (embedding %dx%d, LSTM %d, decoder %d), %d "
+                "parameters (%d bytes of float32 gradient); fortunes, %d "
+                "train / %d validation words (%.1f%% <unk>), batch %d "
+                "windows of %d words per rank"
+                % (LM_VOCAB, LM_EMBED, LM_HIDDEN, LM_VOCAB, params,
+                   params * 4, self.train_size, self.test_size,
+                   self.unk * 100, batch, LM_SEQ))
+
+
+WORKLOADS = {"digits": Digits, "lm": Lm}
