@@ -33,11 +33,13 @@ for ((k = 0; k < ranks; k++)); do
 	pids+=($!)
 done
 rc=0
-for ((k = 0; k < ranks; k++)); do
+while [ ${#pids[@]} -gt 0 ]; do
 	# The first rank to fail ends the job: the others would wait for it.
-	wait -n "${pids[@]}" && continue
-	rc=$?
-	kill "${pids[@]}" 2>/dev/null || true
-	break
+	wait -n -p ended "${pids[@]}" || rc=$?
+	mapfile -t pids < <(printf '%s\n' "${pids[@]}" | grep -vx "$ended")
+	if [ "$rc" -ne 0 ]; then
+		[ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null || true
+		break
+	fi
 done
 exit "$rc"

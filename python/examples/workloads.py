@@ -121,7 +121,7 @@ class Lm:
     linear decoder), on the fortunes."""
     name = "lm"
     score = "val_loss"
-    lr = 0.5
+    lr = 1.0
     default_batch = 16
 
     def __init__(self, torch, root=FORTUNES):
