@@ -257,56 +257,67 @@ def worker(args):
     rank, world = dist.get_rank(), dist.get_world_size()
     wl = WORKLOADS[args.workload](torch)
 
-    counted = [0]
-    real_all_reduce = dist.all_reduce
-
-    def counting_all_reduce(tensor, *a, **k):
-        counted[0] += tensor.numel() * tensor.element_size()
-        return real_all_reduce(tensor, *a, **k)
-    dist.all_reduce = counting_all_reduce
-
-    rows = []
+    # Every method trains its own model, a step of each in turn, so a
+    # change in the machine's load falls on all of them alike.
+    jobs = []
     for method in args.methods:
         torch.manual_seed(0)
         net = wl.build()
-        nparams = sum(p.numel() for p in net.parameters())
         model = DDP(net)
-        state = attach(method, model)
-        opt = torch.optim.SGD(model.parameters(), lr=wl.lr, momentum=0.9)
-        gen = torch.Generator().manual_seed(1000 + rank)
-        counted[0] = 0
-        skipped = 0
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(args.steps):
-            batch = wl.batch(gen, args.batch)
-            opt.zero_grad()
-            wl.loss(model, batch).backward()
-            if not all(torch.isfinite(p.grad).all()
-                       for p in model.parameters()):
-                skipped += 1
-                continue
-            opt.step()
-        dist.barrier()
-        seconds = time.perf_counter() - t0
-        if state is not None:
-            st = state.stats()
+        jobs.append({
+            "method": method, "net": net, "model": model,
+            "state": attach(method, model),
+            "opt": torch.optim.SGD(model.parameters(), lr=wl.lr,
+                                   momentum=0.9),
+            "gen": torch.Generator().manual_seed(1000 + rank),
+            "counted": 0, "skipped": 0, "seconds": 0.0})
+    nparams = sum(p.numel() for p in jobs[0]["net"].parameters())
+
+    current = [None]
+    real_all_reduce = dist.all_reduce
+
+    def counting_all_reduce(tensor, *a, **k):
+        current[0]["counted"] += tensor.numel() * tensor.element_size()
+        return real_all_reduce(tensor, *a, **k)
+    dist.all_reduce = counting_all_reduce
+
+    for _ in range(args.steps):
+        for j in jobs:
+            current[0] = j
+            # A step starts on every rank at once and ends when its
+            # allreduces have: its time is the job's, not a straggler's
+            # from the step before.
+            real_all_reduce(torch.zeros(1))
+            t0 = time.perf_counter()
+            batch = wl.batch(j["gen"], args.batch)
+            j["opt"].zero_grad()
+            wl.loss(j["model"], batch).backward()
+            if all(torch.isfinite(p.grad).all()
+                   for p in j["model"].parameters()):
+                j["opt"].step()
+            else:
+                j["skipped"] += 1
+            j["seconds"] += time.perf_counter() - t0
+    dist.all_reduce = real_all_reduce
+
+    rows = []
+    for j in jobs:
+        if j["state"] is not None:
+            st = j["state"].stats()
             sent = (st["wire_bytes"] + st["ctl_bytes"]) / args.steps
             carried = nparams * 4.0
-            state.close()
+            j["state"].close()
         else:
-            carried = counted[0] / args.steps
+            carried = j["counted"] / args.steps
             sent = carried * 2 * (world - 1) / world
-        row = {"method": method.text}
+        row = {"method": j["method"].text}
         if rank == 0:
-            row.update(wl.evaluate(net))
+            row.update(wl.evaluate(j["net"]))
         row.update({"carried_bytes": carried, "sent_bytes": sent,
-                    "ms_per_step": seconds / args.steps * 1e3,
-                    "skipped": skipped})
+                    "ms_per_step": j["seconds"] / args.steps * 1e3,
+                    "skipped": j["skipped"]})
         rows.append(row)
-        del model
-        dist.barrier()
-    dist.all_reduce = real_all_reduce
+    dist.barrier()
     if rank == 0:
         add_ratios(rows)
         run = {"command": command_line(args), "workload": wl.name,
