@@ -6,6 +6,13 @@ LSTM language model on Debian's fortunes. Prints per method the final test
 accuracy (digits) or validation loss and perplexity (lm), the bytes each
 rank sends per step, the ratio to Gloo and the time per step.
 
+The methods train side by side, each its own model from the same seed: step
+k of every method, then step k + 1, so a change in the machine's load falls
+on all of them alike. A step's time runs from a common start on every rank
+(a one-float allreduce) to the end of rank 0's optimizer step, which comes
+after the step's allreduces have ended everywhere; time per step is its
+mean over the steps.
+
 Methods (--methods, comma-separated):
   gloo              Gloo's dense allreduce (PyTorch's default hook)
   fp16              PyTorch's fp16 compression hook

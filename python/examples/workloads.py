@@ -152,7 +152,7 @@ class Lm:
                                 self.torch.zeros_like(words))
 
     def build(self):
-        torch, nn = self.torch, self.torch.nn
+        nn = self.torch.nn
 
         class WordLstm(nn.Module):
             def __init__(self):
@@ -164,7 +164,6 @@ class Lm:
             def forward(self, x):
                 h, _ = self.lstm(self.embed(x))
                 return self.decode(h)
-        del torch
         return WordLstm()
 
     def batch(self, gen, size):
