@@ -749,32 +749,14 @@ TEST(insider_dense_nan)
 	job_free(&s, out);
 }
 
-/* A rank that dies mid-job: the others fail with -ETIMEDOUT, naming it. */
-TEST(dead_peer_times_out)
+/*
+ * A rank that dies mid-job: the others fail with -ETIMEDOUT, naming it.
+ * With CLT-k it is a leader too: every rank leads chunks.
+ */
+static void dead_peer_job(struct __test_metadata *_metadata, int codec)
 {
 	struct job_spec s = { .world = 3, .steps = 3, .ntensors = 1,
-			      .elems = { 300000 }, .codec = { GN_CODEC_3LC },
-			      .nan_rank = -1, .die_rank = 1, .die_step = 1,
-			      .timeout_ms = 1500 };
-	struct job_out *out = job_run(&s, 60);
-	int r;
-
-	ASSERT_NE(NULL, out);
-	for (r = 0; r < 3; r += 2) {
-		ASSERT_EQ(0, out->rc[r][0]);
-		ASSERT_EQ(-ETIMEDOUT, out->rc[r][1]) TH_LOG("rank %d: %s", r, out->msg[r]);
-		ASSERT_NE(NULL, strstr(out->msg[r], "rank 1"));
-		/* Within the timeout, plus scheduling slack. */
-		ASSERT_GT(1.5 + 1.0, out->seconds[r][1]);
-	}
-	job_free(&s, out);
-}
-
-/* A leader that dies mid-job (every rank leads chunks of CLT-k). */
-TEST(dead_cltk_leader_times_out)
-{
-	struct job_spec s = { .world = 3, .steps = 3, .ntensors = 1,
-			      .elems = { 300000 }, .codec = { GN_CODEC_CLTK },
+			      .elems = { 300000 }, .codec = { codec },
 			      .nan_rank = -1, .die_rank = 1, .die_step = 1,
 			      .timeout_ms = 1500 };
 	struct job_out *out = job_run(&s, 60);
@@ -785,9 +767,20 @@ TEST(dead_cltk_leader_times_out)
 		ASSERT_EQ(0, out->rc[r][0]);
 		ASSERT_EQ(-ETIMEDOUT, out->rc[r][1]) TH_LOG("rank %d: %s", r, out->msg[r]);
 		ASSERT_NE(NULL, strstr(out->msg[r], "rank 1")) TH_LOG("%s", out->msg[r]);
+		/* Within the timeout, plus scheduling slack. */
 		ASSERT_GT(1.5 + 1.0, out->seconds[r][1]);
 	}
 	job_free(&s, out);
+}
+
+TEST(dead_peer_times_out)
+{
+	dead_peer_job(_metadata, GN_CODEC_3LC);
+}
+
+TEST(dead_cltk_leader_times_out)
+{
+	dead_peer_job(_metadata, GN_CODEC_CLTK);
 }
 
 /*

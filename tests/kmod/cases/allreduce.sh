@@ -24,21 +24,20 @@ for k in 0 1 2; do
 	kt_same_as_ref "/tmp/r3.$k" r3
 	ok $? "rank $k: all 24 results bit-identical to the userspace reference"
 done
-kt_job r3c /tmp/r3c kmod kmod kmod
-rc=$?
-ok "$rc" "3 kmod ranks ran 3 steps of QSGD and top-k tensors ($rc failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/r3c.0 /tmp/r3c.1 /tmp/r3c.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/r3c.$k" r3c
-	ok $? "rank $k: every QSGD and top-k result bit-identical to the userspace reference"
-done
-kt_job r3k /tmp/r3k kmod kmod kmod
-rc=$?
-ok "$rc" "3 kmod ranks ran 3 steps of CLT-k tensors ($rc failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/r3k.0 /tmp/r3k.1 /tmp/r3k.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/r3k.$k" r3k
-	ok $? "rank $k: every CLT-k result bit-identical to the userspace reference"
-done
+# codec_job NAME WHAT: job NAME on three kmod ranks, each result exact.
+codec_job() {
+	local rc k
+
+	kt_job "$1" "/tmp/$1" kmod kmod kmod
+	rc=$?
+	ok "$rc" "3 kmod ranks ran 3 steps of $2 tensors ($rc failed)"
+	[ "$rc" -eq 0 ] || kt_show "/tmp/$1.0" "/tmp/$1.1" "/tmp/$1.2"
+	for k in 0 1 2; do
+		kt_same_as_ref "/tmp/$1.$k" "$1"
+		ok $? "rank $k: every $2 result bit-identical to the userspace reference"
+	done
+}
+codec_job r3c "QSGD and top-k"
+codec_job r3k CLT-k
 kt_refcnt_zero
 ok $? "every file closed: gradnet's refcnt is 0"

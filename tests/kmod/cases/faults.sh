@@ -35,18 +35,19 @@ rc=$?
 kt_job r3fk /tmp/fk kmod kmod kmod
 rck=$?
 kt_faults 0 0 0
-ok "$rc" "3 kmod ranks under injected drops, duplicates and reordering finished ($rc failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/f.0 /tmp/f.1 /tmp/f.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/f.$k" r3f
-	ok $? "rank $k: results bit-identical to the reference despite the faults"
-done
-ok "$rck" "3 kmod ranks of CLT-k under the same faults finished ($rck failed)"
-[ "$rck" -eq 0 ] || kt_show /tmp/fk.0 /tmp/fk.1 /tmp/fk.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/fk.$k" r3fk
-	ok $? "rank $k: CLT-k results bit-identical to the reference despite the faults"
-done
+# faults_ok RC PREFIX NAME WHAT: the job's outcome and every rank exact.
+faults_ok() {
+	local k
+
+	ok "$1" "3 kmod ranks of $4 under injected drops, duplicates and reordering finished ($1 failed)"
+	[ "$1" -eq 0 ] || kt_show "$2.0" "$2.1" "$2.2"
+	for k in 0 1 2; do
+		kt_same_as_ref "$2.$k" "$3"
+		ok $? "rank $k: $4 results bit-identical to the reference despite the faults"
+	done
+}
+faults_ok "$rc" /tmp/f r3f "3LC and dense"
+faults_ok "$rck" /tmp/fk r3fk CLT-k
 re=$(cat /tmp/f.[012] | sed -n 's/^retransmits //p' | awk '{ s += $1 } END { print s + 0 }')
 ok $((re == 0)) "the ranks retransmitted ($re packets): the faults took effect"
 kt_refcnt_zero
