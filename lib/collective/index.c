@@ -247,8 +247,11 @@ static void encode_part(void *arg, u32 i)
 		       (size_t)n * sizeof(u32));
 		r = gn_pack_index(ctx, b->im[i], t, st->no, &is,
 				  st->ix + t->ix_off[g]);
-		if (!r)
+		if (!r) {
 			gn_msg_identity(b->im[i], st, &is);
+			/* Positions only: no values of the tensor's. */
+			b->im[i]->raw_bytes = 0;
+		}
 	}
 	ms.aux = aux;
 	if (!r && !b->vm[i])
