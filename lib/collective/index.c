@@ -13,7 +13,9 @@
  * whose set it already has; the progress side encodes every other chunk
  * the moment its set is complete here. So a large tensor waits for a
  * set about one one-way trip per rank, not per chunk, and the leaders'
- * selections run in parallel, a W-th of the chunks each.
+ * selections run in parallel, a W-th of the chunks each. The start never
+ * waits for a peer's set: a trainer that starts tensors A then B while a
+ * peer starts B then A would deadlock if it did.
  *
  * A set is taken only whole and in order: each slice is checked as it
  * comes (positions below the chunk's end, entries inside the set), and
