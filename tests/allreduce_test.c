@@ -784,32 +784,51 @@ TEST(dead_cltk_leader_times_out)
 }
 
 /*
- * A CLT-k leader alive but idle at step 1: the others wait for its index
- * sets, and the step timeout names it as the leader they wait for; every
- * rank fails step 1 naming it, and the job goes on (the reference skips
- * step 1, the memory as it was).
+ * Rank 2 alive but idle at step 1 of @s until the others have given up
+ * on it (GN_STEP_TIMEOUT_MS=800 on every rank): step 1 fails with
+ * -ETIMEDOUT on every rank, each message naming rank 2, and the other
+ * steps match a reference that skipped step 1. Return: the job's results
+ * for more checks (job_free() them), or NULL after a failed assertion.
+ */
+static struct job_out *idle_job(struct __test_metadata *_metadata,
+				struct job_spec *s)
+{
+	static const bool skip[JOB_MAX_STEPS] = { false, true };
+	struct job_out *out;
+	int r;
+
+	s->nan_rank = s->die_rank = -1;
+	s->idle = true;
+	s->idle_rank = 2;
+	s->idle_step = 1;
+	for (r = 0; r < 3; r++)
+		s->env[r] = "GN_STEP_TIMEOUT_MS=800";
+	out = job_run(s, 60);
+	EXPECT_NE(NULL, out);
+	if (!out)
+		return NULL;
+	check_job(_metadata, s, out, skip, -ETIMEDOUT, -1);
+	for (r = 0; r < s->world; r++) {
+		TH_LOG("rank %d: %s", r, out->msg[r]);
+		EXPECT_NE(NULL, strstr(out->msg[r], "rank 2"));
+		EXPECT_NE(NULL, strstr(out->msg[r], "step 2"));
+	}
+	return out;
+}
+
+/*
+ * A CLT-k leader idle at step 1: the others wait for its index sets, and
+ * the step timeout names it as the leader they wait for.
  */
 TEST(idle_cltk_leader_times_out_step)
 {
 	struct job_spec s = { .world = 3, .steps = 4, .ntensors = 1,
 			      .elems = { 200001 }, .codec = { GN_CODEC_CLTK },
 			      .params = { "density=0.02,beta=0.5" },
-			      .nan_rank = -1, .die_rank = -1, .idle = true,
-			      .idle_rank = 2, .idle_step = 1,
-			      .job_id = (uint32_t)getpid() * 13u + 1u,
-			      .env = { "GN_STEP_TIMEOUT_MS=800", "GN_STEP_TIMEOUT_MS=800",
-				       "GN_STEP_TIMEOUT_MS=800" } };
-	bool skip[JOB_MAX_STEPS] = { false, true };
-	struct job_out *out = job_run(&s, 60);
-	int r;
+			      .job_id = (uint32_t)getpid() * 13u + 1u };
+	struct job_out *out = idle_job(_metadata, &s);
 
 	ASSERT_NE(NULL, out);
-	check_job(_metadata, &s, out, skip, -ETIMEDOUT, -1);
-	for (r = 0; r < s.world; r++) {
-		TH_LOG("rank %d: %s", r, out->msg[r]);
-		EXPECT_NE(NULL, strstr(out->msg[r], "rank 2"));
-		EXPECT_NE(NULL, strstr(out->msg[r], "step 2"));
-	}
 	/* One of ranks 0 and 1 timed out on its own (the other may have had
 	 * its abort first): waiting for rank 2's index sets. */
 	EXPECT_TRUE(strstr(out->msg[0], "no index set from its leader rank 2") ||
@@ -818,33 +837,19 @@ TEST(idle_cltk_leader_times_out_step)
 }
 
 /*
- * Rank 2 stays alive but does not call allreduce for step 1 until the
- * others have given up on it: step 1 fails with -ETIMEDOUT on every rank,
- * rank 2 included, each message naming rank 2; the job goes on, and the
- * other steps match a reference that skipped step 1. Tensor 0 has a share
- * missing at ranks 0 and 1; tensor 1 (one value, rank 2's shard) only
- * lacks rank 2's result.
+ * Rank 2 idle at step 1 (idle_job()). Tensor 0 has a share missing at
+ * ranks 0 and 1; tensor 1 (one value, rank 2's shard) only lacks rank 2's
+ * result.
  */
 TEST(idle_peer_times_out_step)
 {
 	struct job_spec s = { .world = 3, .steps = 4, .ntensors = 2,
 			      .elems = { 70001, 1 },
-			      .codec = { GN_CODEC_3LC, GN_CODEC_3LC },
-			      .nan_rank = -1, .die_rank = -1, .idle = true,
-			      .idle_rank = 2, .idle_step = 1,
-			      .env = { "GN_STEP_TIMEOUT_MS=800", "GN_STEP_TIMEOUT_MS=800",
-				       "GN_STEP_TIMEOUT_MS=800" } };
-	bool skip[JOB_MAX_STEPS] = { false, true };
-	struct job_out *out = job_run(&s, 60);
+			      .codec = { GN_CODEC_3LC, GN_CODEC_3LC } };
+	struct job_out *out = idle_job(_metadata, &s);
 	int r;
 
 	ASSERT_NE(NULL, out);
-	check_job(_metadata, &s, out, skip, -ETIMEDOUT, -1);
-	for (r = 0; r < s.world; r++) {
-		TH_LOG("rank %d: %s", r, out->msg[r]);
-		EXPECT_NE(NULL, strstr(out->msg[r], "rank 2"));
-		EXPECT_NE(NULL, strstr(out->msg[r], "step 2"));
-	}
 	/* Within the step timeout (and half again for tensor 1), plus
 	 * scheduling slack. */
 	for (r = 0; r < 2; r++)
