@@ -118,7 +118,10 @@
  * Parameters: density (0 < d <= 1, default 0.01), block (0: the chunk is
  * one block, the default; else blocks of this many values, 64 to 65536,
  * as SparCML's 512), bits (0: float32 values, the default; 2, 4 or 8:
- * QSGD values), bucket and norm (QSGD's, for its values).
+ * QSGD values), bucket and norm (QSGD's, for its values; here bucket 0,
+ * the default, is 128 values and the default norm is max: a sparse
+ * stream's values are a tensor's largest, and under the l2 norm of 512
+ * of them most would round to level 0).
  *
  * Encode a chunk of n values x with error feedback e: a_i = x_i + e_i
  * (float32; any a_i not finite is -EDOM, e untouched). In each block of m
@@ -172,7 +175,8 @@
  * Parameters: density (0 < d <= 1, default 0.01), beta (0 < beta <= 1,
  * default 1), warmup (steps, default 0), bits (0: float32 values, the
  * default; 2, 4 or 8: QSGD values), bucket and norm (QSGD's, for its
- * values). Ranks that disagree on any of them refuse the tensor.
+ * values, with top-k's defaults: 128 values, max). Ranks that disagree
+ * on any of them refuse the tensor.
  *
  * Step and chunks. s counts the steps of the tensor's registration
  * before this one: 0 for its first step (the generator's step, above, is

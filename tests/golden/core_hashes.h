@@ -24,9 +24,9 @@ static const struct gn_core_golden {
 	{ "qsgd-avg", { 0x8b7af0184903f6b2ull, 0xbb5a262fe3f40b7aull, 0x87637302ffea9358ull } },
 	{ "topk-sum", { 0xd4da05ef70377a25ull, 0x90deff77425e17a6ull, 0x60b9190108f63736ull } },
 	{ "topk-block-avg", { 0x336905ceaf41d64bull, 0xc70fd04ddc009426ull, 0xa97b8a16c3bb9ca1ull } },
-	{ "topk-qsgd-avg", { 0x752564ba2d2466d5ull, 0xe2a8c2e991e1be21ull, 0xfa64969b2f3dc9e6ull } },
+	{ "topk-qsgd-avg", { 0x00391cdf13a2db64ull, 0x02baa81b6cccd71aull, 0x8d52870e896d2b48ull } },
 	{ "cltk-sum", { 0x94215219d561c841ull, 0x22642d7906355636ull, 0x869cd5bb149eb499ull } },
-	{ "cltk-warm-qsgd-avg", { 0xa50c9ec07634ce25ull, 0x2f26997baf889ca2ull, 0x2d343810b5b20912ull } },
+	{ "cltk-warm-qsgd-avg", { 0x4c35ddaabec90792ull, 0xf88e843a79858dadull, 0x43b7378b83880adbull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

@@ -20,7 +20,7 @@ F = np.float32
 
 class Params:
     def __init__(self, density='0.01', beta='1', warmup=0, bits=0, bucket=0,
-                 norm='l2'):
+                 norm='max'):
         self.density = topk.f32_of_text(density)
         self.beta = topk.f32_of_text(beta)
         if not (self.density > 0 and self.density <= 1 and self.beta > 0 and
@@ -29,7 +29,7 @@ class Params:
         self.warmup = warmup
         self.bits = bits
         if bits:
-            self.q = qsgd.Params(bits, bucket, norm)
+            self.q = qsgd.Params(bits, bucket or topk.SPARSE_BUCKET, norm)
 
 
 def set_len(p, s, n):

@@ -604,11 +604,11 @@ def encode_refusals(tap, tool, name):
         cases += [(name, 'x + m overflows', big, big),
                   ('cltk:density=0.5,beta=0.5', 'x + m overflows under the '
                    'filter', big, big),
-                  ('cltk:density=0.5,bits=4', 'the L2 norm of the values '
-                   'overflows', big, zero)]
+                  ('cltk:density=0.5,bits=4,norm=l2',
+                   'the L2 norm of the values overflows', big, zero)]
     elif name == 'topk':
         cases += [(name, 'x + e overflows', big, big),
-                  ('topk:density=0.5,bits=4', 'the L2 norm of the '
+                  ('topk:density=0.5,bits=4,norm=l2', 'the L2 norm of the '
                    'entries overflows', big, zero)]
     elif name == 'qsgd':
         cases.append((name, 'an L2 norm that overflows', big, None))

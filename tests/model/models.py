@@ -84,7 +84,7 @@ class Topk(Codec):
         super().__init__(kv)
         self.p = topk.Params(kv.get('density', '0.01'),
                              int(kv.get('block', 0)), int(kv.get('bits', 0)),
-                             int(kv.get('bucket', 0)), kv.get('norm', 'l2'))
+                             int(kv.get('bucket', 0)), kv.get('norm', 'max'))
 
     def encode(self, x, e, key):
         return topk.encode(x, e, self.p, key)
@@ -103,7 +103,7 @@ class Cltk(Codec):
         super().__init__(kv)
         self.p = cltk.Params(kv.get('density', '0.01'), kv.get('beta', '1'),
                              int(kv.get('warmup', 0)), int(kv.get('bits', 0)),
-                             int(kv.get('bucket', 0)), kv.get('norm', 'l2'))
+                             int(kv.get('bucket', 0)), kv.get('norm', 'max'))
 
     def encode(self, x, e, key):
         return cltk.encode(x, e, self.p, key)

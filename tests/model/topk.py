@@ -35,8 +35,13 @@ def f32_of_text(text):
     return F(best[1])
 
 
+# A sparse stream's QSGD values: buckets of 128 under the max norm, unless
+# the parameters say otherwise.
+SPARSE_BUCKET = 128
+
+
 class Params:
-    def __init__(self, density='0.01', block=0, bits=0, bucket=0, norm='l2'):
+    def __init__(self, density='0.01', block=0, bits=0, bucket=0, norm='max'):
         self.density = f32_of_text(density) if isinstance(density, str) \
             else F(density)
         if not (self.density > 0 and self.density <= 1):
@@ -44,7 +49,7 @@ class Params:
         self.block = block
         self.bits = bits
         if bits:
-            self.q = qsgd.Params(bits, bucket, norm)
+            self.q = qsgd.Params(bits, bucket or SPARSE_BUCKET, norm)
 
 
 def k_of(d, m):

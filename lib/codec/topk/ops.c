@@ -20,9 +20,9 @@ static const struct gn_codec_param topk_params[] = {
 	  .what = "the values' bits: 0 float32, else QSGD codes" },
 	{ .name = "bucket", .word = GN_TOPK_W_BUCKET, .type = GN_PARAM_U32,
 	  .def = 0, .lo = 0, .hi = 65536, .range = "0 (auto) or 16..65536",
-	  .what = "QSGD: values a norm covers; 0: 512, or 128 at 2 bits" },
+	  .what = "QSGD: values a norm covers; 0: 128" },
 	{ .name = "norm", .word = GN_TOPK_W_NORM, .type = GN_PARAM_ENUM,
-	  .def = 0, .hi = 1, .choices = norm_names,
+	  .def = GN_QSGD_SPARSE_NORM, .hi = 1, .choices = norm_names,
 	  .what = "QSGD: a bucket's norm: l2 or max" },
 };
 
@@ -41,7 +41,9 @@ static int topk_check(const struct gn_codec_params *p, u32 chunk,
 			 p->w[GN_TOPK_W_BUCKET]);
 		return -EINVAL;
 	}
-	return bits ? gn_qsgd_check_params("topk", bits, p->w[GN_TOPK_W_BUCKET],
+	return bits ? gn_qsgd_check_params("topk", bits, p->w[GN_TOPK_W_BUCKET] ?
+					    p->w[GN_TOPK_W_BUCKET] :
+					    GN_QSGD_SPARSE_BUCKET,
 					   body_cap, msg, len) : 0;
 }
 

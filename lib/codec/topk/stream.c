@@ -13,8 +13,9 @@ void gn_topk_params(const struct gn_codec_params *p, struct gn_topk *t)
 	t->density = p->w[GN_TOPK_W_DENSITY];
 	t->block = p->w[GN_TOPK_W_BLOCK];
 	t->qsgd = p->w[GN_TOPK_W_BITS] != 0;
-	gn_qsgd_of(t->qsgd ? p->w[GN_TOPK_W_BITS] : 8, p->w[GN_TOPK_W_BUCKET],
-		   p->w[GN_TOPK_W_NORM], &t->q);
+	gn_qsgd_of(t->qsgd ? p->w[GN_TOPK_W_BITS] : 8,
+		   p->w[GN_TOPK_W_BUCKET] ? p->w[GN_TOPK_W_BUCKET] :
+		   GN_QSGD_SPARSE_BUCKET, p->w[GN_TOPK_W_NORM], &t->q);
 }
 
 static size_t up8(size_t n)
