@@ -138,6 +138,7 @@ struct reg_run {
 	uint8_t *buf;			/* [chunks][bound] */
 	size_t *len;			/* [chunks] */
 	float *out;
+	u32 *idx;			/* an index set, as the owner takes it */
 };
 
 static size_t run_len(const struct reg_run *r, size_t k)
@@ -198,23 +199,40 @@ static void reg_decode(struct reg_run *r)
 
 /*
  * Every chunk's stream added into the sum, as the owner adds a
- * contribution: the slice checked, then added.
+ * contribution: the slice checked, then added. A codec with an index
+ * round: the leader's set taken first, as the owner takes it from the
+ * round, then the values added at it.
  */
 static void reg_add(struct reg_run *r)
 {
 	const struct gn_codec_ops *c = r->row->ops;
+	struct gn_codec_call call = r->call;
 	size_t k;
 
 	for (k = 0; k < r->chunks; k++) {
 		const uint8_t *s = r->buf + k * r->bound;
 		u32 n = (u32)run_len(r, k), aux = gn_get_le32(s);
+		u32 units = c->units(n);
 		u32 blen = (u32)(r->len[k] - GN_CODEC_STREAM_AUX);
+		long il = 0;
 
 		s += GN_CODEC_STREAM_AUX;
-		if (c->check_slice(&r->row->p, n, 0, c->units(n), aux, s, blen))
+		call.idx = NULL;
+		if (c->flags & GN_CODEC_INDEX_ROUND && aux < n) {
+			il = gn_index_check(n, aux, s, blen);
+			if (il < 0)
+				bench_die("%s: an index set its check refuses",
+					  r->row->label);
+			gn_index_take(aux, s, r->idx);
+			call.idx = r->idx;
+			call.nidx = aux;
+			units = aux;
+			s += il;
+			blen -= (u32)il;
+		}
+		if (c->check_slice(&r->row->p, n, 0, units, aux, s, blen))
 			bench_die("%s: a stream its check refuses", r->row->label);
-		c->add(&r->call, r->out + k * r->chunk, n, 0, c->units(n), aux,
-		       s, blen);
+		c->add(&call, r->out + k * r->chunk, n, 0, units, aux, s, blen);
 	}
 }
 
@@ -243,6 +261,7 @@ static void measure_row(const struct bench_codec_row *row, const float *x,
 	r.buf = bench_alloc(r.chunks * r.bound);
 	r.len = bench_alloc(r.chunks * sizeof(size_t));
 	r.out = bench_alloc(bytes);
+	r.idx = bench_alloc(chunk * sizeof(u32));
 	if (c->flags & GN_CODEC_EF_REDUCE) {
 		r.e = bench_alloc(bytes);
 		r.e_out = bench_alloc(bytes);
@@ -265,6 +284,7 @@ static void measure_row(const struct bench_codec_row *row, const float *x,
 	free(r.buf);
 	free(r.len);
 	free(r.out);
+	free(r.idx);
 	free(r.e);
 	free(r.e_out);
 	free(e0);
