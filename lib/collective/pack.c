@@ -11,6 +11,7 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 		       const struct msg_shape *ms, struct gn_buf *b, u8 type,
 		       u32 first, u32 count, u32 body, u32 idx, u32 npkts)
 {
+	const struct gn_codec_params *p;
 	struct gn_wire_hdr h;
 	struct gn_wire_data d = {
 		.chunk_off = ms->chunk_off, .chunk_len = ms->chunk_len,
@@ -22,7 +23,7 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 	h.tensor = t->id;
 	h.step = stepno;
 	h.phase = ms->phase;
-	h.codec = t->cd->id;
+	h.codec = gn_phase_codec(t, ms->phase, &p)->id;
 	h.body_len = (u16)body;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_data_put(&d, b->data);
@@ -57,17 +58,19 @@ static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
 		      const struct msg_shape *ms, const void *scratch,
 		      const float *x)
 {
-	u32 units = t->cd->units(ms->chunk_len), used = 0;
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
+	u32 units = cd->units(ms->chunk_len), used = 0;
 	long len;
 
 	if (take_bufs(ctx, m, 1))
 		return -ENOMEM;
-	len = t->cd->slice(&t->params, scratch, ms->aux, x, ms->chunk_len, 0,
-			   m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
-			   &used);
+	len = cd->slice(p, scratch, ms->aux, x, ms->chunk_len, 0,
+			m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
+			&used);
 	if (len < 0 || used != units)
 		return -EINVAL;
-	m->stream_bytes = t->cd->stream_extra + (u64)len;
+	m->stream_bytes = cd->stream_extra + (u64)len;
 	put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, units,
 		   (u32)len, 0, 1);
 	return 0;
@@ -86,16 +89,17 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	    u32 stepno, const struct msg_shape *ms, const void *scratch,
 	    const float *x)
 {
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
 	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, at = 0, n = 0, i;
-	u32 units = t->cd->units(ms->chunk_len);
+	u32 units = cd->units(ms->chunk_len);
 	u32 most = gn_pkts_max(ctx, t, ms->chunk_len);
 
 	if (most > m->cap)
 		return -EINVAL;
-	if (t->cd->whole_bytes(&t->params, scratch, ms->aux, ms->chunk_len) <=
-	    whole_cap(ctx))
+	if (cd->whole_bytes(p, scratch, ms->aux, ms->chunk_len) <= whole_cap(ctx))
 		return pack_whole(ctx, m, t, stepno, ms, scratch, x);
-	m->stream_bytes = t->cd->stream_extra;
+	m->stream_bytes = cd->stream_extra;
 	while (at < units) {
 		u32 used = 0;
 		long len;
@@ -104,9 +108,8 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 			return -EINVAL;
 		if (take_bufs(ctx, m, n + 1))
 			return -ENOMEM;
-		len = t->cd->slice(&t->params, scratch, ms->aux, x,
-				   ms->chunk_len, at,
-				   m->pkt[n]->data + GN_WIRE_DATA_HDR, cap, &used);
+		len = cd->slice(p, scratch, ms->aux, x, ms->chunk_len, at,
+				m->pkt[n]->data + GN_WIRE_DATA_HDR, cap, &used);
 		if (len < 0 || !used || used > units - at)
 			return -EINVAL;
 		gn_put_le32(at, m->pkt[n]->data);

@@ -34,11 +34,14 @@ static bool claim_range(u64 *bits, u32 first, u32 count)
  * codec's check, with the tensor's parameters (every index, length and
  * value a decoder could misbehave on, and values no honest rank sends).
  */
-static bool body_ok(const struct gn_tensor *t, const struct gn_wire_data *d,
-		    const u8 *body, u16 len)
+static bool body_ok(const struct gn_tensor *t, u8 phase,
+		    const struct gn_wire_data *d, const u8 *body, u16 len)
 {
-	return !t->cd->check_slice(&t->params, d->chunk_len, d->first,
-				   d->count, d->aux, body, len);
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, phase, &p);
+
+	return !cd->check_slice(p, d->chunk_len, d->first, d->count, d->aux,
+				body, len);
 }
 
 /*
@@ -69,7 +72,7 @@ bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_dl_drop(&ctx->dl, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
 		return false;
 	}
-	if (!body_ok(t, d, body, h->body_len) ||
+	if (!body_ok(t, h->phase, d, body, h->body_len) ||
 	    !claim_range(rx->cover, d->first, d->count)) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
 		return false;
@@ -169,11 +172,12 @@ int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
 	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len, 0 };
 	int r;
 
-	r = gn_fp_result(ctx, st, off, len, scratch, &ms.aux);
+	r = t->model ? gn_fp_model_result(ctx, st, off, len, scratch, &ms.aux) :
+		       gn_fp_result(ctx, st, off, len, scratch, &ms.aux);
 	if (r)
 		return r;
 	r = gn_pack(ctx, m, t, st->no, &ms, scratch, st->data + off);
-	if (!r)
+	if (!r && !t->model)
 		gn_fp_finish(ctx, st, off, len);
 	if (!r)
 		gn_msg_identity(m, st, &ms);
