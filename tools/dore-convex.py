@@ -25,6 +25,8 @@ where each method got, and keeps it all as JSON with what made it.
     tools/dore-convex.py [--ranks 4] [--dim 200] [--rows 200]
                          [--steps 1500] [--json FILE] [--plot FILE]
     tools/dore-convex.py --redraw FILE.json --plot FILE.png
+    --check: exit 1 unless DORE ends below 1e-6 of the start and the
+    gradient-only methods never get below 1e-4 (what the test runs)
 
 GRADNET_LIB (or the source tree's build/) says which libgradnet runs;
 the ranks open UDP sockets on 127.0.0.1. The plot needs matplotlib.
@@ -220,6 +222,9 @@ def main():
     p.add_argument("--json")
     p.add_argument("--plot")
     p.add_argument("--redraw")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 unless DORE ends below 1e-6 of the start "
+                   "and the gradient-only methods stay above 1e-4")
     args = p.parse_args()
     if args.redraw:
         with open(args.redraw) as f:
@@ -241,6 +246,13 @@ def main():
             json.dump(res, f)
     if args.plot:
         plot(res, args.plot)
+    if args.check:
+        d = res["distance"]
+        ok = d["dore"][-1] < 1e-6 and min(d["qsgd"]) > 1e-4 and \
+            min(d["topk"]) > 1e-4
+        print("# check: %s" % ("DORE below 1e-6, the gradient-only methods "
+                               "stalled above 1e-4" if ok else "FAILED"))
+        sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":
