@@ -10,7 +10,7 @@
 #define GN_GOLDEN_CORE_HASHES_H
 
 #define GN_CORE_GOLDEN_DESC \
-	"3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, 3 steps, xorshift64 inputs exponent 115..130, v2"
+	"3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, 3 steps, xorshift64 inputs exponent 115..130, model lr 2^-3..2^-5, v3"
 #define GN_CORE_GOLDEN_STEPS 3
 
 static const struct gn_core_golden {
@@ -25,6 +25,8 @@ static const struct gn_core_golden {
 	{ "topk-sum", { 0xd4da05ef70377a25ull, 0x90deff77425e17a6ull, 0x60b9190108f63736ull } },
 	{ "topk-block-avg", { 0x336905ceaf41d64bull, 0xc70fd04ddc009426ull, 0xa97b8a16c3bb9ca1ull } },
 	{ "topk-qsgd-avg", { 0x752564ba2d2466d5ull, 0xe2a8c2e991e1be21ull, 0xfa64969b2f3dc9e6ull } },
+	{ "model-dore", { 0xdf35b011bf6090a2ull, 0x2cd7d1809f67fc1dull, 0x3abb67c858451214ull } },
+	{ "model-3lc-push-pull", { 0x455d7cc5d60634caull, 0x75e4253fe17e5677ull, 0x77659f44b57c7ba6ull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

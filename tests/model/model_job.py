@@ -15,7 +15,9 @@ runs jobs of 2 to 4 gn-model-rank processes on 127.0.0.1 (UDP): DORE and
 3LC's push/pull, loss, duplicates and reordering (GN_TEST_FAULTS), every
 instruction set the CPU has (GN_CODEC_ISA), several codec workers
 (GN_CODEC_WORKERS), a NaN, and compares every rank's every step with the
-model. TAP on stdout; exit 0 pass, 1 fail.
+model; first it checks the model cases of the core scenario's golden
+hashes (tests/golden/core_hashes.h, which the kernel module's self-test
+expects) against the model. TAP on stdout; exit 0 pass, 1 fail.
 
 The parameters and gradients are the generator's numbers, as
 gn-model-rank makes them (gnrng.py, from include/gradnet/codec.h).
@@ -238,6 +240,62 @@ def cpu_isas():
     return have
 
 
+# tests/core/scenario.c's model cases, as its header describes them.
+SCN_WORLD, SCN_ELEMS, SCN_CHUNK, SCN_JOB, SCN_TENSOR = 3, 10000, 4096, \
+    0x5c3e0001, 7
+SCN_CASES = {
+    'model-dore': (8, dict(up=Q, down=Q, dore=True, momentum=0.5)),
+    'model-3lc-push-pull': (9, dict(up='3lc:s=1.5', down='3lc:s=1.5')),
+}
+
+
+def scn_input(n, kase, rank, step):
+    """gn_scn_input(): xorshift64 from the case, rank and step, each value
+    a random sign and mantissa with an exponent in 115..130."""
+    m64 = (1 << 64) - 1
+    s = 0x9e3779b97f4a7c15 ^ ((kase + 1) << 40) ^ ((rank + 1) << 20) ^ \
+        (step + 1)
+    out = np.zeros(n, dtype=np.uint32)
+    for i in range(8 + n):
+        s ^= (s << 13) & m64
+        s ^= s >> 7
+        s ^= (s << 17) & m64
+        if i >= 8:
+            out[i - 8] = (s >> 63) << 31 | (115 + (s >> 32 & 15)) << 23 | \
+                (s & 0x7fffff)
+    return out.view(F)
+
+
+def scenario_golden():
+    """tests/golden/core_hashes.h's model rows (the kernel's self-test
+    expects them) against the model: None, or why not."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                        'golden', 'core_hashes.h')
+    rows = {}
+    for ln in open(path):
+        ln = ln.strip()
+        if ln.startswith('{ "model-'):
+            name = ln.split('"')[1]
+            rows[name] = [int(h.strip().rstrip('ul'), 16) for h in
+                          ln.split('{')[2].split('}')[0].split(',')]
+    if set(rows) != set(SCN_CASES):
+        return 'the header has model rows %s, the model %s' % (
+            sorted(rows), sorted(SCN_CASES))
+    for name, (kase, kw) in SCN_CASES.items():
+        kw = dict(kw)
+        up, down = kw.pop('up'), kw.pop('down')
+        x0 = scn_input(SCN_ELEMS, kase, SCN_WORLD, 0)
+        m = dore.Model(up, down, SCN_ELEMS, SCN_WORLD, SCN_CHUNK, SCN_JOB,
+                       SCN_TENSOR, x0, **kw)
+        for step in range(3):
+            x = m.step([scn_input(SCN_ELEMS, kase, r, step)
+                        for r in range(SCN_WORLD)], F(2.0 ** -(3 + step)))
+            if fnv(x) != rows[name][step]:
+                return '%s step %d: the header 0x%016x, the model 0x%016x' % (
+                    name, step, rows[name][step], fnv(x))
+    return None
+
+
 def run(rank_bin, sanitized):
     jobs = list(JOBS)
     if not sanitized:
@@ -246,9 +304,15 @@ def run(rank_bin, sanitized):
                          ['--world', '3', '--up', '3lc', '--down', Q,
                           '--opts', 'dore'], {'GN_CODEC_ISA': isa}))
     print('TAP version 13')
-    print('1..%d' % len(jobs))
+    print('1..%d' % (len(jobs) + 1))
     bad = 0
-    for i, (name, words, env) in enumerate(jobs, 1):
+    why = scenario_golden()
+    print('%s 1 - the core scenario\'s model cases (golden hashes, the '
+          'kernel\'s too) equal the model' % ('not ok' if why else 'ok'))
+    if why:
+        bad += 1
+        print('# ' + why)
+    for i, (name, words, env) in enumerate(jobs, 2):
         words = COMMON + ['--job', hex(0x6d6f0000 + i)] + words
         a = job_args(expect_parser(), words)
         why = compare(expect(a), run_job(rank_bin, a, env),
