@@ -136,6 +136,39 @@ kt_wait() {
 	wait "$1"
 }
 
+# kt_model_job NAME PREFIX TRANSPORT...: the model tensor job of the
+# "model-ref" NAME, gn-model-rank as rank k on the k-th TRANSPORT, outputs
+# PREFIX.k; returns the number of ranks that failed.
+kt_model_job() {
+	local name=$1 prefix=$2 k bad=0 pids=() transports world job chunk args
+
+	shift 2
+	transports=("$@")
+	read -r world job chunk args <"/gn/ref/$name.margs"
+	for ((k = 0; k < world; k++)); do
+		# shellcheck disable=SC2086 # ARGS are words
+		ip netns exec "$(gn_host_ns "$k")" env GN_TRANSPORT="${transports[$k]}" \
+			GN_RANK="$k" GN_WORLD_SIZE="$world" GN_PEERS="$(kt_peers "$world")" \
+			GN_KEY="$KT_KEY" GN_JOB="$job" GN_CHUNK="$chunk" \
+			GN_TIMEOUT_MS="${KT_TIMEOUT_MS:-10000}" \
+			/gn/bin/gn-model-rank $args >"$prefix.$k" 2>&1 &
+		pids+=("$!")
+	done
+	kt_sample "${pids[@]}"
+	for k in "${!pids[@]}"; do
+		kt_wait "${pids[$k]}" "${KT_LIMIT:-300}" || bad=$((bad + 1))
+	done
+	return "$bad"
+}
+
+# kt_model_same OUT NAME: OUT's step lines are the model's (a failed
+# step's errno, not its message), all of them.
+kt_model_same() {
+	awk '$1 == "step" { if ($3 == 0) print $1, $2, $3, $4; else print $1, $2, $3 }' \
+		"$1" >"$1.steps"
+	[ -s "$1.steps" ] && cmp -s "$1.steps" "/gn/ref/$2.lines"
+}
+
 # kt_same_as_ref OUT NAME: OUT's hash lines are the reference's, all of them.
 kt_same_as_ref() {
 	grep '^hash ' "$1" | sort >"$1.sorted"
