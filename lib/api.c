@@ -108,6 +108,27 @@ static int api_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
 	return err;
 }
 
+/*
+ * An options struct into @copy (@size bytes, zeroed), as GN_OPTS()
+ * promises: fields past the caller's sz take their defaults (zero),
+ * nonzero bytes past this library's size are -E2BIG, and an sz short of
+ * @need bytes (the required fields) is -EINVAL, as is a NULL @opts.
+ */
+static int opts_copy(const void *opts, size_t size, size_t need, void *copy)
+{
+	size_t sz;
+	int r;
+
+	if (!opts)
+		return -EINVAL;
+	memcpy(&sz, opts, sizeof(sz));
+	r = gn_opts_check(opts, sz, size);
+	if (r)
+		return r;
+	memcpy(copy, opts, sz < size ? sz : size);
+	return sz < need ? -EINVAL : 0;
+}
+
 int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 {
 	struct gn_tensor_opts copy = { 0 }, *o = &copy;
@@ -117,17 +138,13 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 
 	if (!ctx)
 		return -EINVAL;
-	r = opts ? gn_opts_check(opts, opts->sz, sizeof(*opts)) : -EINVAL;
+	r = opts_copy(opts, sizeof(*opts),
+		      offsetof(struct gn_tensor_opts, elems) + sizeof(opts->elems),
+		      &copy);
 	if (r == -E2BIG)
 		return api_err(ctx, r,
 			       "tensor %u: gn_tensor_opts sz %zu is larger than this library's %zu and the extra bytes are not zero",
 			       opts->id, opts->sz, sizeof(*opts));
-	if (!r) {
-		/* Fields past the caller's sz are zero, the defaults. */
-		memcpy(&copy, opts, opts->sz < sizeof(copy) ? opts->sz : sizeof(copy));
-		if (opts->sz < offsetof(struct gn_tensor_opts, elems) + sizeof(opts->elems))
-			r = -EINVAL;
-	}
 	if (r || !o->elems || o->elems > (1ull << 40) ||
 	    (o->flags & ~GN_TENSOR_AVERAGE))
 		return api_err(ctx, -EINVAL,
@@ -237,16 +254,13 @@ int gn_model_register(struct gn_ctx *ctx, const struct gn_model_opts *opts)
 
 	if (!ctx)
 		return -EINVAL;
-	r = opts ? gn_opts_check(opts, opts->sz, sizeof(*opts)) : -EINVAL;
+	r = opts_copy(opts, sizeof(*opts),
+		      offsetof(struct gn_model_opts, elems) + sizeof(opts->elems),
+		      &copy);
 	if (r == -E2BIG)
 		return api_err(ctx, r,
 			       "model tensor %u: gn_model_opts sz %zu is larger than this library's %zu and the extra bytes are not zero",
 			       opts->id, opts->sz, sizeof(*opts));
-	if (!r) {
-		memcpy(&copy, opts, opts->sz < sizeof(copy) ? opts->sz : sizeof(copy));
-		if (opts->sz < offsetof(struct gn_model_opts, elems) + sizeof(opts->elems))
-			r = -EINVAL;
-	}
 	if (r || !o->elems || o->elems > (1ull << 40))
 		return api_err(ctx, -EINVAL,
 			       "model tensor %u: bad options (sz, elems 1..2^40)",

@@ -32,11 +32,9 @@ GRADNET_LIB (or the source tree's build/) says which libgradnet runs;
 the ranks open UDP sockets on 127.0.0.1. The plot needs matplotlib.
 """
 import argparse
-import datetime
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 
@@ -132,26 +130,6 @@ def run(args):
     return {"distance": dist, "L": lip, "mu": mu, "lr": float(lr)}
 
 
-def provenance(command):
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-
-    def git(*a):
-        return subprocess.run(["git", "-C", SRC] + list(a), check=True,
-                              capture_output=True, text=True).stdout.strip()
-    return {"commit": git("rev-parse", "--short=7", "HEAD"),
-            "local_changes": bool(git("status", "--porcelain",
-                                      "--untracked-files=no")),
-            "date": datetime.datetime.now(
-                datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "cpu": "%s, %d CPUs" % (cpu, os.cpu_count()),
-            "command": command}
-
-
 def first_below(d, level):
     for i, v in enumerate(d):
         if v < level:
@@ -203,9 +181,10 @@ def plot(res, path):
                  % res["args"]["ranks"])
     ax.legend()
     p = res["provenance"]
-    fig.text(0.01, 0.01, "%s, commit %s%s, %s: %s" %
+    fig.text(0.01, 0.01, "%s, commit %s%s, %s, %s: %s" %
              (p["date"], p["commit"], "+" if p["local_changes"] else "",
-              p["cpu"], p["command"]), fontsize=6, color="grey")
+              p["cpu"], p.get("isa", "?"), p["command"]), fontsize=6,
+             color="grey")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)
 
@@ -222,6 +201,8 @@ def main():
     p.add_argument("--json")
     p.add_argument("--plot")
     p.add_argument("--redraw")
+    p.add_argument("--build", default=os.path.join(SRC, "build"),
+                   help="the build whose gradnet-codec names the codec ISA")
     p.add_argument("--check", action="store_true",
                    help="exit 1 unless DORE ends below 1e-6 of the start "
                    "and the gradient-only methods stay above 1e-4")
@@ -234,13 +215,16 @@ def main():
         res["args"] = {k: getattr(args, k) for k in
                        ("ranks", "dim", "rows", "steps", "seed",
                         "spread")}
-        res["provenance"] = provenance(" ".join(["tools/dore-convex.py"] +
-                                                sys.argv[1:]))
+        # What made it, as tools/plots.py records its pictures' JSON.
+        sys.path.insert(0, os.path.join(SRC, "tools"))
+        import plots
+        res["provenance"] = plots.provenance(
+            args.build, " ".join(["tools/dore-convex.py"] + sys.argv[1:]))
     report(res, args.every)
-    print("# %s, commit %s, %s: %s" % (res["provenance"]["date"],
-                                       res["provenance"]["commit"],
-                                       res["provenance"]["cpu"],
-                                       res["provenance"]["command"]))
+    p = res["provenance"]
+    print("# %s, commit %s%s, %s, codec ISA %s: %s" % (
+        p["date"], p["commit"], "+" if p["local_changes"] else "", p["cpu"],
+        p.get("isa", "?"), p["command"]))
     if args.json and not args.redraw:
         with open(args.json, "w") as f:
             json.dump(res, f)

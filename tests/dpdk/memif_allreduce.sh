@@ -239,7 +239,8 @@ for m in dore pp; do
 	ok=1
 	job=$((0x6d656d00 + $$ % 256))
 	if [ "$m" = dore ]; then
-		faults= args="--up default --down default --opts dore,momentum=0.9"
+		faults=""
+		args="--up default --down default --opts dore,momentum=0.9"
 	else
 		faults=GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05
 		args="--up 3lc --down 3lc"

@@ -67,7 +67,7 @@ kt_rank() {
 # the k-th TRANSPORT (kmod or udp), outputs PREFIX.k; returns the number
 # of ranks that failed.
 kt_job() {
-	local name=$1 prefix=$2 k bad=0 pids=() transports
+	local name=$1 prefix=$2 k pids=() transports
 
 	shift 2
 	transports=("$@")
@@ -77,9 +77,17 @@ kt_job() {
 		kt_rank "$k" "${transports[$k]}" "$prefix.$k"
 		pids+=("$!")
 	done
-	kt_sample "${pids[@]}"
-	for k in "${!pids[@]}"; do
-		kt_wait "${pids[$k]}" "${KT_LIMIT:-300}" || bad=$((bad + 1))
+	kt_wait_ranks "${pids[@]}"
+}
+
+# kt_wait_ranks PID...: sample the module's files while the ranks run, then
+# wait for each (KT_LIMIT seconds at most); returns how many failed.
+kt_wait_ranks() {
+	local p bad=0
+
+	kt_sample "$@"
+	for p in "$@"; do
+		kt_wait "$p" "${KT_LIMIT:-300}" || bad=$((bad + 1))
 	done
 	return "$bad"
 }
@@ -140,7 +148,7 @@ kt_wait() {
 # "model-ref" NAME, gn-model-rank as rank k on the k-th TRANSPORT, outputs
 # PREFIX.k; returns the number of ranks that failed.
 kt_model_job() {
-	local name=$1 prefix=$2 k bad=0 pids=() transports world job chunk args
+	local name=$1 prefix=$2 k pids=() transports world job chunk args
 
 	shift 2
 	transports=("$@")
@@ -154,11 +162,7 @@ kt_model_job() {
 			/gn/bin/gn-model-rank $args >"$prefix.$k" 2>&1 &
 		pids+=("$!")
 	done
-	kt_sample "${pids[@]}"
-	for k in "${!pids[@]}"; do
-		kt_wait "${pids[$k]}" "${KT_LIMIT:-300}" || bad=$((bad + 1))
-	done
-	return "$bad"
+	kt_wait_ranks "${pids[@]}"
 }
 
 # kt_model_same OUT NAME: OUT's step lines are the model's (a failed
