@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gradnet/gradnet.h - the trainer's API: open a context for a job, register
- * each gradient tensor once, allreduce it every step.
+ * each gradient tensor once, allreduce it every step; or register the
+ * parameters as a model tensor and step it with their gradient.
  *
  * A job is world_size ranks, one context each. Allreduce sums (or averages)
  * a tensor over all ranks: a sharded reduce-scatter then allgather in which
@@ -18,10 +19,11 @@
  *
  * Threads:
  *  - Calls on different contexts are independent and may run at once.
- *  - On one context, gn_tensor_register(), gn_allreduce_start(),
- *    gn_allreduce_wait(), gn_allreduce() and gn_stats_*() may be called
- *    from several threads at once, as long as each tensor is driven by one
- *    thread at a time (its start and its wait are not raced).
+ *  - On one context, gn_tensor_register(), gn_model_register(),
+ *    gn_allreduce_start(), gn_allreduce_wait(), gn_allreduce(),
+ *    gn_model_step*() and gn_stats_*() may be called from several threads
+ *    at once, as long as each tensor is driven by one thread at a time
+ *    (its start and its wait are not raced).
  *  - gn_ctx_errmsg() describes the last failing call on the context by any
  *    thread; with several threads, read it in the thread that failed before
  *    another call can fail.
