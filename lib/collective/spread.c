@@ -225,7 +225,7 @@ static void encode_part(void *arg, u32 p)
 	 * The own share never leaves this host: unless the codec says
 	 * otherwise, the owner adds it as it is, and a NaN or infinity in it
 	 * shows when the sum is encoded (gn_fp_result()), which saves a pass
-	 * over it here.
+	 * over it here. A model tensor's is encoded as any rank's.
 	 */
 	if (own && !(t->cd->flags & GN_CODEC_OWN_ENCODED) && !t->model)
 		return;
