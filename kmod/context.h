@@ -36,8 +36,10 @@ struct gk_tensor {
 	bool finished;			/* the core gave its outcome: @err, @msg */
 	bool retiring;			/* UNREGISTER runs */
 	bool unpinning;			/* its pin is being released */
+	bool model;			/* a model tensor: START pins @ppin too */
 	int err;
 	struct gk_pin pin;
+	struct gk_pin ppin;		/* a model tensor's parameters */
 	char msg[GRADNET_ERRMSG_LEN];
 };
 

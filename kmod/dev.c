@@ -66,7 +66,7 @@
 
 static_assert(sizeof(struct gradnet_peer) == 24, "uapi gradnet_peer");
 static_assert(sizeof(struct gradnet_open) == 144, "uapi gradnet_open");
-static_assert(sizeof(struct gradnet_tensor) == 80, "uapi gradnet_tensor");
+static_assert(sizeof(struct gradnet_tensor) == 160, "uapi gradnet_tensor");
 static_assert(sizeof(struct gradnet_start) == 32, "uapi gradnet_start");
 static_assert(sizeof(struct gradnet_wait) == 40, "uapi gradnet_wait");
 static_assert(sizeof(struct gradnet_stats) == 40, "uapi gradnet_stats");
@@ -77,6 +77,7 @@ static_assert(GRADNET_ERRMSG_LEN >= GN_ERRMSG_LEN, "uapi message length");
 static_assert(GRADNET_PARAM_WORDS == GN_CODEC_PARAM_WORDS,
 	      "uapi parameter block");
 static_assert(GRADNET_TENSOR_AVERAGE == GN_TENSOR_AVERAGE, "uapi flags");
+static_assert(GRADNET_MODEL_DORE == GN_MODEL_DORE, "uapi model flags");
 
 static __printf(3, 4) int gk_fail(struct gk_ctx *c, int err,
 				  const char *fmt, ...)
@@ -454,12 +455,45 @@ static void register_fail(struct gk_ctx *c, int *r,
 			gn_core_api_errmsg(c->core));
 }
 
+/*
+ * A model tensor's block of REGISTER, for the core (which checks every
+ * value); without GRADNET_TENSOR_MODEL it must be all zero.
+ */
+static int model_of(struct gk_ctx *c, const struct gradnet_tensor *t,
+		    struct gn_core_model *m)
+{
+	const size_t at = offsetof(struct gradnet_tensor, down_codec);
+	const size_t end = offsetof(struct gradnet_tensor, reserved1);
+
+	if (!(t->flags & GRADNET_TENSOR_MODEL)) {
+		if (!all_zero((const u8 *)t + at, end - at))
+			return gk_fail(c, -EINVAL, "REGISTER tensor %u: a model block without GRADNET_TENSOR_MODEL",
+				       t->id);
+		return 0;
+	}
+	if (t->model_flags & ~GRADNET_MODEL_FLAGS)
+		return gk_fail(c, -EINVAL, "REGISTER tensor %u: unknown model_flags %#x",
+			       t->id, t->model_flags);
+	m->down.codec = t->down_codec;
+	m->down.given = t->down_given;
+	memcpy(m->down.p.w, t->down_params, sizeof(m->down.p.w));
+	m->flags = t->model_flags;
+	m->momentum = t->momentum;
+	m->weight_decay = t->weight_decay;
+	m->alpha = t->alpha;
+	m->beta = t->beta;
+	m->eta = t->eta;
+	return 0;
+}
+
 static long ioc_register(struct gk_ctx *c, void __user *arg)
 {
 	const struct gn_env *env = &c->env.env;
 	struct gn_core_tensor o = { 0 };
+	struct gn_core_model m = { 0 };
 	struct gradnet_tensor t;
 	struct gk_tensor *gt;
+	bool model;
 	int r;
 
 	r = gk_copy_in(c, "REGISTER", &t, sizeof(t), GK_TENSOR_MIN, arg);
@@ -469,9 +503,14 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 	if (r)
 		return r;
 	if (t.reserved0 || !all_zero(t.reserved, sizeof(t.reserved)) ||
+	    !all_zero(t.reserved1, sizeof(t.reserved1)) ||
 	    (t.flags & ~GRADNET_TENSOR_FLAGS))
 		return gk_fail(c, -EINVAL, "REGISTER tensor %u: unknown flags or reserved fields not zero",
 			       t.id);
+	r = model_of(c, &t, &m);
+	if (r)
+		return r;
+	model = t.flags & GRADNET_TENSOR_MODEL;
 	if (!t.elems || t.elems > GK_MAX_ELEMS ||
 	    t.elems > (u64)totalram_pages() * PAGE_SIZE / 16)
 		return gk_fail(c, -EINVAL, "REGISTER tensor %u: %llu elements: 1 up to 2^30 and a sixteenth of this host's memory in bytes",
@@ -481,9 +520,10 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 		return gk_fail(c, -ENOMEM, "REGISTER: out of memory");
 	gt->id = t.id;
 	gt->elems = t.elems;
+	gt->model = model;
 	o.id = t.id;
 	o.elems = t.elems;
-	o.flags = t.flags;
+	o.flags = t.flags & ~GRADNET_TENSOR_MODEL;
 	/* The core checks codec and parameters, and names what is wrong. */
 	o.codec.codec = t.codec;
 	o.codec.given = t.given;
@@ -505,7 +545,8 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 		goto out_unlock;
 	}
 	WRITE_ONCE(c->env.refused, false);
-	r = gn_core_tensor_register(c->core, &o);
+	r = model ? gn_core_model_register(c->core, &o, &m) :
+		    gn_core_tensor_register(c->core, &o);
 	if (r) {
 		register_fail(c, &r, &t);
 		xa_erase(&c->tensors, t.id);
@@ -557,7 +598,9 @@ static long ioc_unregister(struct gk_ctx *c, void __user *arg)
 		return r;
 	if (t.codec || t.given || t.elems || t.flags || t.reserved0 ||
 	    !all_zero(t.params, sizeof(t.params)) ||
-	    !all_zero(t.reserved, sizeof(t.reserved)))
+	    !all_zero(t.reserved, sizeof(t.reserved)) ||
+	    !all_zero(&t.down_codec, sizeof(t) -
+		      offsetof(struct gradnet_tensor, down_codec)))
 		return gk_fail(c, -EINVAL, "UNREGISTER tensor %u: every field but size and id must be zero",
 			       t.id);
 	gn_env_lock(env);
@@ -586,7 +629,7 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	const struct gn_env *env = &c->env.env;
 	struct gradnet_start s;
 	struct gk_tensor *gt;
-	struct gk_pin pin;
+	struct gk_pin pin, ppin = { 0 };
 	char why[256];
 	int r;
 
@@ -596,7 +639,7 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	r = gk_need_open(c, "START");
 	if (r)
 		return r;
-	if (!all_zero(s.reserved, sizeof(s.reserved)))
+	if (s.reserved0)
 		return gk_fail(c, -EINVAL, "START tensor %u: reserved fields must be zero",
 			       s.id);
 	gn_env_lock(env);
@@ -605,6 +648,12 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 		r = gk_fail(c, -ENOENT, "START: no tensor %u", s.id);
 	else if (gt->started)
 		r = gk_fail(c, -EBUSY, "START tensor %u: an allreduce of it is in flight",
+			    s.id);
+	else if (!gt->model && (s.params || s.lr))
+		r = gk_fail(c, -EINVAL, "START tensor %u: params and lr are a model tensor's (it is not one)",
+			    s.id);
+	else if (gt->model && !s.params)
+		r = gk_fail(c, -EINVAL, "START tensor %u: a model tensor's step needs params",
 			    s.id);
 	else
 		gt->started = gt->starting = true;
@@ -619,15 +668,28 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 			s.id, s.data, gt->elems, why);
 		goto out_unstart;
 	}
+	if (gt->model) {
+		r = gk_pin_user(&ppin, s.params, gt->elems * sizeof(float), why,
+				sizeof(why));
+		if (r) {
+			gk_fail(c, r, "START tensor %u: params %#llx, %llu floats: %s",
+				s.id, s.params, gt->elems, why);
+			gk_unpin(&pin);
+			goto out_unstart;
+		}
+	}
 	gn_env_lock(env);
 	gt->pin = pin;
+	gt->ppin = ppin;
 	gn_env_unlock(env);
 	/*
 	 * The core compresses with its lock dropped; until it returns, no
 	 * WAIT or poll may take the outcome (and free the tensor for another
 	 * START or an UNREGISTER): @starting holds them off.
 	 */
-	r = gn_core_allreduce_start(c->core, s.id, pin.data);
+	r = gt->model ? gn_core_model_start(c->core, s.id, pin.data, ppin.data,
+					    s.lr) :
+			gn_core_allreduce_start(c->core, s.id, pin.data);
 	gn_env_lock(env);
 	gt->starting = false;
 	if (!r) {
@@ -637,9 +699,12 @@ static long ioc_start(struct gk_ctx *c, void __user *arg)
 	}
 	gk_fail(c, r, "START tensor %u: %s", s.id, gn_core_api_errmsg(c->core));
 	pin = gt->pin;
+	ppin = gt->ppin;
 	memset(&gt->pin, 0, sizeof(gt->pin));
+	memset(&gt->ppin, 0, sizeof(gt->ppin));
 	gn_env_unlock(env);
 	gk_unpin(&pin);
+	gk_unpin(&ppin);
 out_unstart:
 	gn_env_lock(env);
 	gt->started = gt->starting = false;
@@ -688,7 +753,7 @@ void gk_reap(struct gk_ctx *c)
 	const struct gn_env *env = &c->env.env;
 	unsigned long id = 0;
 	struct gk_tensor *gt;
-	struct gk_pin pin;
+	struct gk_pin pin, ppin;
 	bool found;
 
 	for (;;) {
@@ -697,7 +762,9 @@ void gk_reap(struct gk_ctx *c)
 		xa_for_each_start(&c->tensors, id, gt, id) {
 			if (gt->pin.pages && collect(c, gt) == 1) {
 				pin = gt->pin;
+				ppin = gt->ppin;
 				memset(&gt->pin, 0, sizeof(gt->pin));
+				memset(&gt->ppin, 0, sizeof(gt->ppin));
 				gt->unpinning = true;
 				found = true;
 				break;
@@ -711,6 +778,7 @@ void gk_reap(struct gk_ctx *c)
 		 * lock, but WAIT and poll() see the outcome only after.
 		 */
 		gk_unpin(&pin);
+		gk_unpin(&ppin);
 		gn_env_lock(env);
 		gt->unpinning = false;
 		gn_env_wake(env);
@@ -721,7 +789,7 @@ void gk_reap(struct gk_ctx *c)
 
 struct wait_out {
 	int result;
-	struct gk_pin pin;
+	struct gk_pin pin, ppin;
 	char msg[GRADNET_ERRMSG_LEN];
 };
 
@@ -746,8 +814,10 @@ static int wait_locked(struct gk_ctx *c, const struct gradnet_wait *w,
 		if (r == 1) {
 			out->result = gt->err;
 			out->pin = gt->pin;
+			out->ppin = gt->ppin;
 			strscpy(out->msg, gt->msg, sizeof(out->msg));
 			memset(&gt->pin, 0, sizeof(gt->pin));
+			memset(&gt->ppin, 0, sizeof(gt->ppin));
 			gt->started = false;
 			gt->finished = false;
 			return 0;
@@ -785,6 +855,7 @@ static long ioc_wait(struct gk_ctx *c, void __user *arg)
 	if (r)
 		goto out_free;
 	gk_unpin(&out->pin);
+	gk_unpin(&out->ppin);
 	if (out->result)
 		gk_fail(c, out->result, "%s", out->msg);
 	w.result = out->result;
@@ -881,6 +952,7 @@ static long ioc_info(struct gk_ctx *c, void __user *arg)
 	i.abi = GRADNET_ABI_VERSION;
 	i.features = GRADNET_FEAT_IPV4 | GRADNET_FEAT_POLL |
 		     (IS_ENABLED(CONFIG_IPV6) ? GRADNET_FEAT_IPV6 : 0) |
+		     GRADNET_FEAT_MODEL |
 		     (gk_faults_on() ? GRADNET_FEAT_FAULTS : 0);
 	i.max_world = GRADNET_MAX_WORLD;
 	i.key_len = GRADNET_KEY_LEN;
@@ -1006,6 +1078,7 @@ static int gk_release(struct inode *inode, struct file *f)
 	/* The core is gone: nothing writes into the pinned buffers now. */
 	xa_for_each(&c->tensors, id, gt) {
 		gk_unpin(&gt->pin);
+		gk_unpin(&gt->ppin);
 		kfree(gt);
 	}
 	xa_destroy(&c->tensors);

@@ -108,6 +108,27 @@ static int api_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
 	return err;
 }
 
+/*
+ * An options struct into @copy (@size bytes, zeroed), as GN_OPTS()
+ * promises: fields past the caller's sz take their defaults (zero),
+ * nonzero bytes past this library's size are -E2BIG, and an sz short of
+ * @need bytes (the required fields) is -EINVAL, as is a NULL @opts.
+ */
+static int opts_copy(const void *opts, size_t size, size_t need, void *copy)
+{
+	size_t sz;
+	int r;
+
+	if (!opts)
+		return -EINVAL;
+	memcpy(&sz, opts, sizeof(sz));
+	r = gn_opts_check(opts, sz, size);
+	if (r)
+		return r;
+	memcpy(copy, opts, sz < size ? sz : size);
+	return sz < need ? -EINVAL : 0;
+}
+
 int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 {
 	struct gn_tensor_opts copy = { 0 }, *o = &copy;
@@ -117,17 +138,13 @@ int gn_tensor_register(struct gn_ctx *ctx, const struct gn_tensor_opts *opts)
 
 	if (!ctx)
 		return -EINVAL;
-	r = opts ? gn_opts_check(opts, opts->sz, sizeof(*opts)) : -EINVAL;
+	r = opts_copy(opts, sizeof(*opts),
+		      offsetof(struct gn_tensor_opts, elems) + sizeof(opts->elems),
+		      &copy);
 	if (r == -E2BIG)
 		return api_err(ctx, r,
 			       "tensor %u: gn_tensor_opts sz %zu is larger than this library's %zu and the extra bytes are not zero",
 			       opts->id, opts->sz, sizeof(*opts));
-	if (!r) {
-		/* Fields past the caller's sz are zero, the defaults. */
-		memcpy(&copy, opts, opts->sz < sizeof(copy) ? opts->sz : sizeof(copy));
-		if (opts->sz < offsetof(struct gn_tensor_opts, elems) + sizeof(opts->elems))
-			r = -EINVAL;
-	}
 	if (r || !o->elems || o->elems > (1ull << 40) ||
 	    (o->flags & ~GN_TENSOR_AVERAGE))
 		return api_err(ctx, -EINVAL,
@@ -186,6 +203,118 @@ int gn_allreduce(struct gn_ctx *ctx, u32 id, float *data)
 	int r = gn_allreduce_start(ctx, id, data);
 
 	return r ? r : gn_allreduce_wait(ctx, id);
+}
+
+/* ---- model tensors ----------------------------------------------------------- */
+
+static u32 f32_bits(float f)
+{
+	u32 b;
+
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+/*
+ * Both codecs' specs from the options: GN_CODEC_DEFAULT stays 0 for the
+ * core, which puts the job's codec or DORE's quantizer there; the
+ * parameters are read against the codec that will run.
+ */
+static int model_codecs(struct gn_ctx *ctx, const struct gn_model_opts *o,
+			struct gn_core_tensor *t, struct gn_core_model *m)
+{
+	char msg[GN_ERRMSG_LEN - 48];
+	bool dore = o->flags & GN_MODEL_DORE;
+	u32 up = o->codec ? (u32)o->codec : dore ? GN_CODEC_QSGD :
+			    ctx->codec.codec;
+	int r;
+
+	r = gn_spec_for(up, o->codec, 0.0f, o->params, &t->codec, msg,
+			sizeof(msg));
+	if (r)
+		return api_err(ctx, r, "model tensor %u: %s", o->id, msg);
+	if (o->codec == GN_CODEC_DEFAULT)
+		t->codec.codec = 0;
+	r = gn_spec_for(up, o->down_codec, 0.0f,
+			o->down_params, &m->down, msg, sizeof(msg));
+	if (r)
+		return api_err(ctx, r, "model tensor %u: the changes' codec: %s",
+			       o->id, msg);
+	if (o->down_codec == GN_CODEC_DEFAULT)
+		m->down.codec = 0;
+	return 0;
+}
+
+int gn_model_register(struct gn_ctx *ctx, const struct gn_model_opts *opts)
+{
+	struct gn_model_opts copy = { 0 }, *o = &copy;
+	struct gn_core_tensor t = { 0 };
+	struct gn_core_model m = { 0 };
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	r = opts_copy(opts, sizeof(*opts),
+		      offsetof(struct gn_model_opts, elems) + sizeof(opts->elems),
+		      &copy);
+	if (r == -E2BIG)
+		return api_err(ctx, r,
+			       "model tensor %u: gn_model_opts sz %zu is larger than this library's %zu and the extra bytes are not zero",
+			       opts->id, opts->sz, sizeof(*opts));
+	if (r || !o->elems || o->elems > (1ull << 40))
+		return api_err(ctx, -EINVAL,
+			       "model tensor %u: bad options (sz, elems 1..2^40)",
+			       o->id);
+	r = model_codecs(ctx, o, &t, &m);
+	if (r)
+		return r;
+	t.id = o->id;
+	t.elems = o->elems;
+	m.flags = o->flags;
+	m.momentum = f32_bits(o->momentum);
+	m.weight_decay = f32_bits(o->weight_decay);
+	m.alpha = f32_bits(o->alpha);
+	m.beta = f32_bits(o->beta);
+	m.eta = f32_bits(o->eta);
+	return gn_backend_of(ctx)->model_register(ctx, &t, &m);
+}
+
+static int core_model_register(struct gn_ctx *ctx,
+			       const struct gn_core_tensor *o,
+			       const struct gn_core_model *m)
+{
+	int r;
+
+	gn_drv_lock(ctx);
+	r = gn_core_model_register(ctx, o, m);
+	gn_drv_unlock(ctx);
+	return r;
+}
+
+int gn_model_step_start(struct gn_ctx *ctx, u32 id, float *grad,
+			float *params, float lr)
+{
+	if (!ctx || !grad || !params)
+		return -EINVAL;
+	if (grad == params)
+		return api_err(ctx, -EINVAL,
+			       "model tensor %u: the gradient and the parameters are one buffer",
+			       id);
+	return gn_backend_of(ctx)->model_start(ctx, id, grad, params,
+					       f32_bits(lr));
+}
+
+int gn_model_step_wait(struct gn_ctx *ctx, u32 id)
+{
+	return gn_allreduce_wait(ctx, id);
+}
+
+int gn_model_step(struct gn_ctx *ctx, u32 id, float *grad, float *params,
+		  float lr)
+{
+	int r = gn_model_step_start(ctx, id, grad, params, lr);
+
+	return r ? r : gn_model_step_wait(ctx, id);
 }
 
 int gn_tensor_unregister(struct gn_ctx *ctx, u32 id)
@@ -284,6 +413,8 @@ static const struct gn_backend_ops core_backend = {
 	.tensor_unregister = core_tensor_unregister,
 	.allreduce_start = gn_core_allreduce_start,
 	.allreduce_wait = core_allreduce_wait,
+	.model_register = core_model_register,
+	.model_start = gn_core_model_start,
 	.stats = core_stats,
 };
 

@@ -23,6 +23,10 @@ struct gn_backend_ops {
 	int (*tensor_unregister)(struct gn_ctx *ctx, u32 id);
 	int (*allreduce_start)(struct gn_ctx *ctx, u32 id, float *data);
 	int (*allreduce_wait)(struct gn_ctx *ctx, u32 id);
+	int (*model_register)(struct gn_ctx *ctx, const struct gn_core_tensor *o,
+			      const struct gn_core_model *m);
+	int (*model_start)(struct gn_ctx *ctx, u32 id, float *grad,
+			   float *params, u32 lr);
 	int (*stats)(struct gn_ctx *ctx, enum gn_stats_scope scope, u32 key,
 		     struct gn_stats *st);
 };

@@ -237,6 +237,25 @@ static int kmod_register(struct gn_ctx *ctx, const struct gn_core_tensor *o)
 	return kioctl(ctx, GRADNET_IOC_REGISTER, &t);
 }
 
+static int kmod_model_register(struct gn_ctx *ctx,
+			       const struct gn_core_tensor *o,
+			       const struct gn_core_model *m)
+{
+	struct gradnet_tensor t = {
+		.size = sizeof(t), .id = o->id, .codec = o->codec.codec,
+		.given = o->codec.given, .elems = o->elems,
+		.flags = o->flags | GRADNET_TENSOR_MODEL,
+		.down_codec = m->down.codec, .down_given = m->down.given,
+		.model_flags = m->flags, .momentum = m->momentum,
+		.weight_decay = m->weight_decay, .alpha = m->alpha,
+		.beta = m->beta, .eta = m->eta,
+	};
+
+	memcpy(t.params, o->codec.p.w, sizeof(t.params));
+	memcpy(t.down_params, m->down.p.w, sizeof(t.down_params));
+	return kioctl(ctx, GRADNET_IOC_REGISTER, &t);
+}
+
 static int kmod_unregister(struct gn_ctx *ctx, u32 id)
 {
 	struct gradnet_tensor t = { .size = sizeof(t), .id = id };
@@ -248,6 +267,16 @@ static int kmod_start(struct gn_ctx *ctx, u32 id, float *data)
 {
 	struct gradnet_start s = { .size = sizeof(s), .id = id,
 				   .data = (__u64)(uintptr_t)data };
+
+	return kioctl(ctx, GRADNET_IOC_START, &s);
+}
+
+static int kmod_model_start(struct gn_ctx *ctx, u32 id, float *grad,
+			    float *params, u32 lr)
+{
+	struct gradnet_start s = { .size = sizeof(s), .id = id,
+				   .data = (__u64)(uintptr_t)grad,
+				   .params = (__u64)(uintptr_t)params, .lr = lr };
 
 	return kioctl(ctx, GRADNET_IOC_START, &s);
 }
@@ -302,5 +331,7 @@ const struct gn_backend_ops gn_kmod_backend = {
 	.tensor_unregister = kmod_unregister,
 	.allreduce_start = kmod_start,
 	.allreduce_wait = kmod_wait,
+	.model_register = kmod_model_register,
+	.model_start = kmod_model_start,
 	.stats = kmod_stats,
 };

@@ -18,7 +18,7 @@ sed -n 's/^GN_EXPORT .*[ *]\(gn_[a-z0-9_]*\)(.*/\1/p' "$hdr" | sort -u >"$tmp/ap
 nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort -u >"$tmp/exported"
 
 echo "TAP version 13"
-echo "1..4"
+echo "1..5"
 if [ "$(wc -l <"$tmp/api")" -ge 15 ]; then
 	echo "ok 1 - gradnet.h declares $(wc -l <"$tmp/api") functions"
 else
@@ -55,4 +55,17 @@ elif ! grep -qx gn_test_hooks "$tmp/all"; then
 	echo "not ok 4 - no gn_test_hooks in the library: is this libgradnet?"
 else
 	echo "ok 4 - no test code in the shipped library, only its NULL hook pointer"
+fi
+# Functions new in 0.2 sit in its node, so a program linked against
+# them asks for 0.2 and an older library refuses it at load time.
+v02="gn_codec_id gn_codec_name gn_ctx_bind gn_ctx_local_addr gn_ctx_join
+gn_model_register gn_model_step gn_model_step_start gn_model_step_wait"
+bad=""
+for f in $v02; do
+	grep -qx "$f@@GRADNET_0.2" "$tmp/exported" || bad="$bad $f"
+done
+if [ -z "$bad" ]; then
+	echo "ok 5 - 0.2's functions are versioned GRADNET_0.2"
+else
+	echo "not ok 5 - not in GRADNET_0.2:$bad"
 fi

@@ -187,6 +187,69 @@ TEST(opts_unknown_tail_is_e2big)
 }
 
 /*
+ * gn_model_opts keeps GN_OPTS()'s promises: fields past sz are defaults, a
+ * nonzero unknown tail is -E2BIG, sz short of elems and NULLs are -EINVAL;
+ * a one-rank model step is plain SGD, x - lr g, and leaves both buffers
+ * alone when it is refused.
+ */
+TEST(model_opts_and_step)
+{
+	struct {
+		struct gn_model_opts m;
+		uint64_t future;
+	} big = { .m = { .sz = sizeof(big), .id = 5, .elems = 4,
+			 .codec = GN_CODEC_NONE } };
+	struct gn_model_opts m;
+	float g[4] = { 1, 2, 3, 4 }, x[4] = { 1, 1, 1, 1 };
+	struct gn_ctx *ctx;
+
+	ASSERT_EQ(-EINVAL, gn_model_register(NULL, &big.m));
+	ASSERT_EQ(-EINVAL, gn_model_step(NULL, 5, g, x, 0.5f));
+	ASSERT_EQ(-EINVAL, gn_model_step_wait(NULL, 5));
+	ASSERT_EQ(0, open_one(&ctx, 29951)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(-EINVAL, gn_model_register(ctx, NULL));
+	big.future = 1;
+	ASSERT_EQ(-E2BIG, gn_model_register(ctx, &big.m));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "model tensor 5"));
+	big.future = 0;
+	ASSERT_EQ(0, gn_model_register(ctx, &big.m)) TH_LOG("%s", gn_ctx_errmsg(ctx));
+	/* Garbage past sz: bad codecs, flags and floats if they were read. */
+	memset(&m, 0xff, sizeof(m));
+	m.sz = offsetof(struct gn_model_opts, elems) + sizeof(m.elems);
+	m.id = 6;
+	m.elems = 4;
+	ASSERT_EQ(0, gn_model_register(ctx, &m)) TH_LOG("%s", gn_ctx_errmsg(ctx));
+	m.id = 7;
+	m.sz = offsetof(struct gn_model_opts, elems);
+	ASSERT_EQ(-EINVAL, gn_model_register(ctx, &m));
+	ASSERT_EQ(-EEXIST, gn_model_register(ctx, &big.m));
+	/* CLT-k's index round has no place in a model step, either way. */
+	memset(&m, 0, sizeof(m));
+	m.sz = sizeof(m);
+	m.id = 8;
+	m.elems = 4;
+	m.codec = GN_CODEC_CLTK;
+	ASSERT_EQ(-EINVAL, gn_model_register(ctx, &m));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "cltk has an index round"));
+	m.codec = GN_CODEC_NONE;
+	m.down_codec = GN_CODEC_CLTK;
+	ASSERT_EQ(-EINVAL, gn_model_register(ctx, &m));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(ctx), "cltk has an index round"));
+	ASSERT_EQ(-EINVAL, gn_model_step(ctx, 5, NULL, x, 0.5f));
+	ASSERT_EQ(-EINVAL, gn_model_step(ctx, 5, g, NULL, 0.5f));
+	ASSERT_EQ(-EINVAL, gn_model_step(ctx, 5, x, x, 0.5f));
+	ASSERT_EQ(-EINVAL, gn_model_step(ctx, 5, g, x, -1.0f));
+	ASSERT_EQ(-ENOENT, gn_model_step(ctx, 9, g, x, 0.5f));
+	ASSERT_EQ(1.0f, x[0]);
+	ASSERT_EQ(2.0f, g[1]);
+	ASSERT_EQ(0, gn_model_step(ctx, 5, g, x, 0.5f)) TH_LOG("%s", gn_ctx_errmsg(ctx));
+	ASSERT_EQ(0.5f, x[0]);
+	ASSERT_EQ(0.0f, x[1]);
+	ASSERT_EQ(-1.0f, x[3]);
+	gn_ctx_close(ctx);
+}
+
+/*
  * struct gn_stats is ABI: its counters stay where they are when a drop
  * reason is added, and the struct is filled only as far as sz says.
  */

@@ -22,6 +22,7 @@
 #include <gradnet/gradnet.h>
 #include "libc.h"
 #include "mem.h"
+#include "collective/collective.h"
 #include "core/scenario.h"
 
 #include "golden/core_hashes.h"
@@ -188,6 +189,34 @@ static void case_params(const struct gn_codec_spec *spec, char *buf,
 	}
 }
 
+static float float_of(uint32_t bits)
+{
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* A model case through the public API, its options from the case's bits. */
+static int model_register(struct gn_ctx *ctx, const struct gn_scn_case *k)
+{
+	const struct gn_core_model *m = k->model;
+	static char params[256], down[256];
+	GN_OPTS(gn_model_opts, o, .id = GN_SCN_TENSOR, .elems = GN_SCN_ELEMS,
+		.flags = m->flags, .codec = (int)k->codec.codec,
+		.down_codec = (int)m->down.codec,
+		.momentum = float_of(m->momentum),
+		.weight_decay = float_of(m->weight_decay),
+		.alpha = float_of(m->alpha), .beta = float_of(m->beta),
+		.eta = float_of(m->eta));
+
+	case_params(&k->codec, params, sizeof(params));
+	case_params(&m->down, down, sizeof(down));
+	o.params = params[0] ? params : NULL;
+	o.down_params = down[0] ? down : NULL;
+	return gn_model_register(ctx, &o);
+}
+
 static void *udp_rank_main(void *arg)
 {
 	static const uint8_t key[] = GN_SCN_KEY;
@@ -204,7 +233,7 @@ static void *udp_rank_main(void *arg)
 		.params = params);
 	uint32_t s_bits = GN_SCN_S_BITS;
 	struct gn_ctx *ctx;
-	float *x;
+	float *x, *p;
 	int step;
 
 	case_params(&k->codec, params, sizeof(params));
@@ -215,19 +244,30 @@ static void *udp_rank_main(void *arg)
 		return NULL;
 	}
 	x = malloc(GN_SCN_ELEMS * sizeof(*x));
-	u->open_rc = x ? gn_tensor_register(ctx, &t) : -ENOMEM;
+	p = malloc(GN_SCN_ELEMS * sizeof(*p));
+	u->open_rc = !x || !p ? -ENOMEM : k->model ? model_register(ctx, k) :
+						     gn_tensor_register(ctx, &t);
+	if (p)
+		gn_scn_input(p, GN_SCN_ELEMS, u->kase, GN_SCN_WORLD, 0);
 	for (step = 0; !u->open_rc && step < GN_SCN_STEPS; step++) {
+		uint32_t lr_bits = GN_SCN_LR(step);
+		float lr;
+
+		memcpy(&lr, &lr_bits, sizeof(lr));
 		gn_scn_input(x, GN_SCN_ELEMS, u->kase, u->rank, step);
-		u->rc[step] = gn_allreduce(ctx, GN_SCN_TENSOR, x);
+		u->rc[step] = k->model ? gn_model_step(ctx, GN_SCN_TENSOR, x, p, lr) :
+					 gn_allreduce(ctx, GN_SCN_TENSOR, x);
 		if (u->rc[step]) {
 			snprintf(u->msg, sizeof(u->msg), "%s", gn_ctx_errmsg(ctx));
 			break;
 		}
-		u->hash[step] = gn_scn_hash(x, GN_SCN_ELEMS * sizeof(*x));
+		u->hash[step] = gn_scn_hash(k->model ? p : x,
+					    GN_SCN_ELEMS * sizeof(*x));
 	}
 	if (u->open_rc)
 		snprintf(u->msg, sizeof(u->msg), "%s", gn_ctx_errmsg(ctx));
 	free(x);
+	free(p);
 	gn_ctx_close(ctx);
 	return NULL;
 }

@@ -298,7 +298,7 @@ static int bench_allreduce(int argc, char **argv)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gradnet-bench codec|mac|allreduce|udp [options]\n");
+	fprintf(stderr, "usage: gradnet-bench codec|mac|allreduce|udp|model [options]\n");
 	exit(2);
 }
 
@@ -323,6 +323,8 @@ int main(int argc, char **argv)
 		return bench_allreduce(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "udp"))
 		return bench_udp(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "model"))
+		return bench_model(argc - 1, argv + 1);
 	usage();
 	return 2;
 }

@@ -106,6 +106,7 @@ int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 			double secs, int json);
 int bench_mac(int argc, char **argv);
 int bench_udp(int argc, char **argv);
+int bench_model(int argc, char **argv);
 
 /*
  * Run @stmt at least three times and for at least @secs seconds; @gbps gets

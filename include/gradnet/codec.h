@@ -3,8 +3,9 @@
  * gradnet/codec.h - gradnet's compressors, specified: 3LC (three-value
  * quantization with sparsity multiplication and error feedback, quartic
  * encoding and zero-run encoding), QSGD, top-k and CLT-k (with its index
- * round), and the generator the stochastic ones draw from. The functions
- * below are 3LC's; every codec is
+ * round), the generator the stochastic ones draw from, and the
+ * model-updating step (DORE and 3LC's push/pull) that compresses both
+ * directions. The functions below are 3LC's; every codec is
  * reached through the registry (lib/codec/codec.h). Freestanding: the same
  * code runs in libgradnet, the DPDK path and the kernel module.
  *
@@ -244,6 +245,79 @@
  * One-chunk stream (gradnet-codec; the encoder leads the chunk, its step
  * s is --step): the word k (u32), then, when k < n, one index slice of
  * all k entries, then one values slice of all k entries.
+ *
+ * ==== The model-updating step (model tensors: DORE, 3LC's push/pull) ====
+ *
+ * A model tensor (gn_model_register()) holds n parameters x, equal on
+ * every rank, sharded and chunked as an allreduce's tensor is: rank j
+ * owns [lo_j, lo_{j+1}), lo_j = floor(n j / W), cut into chunks of the
+ * job's chunk size from the shard's start. Two codecs, each any codec
+ * above with its parameters: U for the gradients (contributions), D for
+ * the model's changes (results). Its optimizer: momentum mu, weight decay
+ * lambda; with DORE also alpha, beta and eta. Without DORE, alpha = eta =
+ * 0 and beta = 1 below, and the terms in h and e are left out. Every
+ * value is float32; an operation rounds to nearest before the next one.
+ *
+ * Q_U(v) and Q_D(v), for a chunk v at offset o: encode v as a
+ * contribution of the codec (its "Encode" above; top-k selects, QSGD
+ * draws) and take the values its stream stands for, as the codec's
+ * decode of it gives them (not divided by W). A codec that keeps error
+ * feedback (3lc, topk) is given its error buffer: without DORE its own,
+ * kept per direction (rank i's for U over the whole tensor, owner j's for
+ * D over its shard), updated as the codec says; with DORE, whose h and e
+ * take that role, a buffer of zeros, and what it writes is dropped. The
+ * key of U's draws is key(seed(job, tensor, t, i, 0), o) for rank i, and
+ * of D's key(seed(job, tensor, t, j, 1), o) for owner j. t is the
+ * step's number, as an allreduce's: 1, 2, ... from the tensor's first
+ * registration, failed steps included; a registration after
+ * gn_tensor_unregister() numbers its steps from the last one's + 2.
+ *
+ * State, zero at registration (and at a registration after
+ * gn_tensor_unregister()): with DORE h_i[0..n) on every rank i and h, e
+ * on the owner of each shard (its values only); with mu > 0 the owner's
+ * m; the codecs' error feedback as above.
+ *
+ * Step t with learning rate gamma and rank i's gradient g_i:
+ *  1. Every rank i, every chunk c of every shard (its own too):
+ *	u = g_i - h_i (DORE), else u = g_i; q_i = Q_U(u); with DORE
+ *	h_i <- h_i + alpha * q_i.
+ *  2. The owner j of chunk c sums the q_i: S starts as q_j and takes the
+ *	others' in increasing rank order as U's decoder adds them
+ *	(acc + value for every value of none and qsgd; for 3lc only its
+ *	nonzero trits; for topk only the entries of a sparse stream, every
+ *	value of a dense one).
+ *  3. For each value k of the chunk, with x = x[k]:
+ *	d = S[k] / (float)W;
+ *	DORE: h' = h[k] + alpha * d, d = h[k] + d, h[k] <- h';
+ *	lambda > 0: d = d + lambda * x;
+ *	mu > 0: d = mu * m[k] + d, m[k] <- d;
+ *	v[k] = (x - gamma * d) - x;
+ *	DORE: v[k] = v[k] + eta * e[k].
+ *	Then p = Q_D(v), and with DORE e <- v - p (each value). The owner
+ *	sends D's stream of v to every rank.
+ *  4. When the step has every chunk's p, every rank (the owner included,
+ *	with the very values it sent) sets x <- x + beta * p, every value.
+ * So the parameters are bit-identical on every rank. A step fails on
+ * every rank, -EDOM, if some u or v holds a value that is not finite (a
+ * NaN in a gradient, or an overflow), and then x and every state above
+ * are as they were before it; gamma must be finite and >= 0.
+ *
+ * DORE's blockwise stochastic ternary quantizer (Q(v)_j = ||v||_inf *
+ * sign(v_j) * b_j, b_j ~ Bernoulli(|v_j| / ||v||_inf), blocks of 256) is
+ * QSGD at 2 bits with the max norm and buckets of 256:
+ * "qsgd:bits=2,bucket=256,norm=max" (s = 1: l = 0, p = r = |v_j| / norm,
+ * and |v_j| = norm gives l = 1), bit for bit, 2 bits a value and a norm a
+ * block on the wire. So DORE is a mode of the model-updating step, not a
+ * codec: it takes no codec id, and its quantizer is what a DORE tensor
+ * with GN_CODEC_DEFAULT uses in a direction.
+ *
+ * On the wire a model tensor's DATA packets are an allreduce's, the
+ * contributions in U's codec byte and stream, the results in D's; its
+ * descriptor (CTRL TENSOR) carries U and its parameters, and flags bit
+ * 0x80 with a 24-bit digest of the rest (D's id and parameters, the
+ * DORE flag, mu, lambda, alpha, beta and eta) in bits 40-63 of the value,
+ * where a bucket has its layout hash: ranks that registered it otherwise
+ * refuse each other (-EPROTO).
  *
  * Return values: a byte or element count, or a negative errno.
  */

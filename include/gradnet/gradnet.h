@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gradnet/gradnet.h - the trainer's API: open a context for a job, register
- * each gradient tensor once, allreduce it every step.
+ * each gradient tensor once, allreduce it every step; or register the
+ * parameters as a model tensor and step it with their gradient.
  *
  * A job is world_size ranks, one context each. Allreduce sums (or averages)
  * a tensor over all ranks: a sharded reduce-scatter then allgather in which
@@ -18,10 +19,11 @@
  *
  * Threads:
  *  - Calls on different contexts are independent and may run at once.
- *  - On one context, gn_tensor_register(), gn_allreduce_start(),
- *    gn_allreduce_wait(), gn_allreduce() and gn_stats_*() may be called
- *    from several threads at once, as long as each tensor is driven by one
- *    thread at a time (its start and its wait are not raced).
+ *  - On one context, gn_tensor_register(), gn_model_register(),
+ *    gn_allreduce_start(), gn_allreduce_wait(), gn_allreduce(),
+ *    gn_model_step*() and gn_stats_*() may be called from several threads
+ *    at once, as long as each tensor is driven by one thread at a time
+ *    (its start and its wait are not raced).
  *  - gn_ctx_errmsg() describes the last failing call on the context by any
  *    thread; with several threads, read it in the thread that failed before
  *    another call can fail.
@@ -500,6 +502,127 @@ GN_EXPORT int gn_allreduce_wait(struct gn_ctx *ctx, uint32_t id);
  * Return: as gn_allreduce_wait().
  */
 GN_EXPORT int gn_allreduce(struct gn_ctx *ctx, uint32_t id, float *data);
+
+/* gn_model_opts.flags */
+#define GN_MODEL_DORE	(1u << 0)	/* DORE: residuals compressed both ways
+					   (alpha, beta, eta) */
+
+/*
+ * struct gn_model_opts - a model tensor: a parameter tensor that the owner
+ * of each shard updates with SGD. Every rank sends its gradient (shard j
+ * to rank j, compressed), the owner averages the contributions, applies
+ * SGD to its shard and sends the shard's change, compressed again, to
+ * every rank; every rank adds that change to its parameters. So the
+ * parameters stay bit-identical on every rank, and the optimizer's state
+ * lives only with the owner of each shard (memory per rank: one shard's).
+ * Register it with the same options on every rank, with parameters that
+ * are equal on every rank (broadcast them first).
+ * @sz: sizeof(struct gn_model_opts)
+ * @id: the caller's name for it, from the same space as tensor ids
+ * @elems: float32 values, 1 to 2^40
+ * @flags: GN_MODEL_*; other bits are refused with -EINVAL
+ * @codec: the gradients' codec (enum gn_codec); GN_CODEC_DEFAULT is the
+ *	job's, or with GN_MODEL_DORE DORE's ternary quantizer (QSGD at 2
+ *	bits with the largest magnitude of each 256 values as its norm,
+ *	"qsgd:bits=2,bucket=256,norm=max"; <gradnet/codec.h>)
+ * @params: its parameters, "key=value,...", or NULL
+ * @down_codec: the codec of the model's change, owners to every rank;
+ *	GN_CODEC_DEFAULT takes @codec's (with @params unless @down_params
+ *	is set)
+ * @down_params: its parameters, or NULL
+ * @momentum: SGD's momentum mu, 0 <= mu < 1 (0: none): the owner keeps
+ *	m = mu m + d and steps along m, as torch.optim.SGD does
+ * @weight_decay: lambda >= 0 (0: none): the owner adds lambda x to the
+ *	gradient
+ * @alpha: DORE's residual step, 0 < alpha <= 1 (0: 0.1)
+ * @beta: DORE's model step, 0 < beta <= 1 (0: 1)
+ * @eta: DORE's error compensation, 0 < eta <= 1 (0: 0.5); @alpha,
+ *	@beta and @eta must be 0 without GN_MODEL_DORE
+ *
+ * Without GN_MODEL_DORE each direction keeps its codec's own error
+ * feedback (3LC's push and pull); with it, DORE's residuals replace the
+ * codecs' error feedback. <gradnet/codec.h> ("The model-updating step")
+ * says what an owner computes, to the bit.
+ */
+struct gn_model_opts {
+	size_t sz;
+	uint32_t id;
+	size_t elems;
+	unsigned int flags;
+	int codec;
+	const char *params;
+	int down_codec;
+	const char *down_params;
+	float momentum;
+	float weight_decay;
+	float alpha;
+	float beta;
+	float eta;
+};
+
+/**
+ * gn_model_register() - declare a model tensor before its first step
+ * @ctx: context
+ * @opts: the model tensor
+ *
+ * Sizes the optimizer's state: with GN_MODEL_DORE a residual of the whole
+ * tensor on every rank, and on the owner of each shard its residual, its
+ * model error and (with momentum) its momentum, each for the shard only;
+ * error feedback for the codecs that keep it. All of it starts at zero,
+ * and again after gn_tensor_unregister() and a new registration. Every
+ * rank's registration is compared with every peer's at the first step: a
+ * difference fails it with -EPROTO on every rank, naming the peer.
+ *
+ * Return: 0; -EINVAL for bad options, an unknown codec, a parameter a
+ * codec does not have or a value outside its range (the message says
+ * which), or a NULL pointer; -E2BIG if @opts sets fields this library does
+ * not know; -EEXIST if the id is taken; -ENOMEM.
+ */
+GN_EXPORT int gn_model_register(struct gn_ctx *ctx,
+				const struct gn_model_opts *opts);
+
+/**
+ * gn_model_step_start() - start a step of model tensor @id
+ * @ctx: context
+ * @id: a model tensor with no step in flight
+ * @grad: this rank's gradient, elems values; the step works in this
+ *	buffer, so its contents are unspecified from here on
+ * @params: the parameters, elems values, equal on every rank; updated in
+ *	place when the step ends, before gn_model_step_wait() returns 0
+ * @lr: the learning rate of this step, finite and >= 0; it may change
+ *	from step to step (a schedule), the same on every rank
+ *
+ * Compresses this rank's gradient before returning, as
+ * gn_allreduce_start() does; the caller leaves both buffers alone until
+ * gn_model_step_wait().
+ *
+ * Return: 0; -EINVAL (a NULL pointer, a bad @lr, a tensor that is not a
+ * model tensor), -ENOENT (unknown id), -EBUSY (already in flight).
+ */
+GN_EXPORT int gn_model_step_start(struct gn_ctx *ctx, uint32_t id, float *grad,
+				  float *params, float lr);
+
+/**
+ * gn_model_step_wait() - finish the step of model tensor @id
+ * @ctx: context
+ * @id: a model tensor started with gn_model_step_start()
+ *
+ * Return: 0 with the parameters updated, bit-identical on every rank;
+ * -EDOM if some rank's gradient (or an owner's update) held a NaN or
+ * infinity: the step is skipped on every rank, the parameters and every
+ * state of the optimizer and the codecs as they were; -ETIMEDOUT,
+ * -EPROTO as gn_allreduce_wait(), also with everything as it was.
+ */
+GN_EXPORT int gn_model_step_wait(struct gn_ctx *ctx, uint32_t id);
+
+/**
+ * gn_model_step() - gn_model_step_start() then gn_model_step_wait()
+ * @ctx, @id, @grad, @params, @lr: as gn_model_step_start()
+ *
+ * Return: as gn_model_step_wait().
+ */
+GN_EXPORT int gn_model_step(struct gn_ctx *ctx, uint32_t id, float *grad,
+			    float *params, float lr);
 
 /* Why packets were dropped; indexes gn_stats.drops[]. */
 enum gn_drop {

@@ -104,5 +104,5 @@ int gn_core_bucket_register(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 {
 	struct gn_layout lay = { elems, members, shared };
 
-	return gn_tensor_add(ctx, o, &lay);
+	return gn_tensor_add(ctx, o, &lay, NULL);
 }

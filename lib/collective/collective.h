@@ -105,6 +105,34 @@ int gn_core_bucket_register(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 			    const size_t *elems, u32 members, bool shared);
 
 /*
+ * A model tensor's optimizer and codecs as the core takes them (the
+ * public gn_model_opts, floats as their bits): @down's codec 0 is the
+ * gradients' codec with their parameters; @alpha, @beta, @eta 0 are
+ * DORE's defaults. The core checks every field.
+ */
+struct gn_core_model {
+	struct gn_codec_spec down;
+	u32 flags;			/* GN_MODEL_* */
+	u32 momentum, weight_decay;
+	u32 alpha, beta, eta;
+};
+
+/* As gn_model_register(); @o->flags must be 0. */
+int gn_core_model_register(struct gn_ctx *ctx, const struct gn_core_tensor *o,
+			   const struct gn_core_model *m);
+
+/*
+ * gn_core_model_start() - a step of model tensor @id: compress @grad and
+ * send it (lock NOT held); @params is updated when the step completes.
+ * @lr: the learning rate's float32 bits
+ * Return: as gn_core_allreduce_start(), and -EINVAL for a bad @lr or a
+ * tensor that is not a model tensor; gn_core_allreduce_done() gives the
+ * step's outcome.
+ */
+int gn_core_model_start(struct gn_ctx *ctx, u32 id, float *grad,
+			float *params, u32 lr);
+
+/*
  * gn_core_allreduce_start() - compress @data and send it (lock NOT held)
  * Return: 0 or -ENOENT, -EBUSY, -ENOMEM; the step's own outcome comes from
  * gn_core_allreduce_done().

@@ -14,13 +14,16 @@
  */
 void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
 {
+	/* A model tensor's shape hash is its model's digest (no buckets). */
+	u32 shape = t->model ? t->model->digest : t->layout;
+	u8 flags = (u8)t->flags | (t->model ? GN_DESC_MODEL : 0);
 	int i;
 
 	for (i = 0; i < ctx->world; i++)
 		if (i != ctx->rank && !ctx->dl.peers[i].dead &&
-		    !gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, (u8)t->flags,
+		    !gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, flags,
 				     t->id, t->base, t->cd->id,
-				     (u64)t->n | (u64)t->layout << GN_DESC_ELEMS_BITS,
+				     (u64)t->n | (u64)shape << GN_DESC_ELEMS_BITS,
 				     0, t->params.w))
 			t->desc_seq[i] = ctx->dl.peers[i].ctrl_seq;
 	gn_dl_kick(&ctx->dl);
@@ -54,7 +57,17 @@ void gn_desc_check(struct gn_ctx *ctx, struct gn_tensor *t, int peer)
 	if (!d->have || t->proto_err)
 		return;
 	t->ready[peer] = !t->desc_seq[peer];
-	if (d->elems != t->n)
+	if (!d->model != !t->model)
+		snprintf(msg, sizeof(msg),
+			 "tensor %u is %s on %s, %s here", t->id,
+			 d->model ? "a model tensor" : "a gradient tensor", who,
+			 t->model ? "a model tensor" : "a gradient tensor");
+	else if (t->model && d->model != t->model->digest) {
+		gn_model_text(t->model, diff, sizeof(diff));
+		snprintf(msg, sizeof(msg),
+			 "model tensor %u: %.60s registered another optimizer or changes' codec (digest %06x there, %06x here; here %.140s)",
+			 t->id, who, d->model, t->model->digest, diff);
+	} else if (d->elems != t->n)
 		snprintf(msg, sizeof(msg),
 			 "tensor %u has %llu elements on %s, %zu here", t->id,
 			 (unsigned long long)d->elems, who, t->n);
@@ -140,13 +153,16 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 {
 	struct gn_peer_desc d = {
 		.have = true, .elems = c->value & GN_DESC_ELEMS_MASK,
-		.codec = h->codec, .flags = c->flags,
-		.layout = (u32)(c->value >> GN_DESC_ELEMS_BITS),
+		.codec = h->codec, .flags = c->flags & ~GN_DESC_MODEL,
 	};
 	struct gn_tensor *t = gn_tensor_find(ctx, h->tensor);
 	struct gn_pending_desc *pd;
 
 	memcpy(d.params.w, c->params, sizeof(d.params.w));
+	if (c->flags & GN_DESC_MODEL)
+		d.model = (u32)(c->value >> GN_DESC_ELEMS_BITS);
+	else
+		d.layout = (u32)(c->value >> GN_DESC_ELEMS_BITS);
 	/* The header's step is the registration's base: one before ours is
 	 * over, one after ours waits until this rank registers again. */
 	if (t && h->step < t->base)

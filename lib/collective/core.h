@@ -21,6 +21,7 @@
 #include "codec/codec.h"
 #include "collective.h"
 #include "delivery.h"
+#include "model.h"
 
 /*
  * The caller's side compresses in rounds of ENCODE_BATCH chunks per
@@ -49,6 +50,8 @@ struct gn_step {
 	struct gn_tensor *t;
 	bool live;			/* in use as t->cur or t->early */
 	float *data;			/* caller's tensor; NULL until started */
+	float *params;			/* a model tensor's parameters */
+	u32 lr;				/* and its learning rate, float32 bits */
 	bool started;
 	u64 start_ns;			/* when this rank started it */
 	bool encoding;			/* the caller's thread is compressing */
@@ -81,8 +84,12 @@ struct gn_peer_desc {
 	u8 codec;
 	u8 flags;
 	u32 layout;			/* a bucket's layout hash; 0: a tensor */
+	u32 model;			/* a model tensor's digest; 0: none */
 	struct gn_codec_params params;
 };
+
+/* A descriptor's flags bit: the tensor is a model tensor. */
+#define GN_DESC_MODEL 0x80u
 
 /*
  * A tensor descriptor's value is the element count (below 2^40) and, in
@@ -133,6 +140,7 @@ struct gn_tensor {
 	size_t n;
 	const struct gn_codec_ops *cd;	/* its compressor */
 	struct gn_codec_params params;	/* and the compressor's parameters */
+	struct gn_model *model;		/* a model tensor's; NULL: none */
 	unsigned int flags;
 	size_t *lo;			/* shard j is [lo[j], lo[j+1]) */
 	u32 *chunks;			/* chunks of shard j */
@@ -213,6 +221,22 @@ struct gn_ctx {
 
 #define GN_PENDING_DESCS 4096
 
+/*
+ * The codec of a phase's streams and its parameters: a model tensor's
+ * results are its changes, in the model's codec.
+ */
+static inline const struct gn_codec_ops *
+gn_phase_codec(const struct gn_tensor *t, u8 phase,
+	       const struct gn_codec_params **p)
+{
+	if (phase == GN_PHASE_GATHER && t->model) {
+		*p = &t->model->params;
+		return t->model->cd;
+	}
+	*p = &t->params;
+	return t->cd;
+}
+
 /* tensor.c */
 struct gn_tensor *gn_tensor_find(struct gn_ctx *ctx, u32 id);
 void gn_tensor_destroy(struct gn_ctx *ctx, struct gn_tensor *t);
@@ -227,7 +251,7 @@ u32 gn_pkts_max(const struct gn_ctx *ctx, const struct gn_tensor *t,
 size_t gn_step_carve(const struct gn_ctx *ctx, const struct gn_tensor *t,
 		     struct gn_step *st);
 int gn_tensor_add(struct gn_ctx *ctx, const struct gn_core_tensor *o,
-		  const struct gn_layout *lay);
+		  const struct gn_layout *lay, const struct gn_core_model *mo);
 
 /* bucket.c */
 int gn_bucket_layout(struct gn_ctx *ctx, struct gn_tensor *t,
@@ -251,6 +275,8 @@ void gn_abort_peers(struct gn_ctx *ctx, struct gn_step *st, int err,
 void gn_fail_all(struct gn_ctx *ctx, int err, const char *msg);
 struct gn_txmsg *gn_step_msg(struct gn_ctx *ctx, struct gn_step *st, u32 idx);
 struct gn_txmsg *gn_slot_msg(struct gn_ctx *ctx, struct gn_txmsg **slot);
+int gn_step_start(struct gn_ctx *ctx, u32 id, float *data, float *params,
+		  u32 lr, bool model);
 
 /* pack.c */
 struct msg_shape {
@@ -376,6 +402,9 @@ void gn_ctrl_acked(void *up, struct gn_peer *p, u32 seq);
  * operation, and no other file of the core touches a float value
  * (pointers to floats are fine).
  */
+struct gn_codec_call gn_fp_call(const struct gn_ctx *ctx,
+			       const struct gn_step *st, u8 phase,
+			       size_t ef_len);
 int gn_fp_encode(const struct gn_ctx *ctx, const struct gn_step *st,
 		 size_t off, size_t len, size_t chunk, void *scratch,
 		 u32 *aux);

@@ -12,21 +12,24 @@
 #include "codec/rng.h"
 
 /*
- * What a codec call of @st knows: @phase and this rank key the generator,
- * @ef_len is the size of the error buffer the call writes into.
+ * What a codec call of @st knows: the codec of @phase's streams and its
+ * parameters, @phase and this rank key the generator, @ef_len is the size
+ * of the error buffer the call writes into.
  */
-static struct gn_codec_call call_of(const struct gn_ctx *ctx,
-				    const struct gn_step *st, u8 phase,
-				    size_t ef_len)
+struct gn_codec_call gn_fp_call(const struct gn_ctx *ctx,
+			       const struct gn_step *st, u8 phase,
+			       size_t ef_len)
 {
 	const struct gn_tensor *t = st->t;
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, phase, &p);
 	struct gn_codec_call c = {
-		.p = &t->params, .world = (u32)ctx->world,
+		.p = p, .world = (u32)ctx->world,
 		.average = t->flags & GN_TENSOR_AVERAGE, .ef_len = ef_len,
 		.step = gn_index_step(st),
 	};
 
-	if (t->cd->flags & GN_CODEC_STOCHASTIC)
+	if (cd->flags & GN_CODEC_STOCHASTIC)
 		c.seed = gn_draw_seed(ctx->dl.job, t->id, st->no,
 				     (u32)ctx->rank, phase);
 	return c;
@@ -46,7 +49,7 @@ int gn_fp_encode(const struct gn_ctx *ctx, const struct gn_step *st,
 {
 	const struct gn_tensor *t = st->t;
 	bool ef = t->cd->flags & GN_CODEC_EF_REDUCE;
-	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_REDUCE,
+	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_REDUCE,
 					 ef ? t->n : 0);
 	int r;
 
@@ -67,7 +70,7 @@ int gn_fp_encode_at(const struct gn_ctx *ctx, const struct gn_step *st,
 		    void *scratch, u32 *aux)
 {
 	const struct gn_tensor *t = st->t;
-	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_REDUCE, t->n);
+	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_REDUCE, t->n);
 	int r;
 
 	c.idx = idx;
@@ -84,7 +87,7 @@ int gn_fp_encode_at(const struct gn_ctx *ctx, const struct gn_step *st,
 void gn_fp_own(const struct gn_ctx *ctx, const struct gn_step *st,
 	       const void *scratch, u32 aux, size_t off, size_t len)
 {
-	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_REDUCE, 0);
+	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_REDUCE, 0);
 
 	if (!st->t->cd->own)
 		return;
@@ -106,7 +109,7 @@ int gn_fp_result(const struct gn_ctx *ctx, const struct gn_step *st,
 	size_t rel = off - t->lo[ctx->rank];
 	size_t own = t->lo[ctx->rank + 1] - t->lo[ctx->rank];
 	bool ef = t->cd->flags & GN_CODEC_EF_RESULT;
-	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_GATHER,
+	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_GATHER,
 					 ef ? own : 0);
 	int r;
 
@@ -123,7 +126,7 @@ int gn_fp_result(const struct gn_ctx *ctx, const struct gn_step *st,
 void gn_fp_finish(const struct gn_ctx *ctx, const struct gn_step *st,
 		  size_t off, size_t len)
 {
-	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_GATHER, 0);
+	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_GATHER, 0);
 
 	if (!st->t->cd->finish)
 		return;
@@ -137,7 +140,7 @@ void gn_fp_add_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 		     float *acc, size_t len, const struct gn_wire_data *d,
 		     const u8 *body, u16 blen)
 {
-	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_REDUCE, 0);
+	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_REDUCE, 0);
 
 	gn_index_set(ctx, st, d->chunk_off, d->chunk_len, &c);
 	gn_simd_begin();
@@ -151,11 +154,14 @@ void gn_fp_result_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 			float *out, const struct gn_wire_data *d,
 			const u8 *body, u16 blen)
 {
-	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_GATHER, 0);
+	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_GATHER, 0);
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(st->t, GN_PHASE_GATHER,
+						       &p);
 
 	gn_index_set(ctx, st, d->chunk_off, d->chunk_len, &c);
 	gn_simd_begin();
-	st->t->cd->decode(&c, out, d->chunk_len, d->first, d->count, d->aux,
-			  body, blen);
+	cd->decode(&c, out, d->chunk_len, d->first, d->count, d->aux, body,
+		   blen);
 	gn_simd_end();
 }

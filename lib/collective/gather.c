@@ -94,6 +94,7 @@ void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		struct gn_buf *b)
 {
 	struct gn_ctx *ctx = up;
+	const struct gn_codec_params *cp;
 	struct gn_wire_data d;
 	struct gn_tensor *t;
 	struct gn_step *st;
@@ -111,7 +112,8 @@ void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 		return;
 	}
 	if (!t || !t->desc[p->rank].have || t->proto_err ||
-	    h->codec != t->cd->id || d.chunk_off + d.chunk_len > t->n) {
+	    h->codec != gn_phase_codec(t, h->phase, &cp)->id ||
+	    d.chunk_off + d.chunk_len > t->n) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_TENSOR);
 		return;
 	}

@@ -11,6 +11,7 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 		       const struct msg_shape *ms, struct gn_buf *b, u8 type,
 		       u32 first, u32 count, u32 body, u32 idx, u32 npkts)
 {
+	const struct gn_codec_params *p;
 	struct gn_wire_hdr h;
 	struct gn_wire_data d = {
 		.chunk_off = ms->chunk_off, .chunk_len = ms->chunk_len,
@@ -22,7 +23,7 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 	h.tensor = t->id;
 	h.step = stepno;
 	h.phase = ms->phase;
-	h.codec = t->cd->id;
+	h.codec = gn_phase_codec(t, ms->phase, &p)->id;
 	h.body_len = (u16)body;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_data_put(&d, b->data);
@@ -51,9 +52,12 @@ static int take_bufs(struct gn_ctx *ctx, struct gn_txmsg *m, u32 n)
 /* A message's units: its chunk's, or (index round) the word's entries. */
 static u32 msg_units(const struct gn_tensor *t, const struct msg_shape *ms)
 {
-	if (t->cd->flags & GN_CODEC_INDEX_ROUND)
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
+
+	if (cd->flags & GN_CODEC_INDEX_ROUND)
 		return ms->aux;
-	return t->cd->units(ms->chunk_len);
+	return cd->units(ms->chunk_len);
 }
 
 /*
@@ -65,17 +69,19 @@ static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
 		      const struct msg_shape *ms, const void *scratch,
 		      const float *x)
 {
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
 	u32 units = msg_units(t, ms), used = 0;
 	long len;
 
 	if (take_bufs(ctx, m, 1))
 		return -ENOMEM;
-	len = t->cd->slice(&t->params, scratch, ms->aux, x, ms->chunk_len, 0,
-			   m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
-			   &used);
+	len = cd->slice(p, scratch, ms->aux, x, ms->chunk_len, 0,
+			m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
+			&used);
 	if (len < 0 || used != units)
 		return -EINVAL;
-	m->stream_bytes = t->cd->stream_extra + (u64)len;
+	m->stream_bytes = cd->stream_extra + (u64)len;
 	put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, units,
 		   (u32)len, 0, 1);
 	return 0;
@@ -92,10 +98,13 @@ struct cutter {
 
 static long cut(const struct cutter *k, u32 at, u8 *dst, u32 cap, u32 *used)
 {
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(k->t, k->ms->phase, &p);
+
 	if (k->idx)
 		return gn_index_slice(k->idx, k->ms->aux, at, dst, cap, used);
-	return k->t->cd->slice(&k->t->params, k->scratch, k->ms->aux, k->x,
-			       k->ms->chunk_len, at, dst, cap, used);
+	return cd->slice(p, k->scratch, k->ms->aux, k->x, k->ms->chunk_len, at,
+			 dst, cap, used);
 }
 
 /*
@@ -110,10 +119,12 @@ static int pack_cut(struct gn_ctx *ctx, struct gn_txmsg *m,
 {
 	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, at = 0, n = 0, i;
 	const struct msg_shape *ms = k->ms;
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
 
 	if (most > m->cap)
 		return -EINVAL;
-	m->stream_bytes = k->idx ? 0 : t->cd->stream_extra;
+	m->stream_bytes = k->idx ? 0 : cd->stream_extra;
 	while (at < units) {
 		u32 used = 0;
 		long len;
@@ -152,11 +163,13 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	    u32 stepno, const struct msg_shape *ms, const void *scratch,
 	    const float *x)
 {
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
 	struct cutter k = { t, ms, scratch, x, NULL };
 
 	if (gn_pkts_max(ctx, t, ms->chunk_len) > m->cap)
 		return -EINVAL;
-	if (t->cd->whole_bytes(&t->params, scratch, ms->aux, ms->chunk_len) <=
+	if (cd->whole_bytes(p, scratch, ms->aux, ms->chunk_len) <=
 	    whole_cap(ctx))
 		return pack_whole(ctx, m, t, stepno, ms, scratch, x);
 	return pack_cut(ctx, m, t, stepno, &k, msg_units(t, ms),

@@ -37,13 +37,16 @@ static bool claim_range(u64 *bits, u32 first, u32 count)
 static bool body_ok(const struct gn_tensor *t, const struct gn_wire_hdr *h,
 		    const struct gn_wire_data *d, const u8 *body)
 {
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, h->phase, &p);
+
 	/* An index slice: entries of a set of aux, each below the chunk's end. */
 	if (h->phase == GN_PHASE_INDEX)
 		return (u64)d->first + d->count <= d->aux &&
 		       gn_index_check(d->chunk_len, d->count, body,
 				      h->body_len) == h->body_len;
-	return !t->cd->check_slice(&t->params, d->chunk_len, d->first,
-				   d->count, d->aux, body, h->body_len);
+	return !cd->check_slice(p, d->chunk_len, d->first, d->count, d->aux,
+				body, h->body_len);
 }
 
 /* Most packets of @d's message: a chunk's, or an index set's. */
@@ -199,11 +202,12 @@ int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
 	struct msg_shape ms = { GN_PHASE_GATHER, GN_RANK_ALL, off, (u32)len, 0 };
 	int r;
 
-	r = gn_fp_result(ctx, st, off, len, scratch, &ms.aux);
+	r = t->model ? gn_fp_model_result(ctx, st, off, len, scratch, &ms.aux) :
+		       gn_fp_result(ctx, st, off, len, scratch, &ms.aux);
 	if (r)
 		return r;
 	r = gn_pack(ctx, m, t, st->no, &ms, scratch, st->data + off);
-	if (!r)
+	if (!r && !t->model)
 		gn_fp_finish(ctx, st, off, len);
 	if (!r)
 		gn_msg_identity(m, st, &ms);

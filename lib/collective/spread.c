@@ -179,7 +179,10 @@ static int pack_chunk(struct encode_job *e, u32 k)
 	int r;
 
 	if (e->j == ctx->rank) {
-		gn_fp_own(ctx, st, chunk_scratch(e, k), t->aux[k], off, len);
+		/* A model tensor's encoding put its own share in place. */
+		if (!t->model)
+			gn_fp_own(ctx, st, chunk_scratch(e, k), t->aux[k], off,
+				  len);
 		return 0;
 	}
 	r = gn_pack(ctx, e->msgs[k], t, st->no, &ms, chunk_scratch(e, k),
@@ -232,11 +235,15 @@ static void encode_part(void *arg, u32 p)
 	 * The own share never leaves this host: unless the codec says
 	 * otherwise, the owner adds it as it is, and a NaN or infinity in it
 	 * shows when the sum is encoded (gn_fp_result()), which saves a pass
-	 * over it here.
+	 * over it here. A model tensor's is encoded as any rank's.
 	 */
-	if (own && !(t->cd->flags & GN_CODEC_OWN_ENCODED))
+	if (own && !(t->cd->flags & GN_CODEC_OWN_ENCODED) && !t->model)
 		return;
-	if (t->ck_off)
+	if (t->model)
+		r = gn_fp_model_encode(ctx, st, e->j, off, end - off,
+				       chunk_scratch(e, k0), t->aux + k0,
+				       t->model->tmp + p * t->model->tmp_len);
+	else if (t->ck_off)
 		r = encode_cut(e, k0, k1);
 	else
 		r = gn_fp_encode(ctx, st, off, end - off, ctx->chunk,

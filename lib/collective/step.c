@@ -196,6 +196,9 @@ static void step_complete(struct gn_ctx *ctx, struct gn_step *st)
 			       .ns = gn_env_now(ctx->env) - st->start_ns };
 
 	st->done = true;
+	/* A model tensor's parameters take the changes, all at once. */
+	if (t->model)
+		gn_model_commit(ctx, st);
 	t->e_cur ^= 1;
 	gn_dl_account(&ctx->dl, &ev);
 	gn_step_report(ctx, st);
@@ -308,7 +311,13 @@ static struct gn_step *begin_step(struct gn_ctx *ctx, struct gn_tensor *t,
 	return st;
 }
 
-int gn_core_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
+/*
+ * gn_step_start() - start a step of tensor @id on @data: an allreduce, or
+ * with @model a model tensor's step that updates @params with learning
+ * rate @lr (float32 bits); the lock not held
+ */
+int gn_step_start(struct gn_ctx *ctx, u32 id, float *data, float *params,
+		  u32 lr, bool model)
 {
 	struct gn_tensor *t;
 	struct gn_step *st;
@@ -322,6 +331,14 @@ int gn_core_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
 			 "tensor %u is not registered", id);
 		gn_env_unlock(ctx->env);
 		return -ENOENT;
+	}
+	if (!t->model != !model) {
+		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
+			 t->model ? "tensor %u is a model tensor: step it with gn_model_step_start()" :
+				    "tensor %u is not a model tensor (gn_model_register()): allreduce it",
+			 id);
+		gn_env_unlock(ctx->env);
+		return -EINVAL;
 	}
 	if (t->busy) {
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
@@ -338,6 +355,8 @@ int gn_core_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
 		return -ENOMEM;
 	}
 	t->busy = true;
+	st->params = params;
+	st->lr = lr;
 	st->encoding = enc = !st->err;
 	if (enc) {
 		/* Contributions that came early can be added up to our turn. */
@@ -355,6 +374,11 @@ int gn_core_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
 		gn_env_unlock(ctx->env);
 	}
 	return 0;
+}
+
+int gn_core_allreduce_start(struct gn_ctx *ctx, u32 id, float *data)
+{
+	return gn_step_start(ctx, id, data, NULL, 0, false);
 }
 
 int gn_core_allreduce_done(struct gn_ctx *ctx, u32 id, int *err)

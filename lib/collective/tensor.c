@@ -61,8 +61,14 @@ long gn_chunk_of(const struct gn_ctx *ctx, const struct gn_tensor *t, int j,
 u32 gn_pkts_max(const struct gn_ctx *ctx, const struct gn_tensor *t,
 		size_t len)
 {
-	return t->cd->pkts_max(&t->params, (u32)len,
-			       ctx->max_pkt - GN_WIRE_DATA_OVERHEAD);
+	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD;
+	u32 n = t->cd->pkts_max(&t->params, (u32)len, cap), m;
+
+	/* A model tensor's changes have their own codec: the larger. */
+	if (!t->model)
+		return n;
+	m = t->model->cd->pkts_max(&t->model->params, (u32)len, cap);
+	return m > n ? m : n;
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -150,10 +156,15 @@ size_t gn_step_carve(const struct gn_ctx *ctx, const struct gn_tensor *t,
 	u32 own = t->chunks[ctx->rank], nrx = (u32)ctx->world * own +
 					       t->chunks_total, i;
 	size_t seen = ((size_t)t->pkts_cap + 7) / 8;
-	size_t cover = ((size_t)t->cd->units(ctx->chunk) + 63) / 64;
+	u32 units = t->cd->units(ctx->chunk);
+	size_t cover;
+
 	size_t at = 0;
 	u8 *base = st->mem;
 
+	if (t->model && t->model->cd->units(ctx->chunk) > units)
+		units = t->model->cd->units(ctx->chunk);
+	cover = ((size_t)units + 63) / 64;
 #define CARVE(ptr, count, type)						\
 	do {								\
 		at = (at + 7) & ~(size_t)7;				\
@@ -232,7 +243,7 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 			if (!t->e_rs[k])
 				return -ENOMEM;
 		}
-		if (t->cd->flags & GN_CODEC_EF_RESULT) {
+		if (t->cd->flags & GN_CODEC_EF_RESULT && !t->model) {
 			t->e_ag[k] = gn_alloc_array(ctx->env, own + 1, sizeof(float));
 			if (!t->e_ag[k])
 				return -ENOMEM;
@@ -245,7 +256,9 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 	t->aux = gn_alloc_array(ctx->env, gn_encode_scratch(ctx, t),
 				sizeof(u32));
 	if (!t->scratch || !t->aux ||
-	    gn_spread_reserve(ctx, t->stride))
+	    gn_spread_reserve(ctx, t->model ? gn_model_res_slot(ctx, t) :
+					      t->stride) ||
+	    (t->model && gn_model_alloc(ctx, t)))
 		return -ENOMEM;
 	for (k = 0; k < 2; k++) {
 		if (step_alloc(ctx, t, &t->steps[k]))
@@ -291,6 +304,7 @@ static void tensor_free(struct gn_ctx *ctx, struct gn_tensor *t)
 		gn_free(ctx->env, t->msg[k]);
 	}
 	gn_index_free(ctx, t);
+	gn_model_free(ctx, t);
 	gn_free(ctx->env, t->scratch);
 	gn_free(ctx->env, t->aux);
 	gn_free(ctx->env, t->lo);
@@ -314,13 +328,20 @@ void gn_tensor_destroy(struct gn_ctx *ctx, struct gn_tensor *t)
 
 static int tensor_new(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 		      const struct gn_codec_spec *spec,
-		      const struct gn_layout *lay, struct gn_tensor **out)
+		      const struct gn_layout *lay, const struct gn_model *model,
+		      struct gn_tensor **out)
 {
 	struct gn_tensor *t = gn_alloc(ctx->env, sizeof(*t));
 	int j;
 
 	if (!t)
 		return -ENOMEM;
+	if (model) {
+		t->model = gn_alloc(ctx->env, sizeof(*t->model));
+		if (!t->model)
+			goto out_free;
+		*t->model = *model;
+	}
 	t->id = o->id;
 	t->n = o->elems;
 	t->cd = gn_codec_find(spec->codec);
@@ -388,20 +409,21 @@ bool gn_older_registration(const struct gn_ctx *ctx, const struct gn_tensor *t,
 
 int gn_core_tensor_register(struct gn_ctx *ctx, const struct gn_core_tensor *o)
 {
-	return gn_tensor_add(ctx, o, NULL);
+	return gn_tensor_add(ctx, o, NULL, NULL);
 }
 
 /*
  * The tensor's codec and every parameter, checked against this job's
  * chunk and packet sizes: 0, or -EINVAL with the reason in api_errmsg.
  */
-static int tensor_codec(struct gn_ctx *ctx, const struct gn_core_tensor *o,
+static int tensor_codec(struct gn_ctx *ctx, u32 id,
+			const struct gn_codec_spec *given,
 			struct gn_codec_spec *spec)
 {
 	char why[GN_ERRMSG_LEN - 24];
 	int r;
 
-	r = gn_codec_resolve(&ctx->codec, &o->codec, spec, why, sizeof(why));
+	r = gn_codec_resolve(&ctx->codec, given, spec, why, sizeof(why));
 	if (!r)
 		r = gn_codec_params_check(gn_codec_find(spec->codec), &spec->p,
 					  ctx->chunk,
@@ -409,30 +431,49 @@ static int tensor_codec(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 					  why, sizeof(why));
 	if (r)
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
-			 "tensor %u: %s", o->id, why);
+			 "tensor %u: %s", id, why);
 	return r;
 }
 
-/* Register a tensor, or with @lay a bucket of members. */
+/*
+ * Register a tensor, with @lay a bucket of members, or with @mo a model
+ * tensor.
+ */
 int gn_tensor_add(struct gn_ctx *ctx, const struct gn_core_tensor *o,
-		  const struct gn_layout *lay)
+		  const struct gn_layout *lay, const struct gn_core_model *mo)
 {
 	struct gn_pending_desc **pp;
-	struct gn_codec_spec spec;
+	struct gn_codec_spec spec, up;
+	struct gn_model model;
 	struct gn_tensor *t;
-	int r;
+	int r, k;
 
 	if (gn_tensor_find(ctx, o->id)) {
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
 			 "tensor %u is already registered", o->id);
 		return -EEXIST;
 	}
-	r = tensor_codec(ctx, o, &spec);
+	up = o->codec;
+	r = mo ? gn_model_setup(ctx, o, mo, &up, &model) : 0;
+	if (!r)
+		r = tensor_codec(ctx, o->id, &up, &spec);
 	if (r)
 		return r;
+	/* A model step sends every chunk up and down: no index round. */
+	for (k = 0; mo && k < 2; k++) {
+		const struct gn_codec_ops *cd = k ? model.cd :
+					       gn_codec_find(spec.codec);
+
+		if (cd->flags & GN_CODEC_INDEX_ROUND) {
+			snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
+				 "model tensor %u: codec %s has an index round, which a model step has no place for",
+				 o->id, cd->name);
+			return -EINVAL;
+		}
+	}
 	r = tensor_tab_reserve(ctx);
 	if (!r)
-		r = tensor_new(ctx, o, &spec, lay, &t);
+		r = tensor_new(ctx, o, &spec, lay, mo ? &model : NULL, &t);
 	if (r) {
 		snprintf(ctx->api_errmsg, sizeof(ctx->api_errmsg),
 			 "tensor %u: out of memory for %zu values", o->id,

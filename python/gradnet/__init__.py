@@ -258,6 +258,54 @@ class Context:
                                                 ctypes.byref(o)),
                     "gn_bucket_register")
 
+    def register_model(self, tensor_id, elems, codec="default",
+                       down_codec="default", dore=False, momentum=0.0,
+                       weight_decay=0.0, alpha=0.0, beta=0.0, eta=0.0,
+                       **params):
+        """Declare model tensor tensor_id of elems float32 parameters
+        (gn_model_register()): every step() takes this rank's gradient and
+        updates the parameters with SGD, applied by each shard's owner.
+        codec compresses the gradients, down_codec the model's changes
+        ("default": codec's), each a name, number or spec string; keywords
+        are codec's parameters. dore=True runs DORE (alpha, beta, eta; 0
+        takes 0.1, 1, 0.5) and its ternary quantizer unless codec says."""
+        cid, text = codec_spec(codec, **params)
+        did, dtext = codec_spec(down_codec)
+        text = text.encode() if text else None
+        dtext = dtext.encode() if dtext else None
+        o = _lib.ModelOpts(ctypes.sizeof(_lib.ModelOpts), tensor_id, elems,
+                           _lib.GN_MODEL_DORE if dore else 0, cid, text,
+                           did, dtext, momentum, weight_decay, alpha, beta,
+                           eta)
+        self._check(_lib.lib.gn_model_register(self._handle(),
+                                               ctypes.byref(o)),
+                    "gn_model_register")
+
+    def step_start(self, tensor_id, grad, params, lr):
+        """Start a step of model tensor tensor_id: grad (this rank's
+        gradient; the step works in it) and params (updated in place when
+        the step ends) must stay alive and untouched until step_wait()."""
+        g, _ = _address(grad)
+        p, _ = _address(params)
+        self._check(_lib.lib.gn_model_step_start(self._handle(), tensor_id,
+                                                 g, p, lr),
+                    "gn_model_step_start")
+
+    def step_wait(self, tensor_id):
+        """Finish the step of model tensor tensor_id; releases the GIL."""
+        self._check(_lib.lib.gn_model_step_wait(self._handle(), tensor_id),
+                    "gn_model_step_wait")
+
+    def step(self, tensor_id, grad, params, lr):
+        """One step of model tensor tensor_id: params updated in place, the
+        same on every rank; NonFiniteError if some rank's gradient held a
+        NaN (params and every state as before)."""
+        g, _ = _address(grad)
+        p, _ = _address(params)
+        self._check(_lib.lib.gn_model_step(self._handle(), tensor_id, g, p,
+                                           lr),
+                    "gn_model_step")
+
     def unregister(self, tensor_id):
         """Forget tensor_id (every rank alike) so it can be registered again."""
         self._check(_lib.lib.gn_tensor_unregister(self._handle(), tensor_id),

@@ -22,6 +22,7 @@ GN_CTX_INSECURE = 1 << 0
 GN_CTX_RANK = 1 << 1
 GN_TENSOR_AVERAGE = 1 << 0
 GN_BUCKET_SHARED_SCALE = 1 << 8
+GN_MODEL_DORE = 1 << 0
 
 GN_DROP_MAX = 32
 
@@ -74,6 +75,24 @@ class BucketOpts(ctypes.Structure):
         ("s", ctypes.c_float),
         ("flags", ctypes.c_uint),
         ("params", ctypes.c_char_p),
+    ]
+
+
+class ModelOpts(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("id", ctypes.c_uint32),
+        ("elems", ctypes.c_size_t),
+        ("flags", ctypes.c_uint),
+        ("codec", ctypes.c_int),
+        ("params", ctypes.c_char_p),
+        ("down_codec", ctypes.c_int),
+        ("down_params", ctypes.c_char_p),
+        ("momentum", ctypes.c_float),
+        ("weight_decay", ctypes.c_float),
+        ("alpha", ctypes.c_float),
+        ("beta", ctypes.c_float),
+        ("eta", ctypes.c_float),
     ]
 
 
@@ -146,6 +165,12 @@ for _name, _res, _args in [
         ("gn_allreduce_start", _c.c_int, [_ctx_p, _c.c_uint32, _c.c_void_p]),
         ("gn_allreduce_wait", _c.c_int, [_ctx_p, _c.c_uint32]),
         ("gn_allreduce", _c.c_int, [_ctx_p, _c.c_uint32, _c.c_void_p]),
+        ("gn_model_register", _c.c_int, [_ctx_p, _c.POINTER(ModelOpts)]),
+        ("gn_model_step_start", _c.c_int,
+         [_ctx_p, _c.c_uint32, _c.c_void_p, _c.c_void_p, _c.c_float]),
+        ("gn_model_step_wait", _c.c_int, [_ctx_p, _c.c_uint32]),
+        ("gn_model_step", _c.c_int,
+         [_ctx_p, _c.c_uint32, _c.c_void_p, _c.c_void_p, _c.c_float]),
         ("gn_stats_ctx", _c.c_int, [_ctx_p, _c.POINTER(Stats)]),
         ("gn_stats_peer", _c.c_int, [_ctx_p, _c.c_int, _c.POINTER(Stats)]),
         ("gn_stats_tensor", _c.c_int, [_ctx_p, _c.c_uint32, _c.POINTER(Stats)]),

@@ -38,6 +38,18 @@ a warning saying what that exposes; without a key init() refuses, unless
 insecure=True or GN_INSECURE=1 runs the job unauthenticated. GN_*
 variables override what init() would choose.
 
+gradnet.torch.SGD replaces DDP and the optimizer together: no DDP
+wrapper, no hook; loss.backward() fills the local gradients and
+opt.step() hands them to a model tensor (gn_model_register()), whose
+shard owners apply SGD and send every rank the change, compressed both
+ways (DORE, or 3LC's push/pull):
+
+    opt = gradnet.torch.SGD(net.parameters(), lr=0.1, momentum=0.9,
+                            dore=True)         # parameters from rank 0
+    ...
+    loss.backward()
+    opt.step()                                  # the parameters, updated
+
 A NaN or infinity in any rank's bucket fails the step on every rank with
 -EDOM. By default the hook then fills the bucket with NaN on every rank, so
 a GradScaler skips the optimizer step everywhere (and lowers its scale),
@@ -57,7 +69,7 @@ import torch.distributed as dist
 import gradnet
 from gradnet._staging import BucketStaging
 
-__all__ = ["GradnetState", "init", "allreduce_hook"]
+__all__ = ["GradnetState", "init", "allreduce_hook", "SGD"]
 
 _inits = 0
 
@@ -273,6 +285,16 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
     and passes it through the store, which anyone who reaches the store
     can read (a warning says so)."""
     gradnet.codec_spec(codec, **params)         # a bad name fails here
+    ctx = _open(process_group, store, timeout_ms, step_timeout_ms, mtu,
+                chunk, insecure, transport, key_via_store)
+    return GradnetState(ctx, codec=codec, s=s, on_nonfinite=on_nonfinite,
+                        member_scales=member_scales, **params)
+
+
+def _open(process_group, store, timeout_ms, step_timeout_ms, mtu, chunk,
+          insecure, transport, key_via_store):
+    """This rank's context for the job of @process_group, its peers found
+    through torch.distributed's store (init()'s arguments)."""
     global _inits
     pg = process_group if process_group is not None else dist.group.WORLD
     rank = dist.get_rank(pg)
@@ -318,5 +340,113 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
             store.delete_key(prefix + "key")
         except (RuntimeError, NotImplementedError):
             pass    # a store that cannot delete (FileStore); the job's own
-    return GradnetState(ctx, codec=codec, s=s, on_nonfinite=on_nonfinite,
-                        member_scales=member_scales, **params)
+    return ctx
+
+
+class SGD(torch.optim.Optimizer):
+    """SGD applied by gradnet's shard owners: DDP's allreduce and the
+    optimizer's step in one (gn_model_register(), gn_model_step()).
+
+    The parameters are gathered into one flat float32 buffer (each
+    parameter becomes a view of it) and broadcast from rank 0, so every
+    rank starts equal; opt.step() copies the local gradients into a flat
+    buffer of their own and steps the model tensor: every rank sends its
+    gradient compressed with codec, each shard's owner averages the
+    contributions and applies SGD (momentum, weight_decay, as
+    torch.optim.SGD without dampening), and sends the change, compressed
+    with down_codec; the parameters are updated in place, bit-identical
+    on every rank. dore=True runs DORE (alpha, beta, eta; 0 takes 0.1,
+    1 and 0.5) with its ternary quantizer wherever the codec is
+    "default". The learning rate is read from the parameter group at
+    every step, so schedulers work; the other options are fixed at
+    construction. The optimizer's state lives in gradnet, each rank
+    holding its shard's: state_dict() has none of it, and a new
+    optimizer starts it from zero.
+
+    A NaN or infinity in any rank's gradient skips the step on every
+    rank, parameters and state untouched (on_nonfinite="skip", counted
+    in nonfinite_steps), or raises gradnet.NonFiniteError ("raise").
+    ctx: an open gradnet.Context to use (else one is opened as init()
+    opens the hook's, with its keywords: process_group, store, timeout_ms,
+    transport, insecure, key_via_store, ...); tensor_id: the model
+    tensor's id in it. CPU float32 parameters, one parameter group.
+    """
+
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0,
+                 dore=False, codec="default", down_codec="default",
+                 alpha=0.0, beta=0.0, eta=0.0, on_nonfinite="skip",
+                 ctx=None, tensor_id=0x6d6f6400, process_group=None,
+                 **open_kwargs):
+        if on_nonfinite not in ("skip", "raise"):
+            raise ValueError("on_nonfinite is 'skip' or 'raise'")
+        super().__init__(params, dict(lr=lr, momentum=momentum,
+                                      weight_decay=weight_decay))
+        if len(self.param_groups) != 1:
+            raise ValueError("gradnet.torch.SGD takes one parameter group")
+        ps = self.param_groups[0]["params"]
+        for p in ps:
+            if p.dtype != torch.float32 or p.device.type != "cpu":
+                raise TypeError("gradnet.torch.SGD: CPU float32 parameters")
+        self.on_nonfinite = on_nonfinite
+        self.nonfinite_steps = 0
+        self.tensor_id = tensor_id
+        n = sum(p.numel() for p in ps)
+        self.flat = torch.cat([p.detach().reshape(-1) for p in ps])
+        self.flat_grad = torch.zeros(n, dtype=torch.float32)
+        pg = process_group if process_group is not None else dist.group.WORLD
+        dist.broadcast(self.flat, 0, group=pg)
+        at = 0
+        for p in ps:
+            p.data = self.flat[at:at + p.numel()].view_as(p)
+            at += p.numel()
+        self._own_ctx = ctx is None
+        if ctx is None:
+            kw = dict(store=None, timeout_ms=0, step_timeout_ms=0, mtu=0,
+                      chunk=0, insecure=False, transport=None,
+                      key_via_store=False)
+            kw.update(open_kwargs)
+            ctx = _open(pg, **kw)
+        elif open_kwargs:
+            raise TypeError("gradnet.torch.SGD: %s apply only when it opens "
+                            "its context" % ", ".join(open_kwargs))
+        self.ctx = ctx
+        ctx.register_model(tensor_id, n, codec=codec, down_codec=down_codec,
+                           dore=dore, momentum=momentum,
+                           weight_decay=weight_decay, alpha=alpha, beta=beta,
+                           eta=eta)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One step of every rank: the gradients in, the parameters
+        updated. Returns the closure's loss, if one was given."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        group = self.param_groups[0]
+        at = 0
+        for p in group["params"]:
+            k = p.numel()
+            if p.grad is None:
+                self.flat_grad[at:at + k].zero_()
+            else:
+                self.flat_grad[at:at + k].copy_(p.grad.reshape(-1))
+            at += k
+        try:
+            self.ctx.step(self.tensor_id, self.flat_grad, self.flat,
+                          group["lr"])
+        except gradnet.NonFiniteError:
+            self.nonfinite_steps += 1
+            if self.on_nonfinite == "raise":
+                raise
+        return loss
+
+    def close(self):
+        """Forget the model tensor (and close the context it opened)."""
+        if self.ctx is None:
+            return
+        if self._own_ctx:
+            self.ctx.close()
+        else:
+            self.ctx.unregister(self.tensor_id)
+        self.ctx = None

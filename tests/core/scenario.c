@@ -19,32 +19,44 @@
 #include "mem.h"
 #include "scenario.h"
 
+/* DORE with its quantizer both ways and momentum 0.5. */
+static const struct gn_core_model scn_dore = {
+	.flags = GN_MODEL_DORE, .momentum = 0x3f000000u,
+};
+
+/* 3LC's push/pull: each direction 3LC with its error feedback. */
+static const struct gn_core_model scn_push_pull = {
+	.down = { .codec = GN_CODEC_3LC },
+};
+
 const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
-	{ "3lc-sum", { .codec = GN_CODEC_3LC }, 0 },
-	{ "3lc-avg", { .codec = GN_CODEC_3LC }, GN_TENSOR_AVERAGE },
-	{ "dense-sum", { .codec = GN_CODEC_NONE }, 0 },
-	{ "dense-avg", { .codec = GN_CODEC_NONE }, GN_TENSOR_AVERAGE },
+	{ "3lc-sum", { .codec = GN_CODEC_3LC }, 0, NULL },
+	{ "3lc-avg", { .codec = GN_CODEC_3LC }, GN_TENSOR_AVERAGE, NULL },
+	{ "dense-sum", { .codec = GN_CODEC_NONE }, 0, NULL },
+	{ "dense-avg", { .codec = GN_CODEC_NONE }, GN_TENSOR_AVERAGE, NULL },
 	/* QSGD 4 bits, buckets of 128 (the chunk is not a multiple). */
 	{ "qsgd-avg", { .codec = GN_CODEC_QSGD, .given = 2,
-			.p = { .w = { 0, 128 } } }, GN_TENSOR_AVERAGE },
+			.p = { .w = { 0, 128 } } }, GN_TENSOR_AVERAGE, NULL },
 	/* Top-k at 5%: sparse contributions, sums as sparse or dense. */
 	{ "topk-sum", { .codec = GN_CODEC_TOPK, .given = 1,
-			.p = { .w = { 0x3d4ccccdu } } }, 0 },
+			.p = { .w = { 0x3d4ccccdu } } }, 0, NULL },
 	/* Per block of 512, as SparCML's code selects. */
 	{ "topk-block-avg", { .codec = GN_CODEC_TOPK, .given = 3,
 			      .p = { .w = { 0x3d4ccccdu, 512 } } },
-	  GN_TENSOR_AVERAGE },
+	  GN_TENSOR_AVERAGE, NULL },
 	/* Top-k at 5% with QSGD values of 4 bits. */
 	{ "topk-qsgd-avg", { .codec = GN_CODEC_TOPK, .given = 5,
 			     .p = { .w = { 0x3d4ccccdu, 0, 4 } } },
-	  GN_TENSOR_AVERAGE },
+	  GN_TENSOR_AVERAGE, NULL },
 	/* CLT-k at 5%: the leaders' index sets, rotating over the steps. */
 	{ "cltk-sum", { .codec = GN_CODEC_CLTK, .given = 1,
-			.p = { .w = { 0x3d4ccccdu } } }, 0 },
+			.p = { .w = { 0x3d4ccccdu } } }, 0, NULL },
 	/* With beta 0.5, a dense first step and QSGD values of 4 bits. */
 	{ "cltk-warm-qsgd-avg", { .codec = GN_CODEC_CLTK, .given = 0xf,
 				  .p = { .w = { 0x3d4ccccdu, 0x3f000000u, 1, 4 } } },
-	  GN_TENSOR_AVERAGE },
+	  GN_TENSOR_AVERAGE, NULL },
+	{ "model-dore", { 0 }, 0, &scn_dore },
+	{ "model-3lc-push-pull", { .codec = GN_CODEC_3LC }, 0, &scn_push_pull },
 };
 
 /*
@@ -68,6 +80,7 @@ struct scn {
 	struct gn_transport tp[GN_SCN_WORLD];
 	struct gn_ctx *ctx[GN_SCN_WORLD];
 	float *x[GN_SCN_WORLD];
+	float *p[GN_SCN_WORLD];		/* a model case's parameters */
 	bool opened[GN_SCN_WORLD];
 	u64 rounds;
 };
@@ -89,7 +102,8 @@ static u64 scn_xorshift(u64 *s)
  * @x: the values to fill
  * @n: how many
  * @kase: index into gn_scn_cases
- * @rank: the rank whose gradient it is
+ * @rank: the rank whose gradient it is (GN_SCN_WORLD: a model case's
+ *	parameters at the start, the same on every rank)
  * @step: 0 .. GN_SCN_STEPS - 1
  *
  * Sign and mantissa random, exponent in [115, 130] (about 2^-12 to 2^3):
@@ -270,9 +284,12 @@ static int scn_open(struct scn *c)
 		if (err)
 			return scn_fail(c, -1, r, err, "gn_core_open failed", NULL);
 		c->x[r] = gn_alloc_array(c->env, GN_SCN_ELEMS, sizeof(float));
-		if (!c->x[r])
+		c->p[r] = gn_alloc_array(c->env, GN_SCN_ELEMS, sizeof(float));
+		if (!c->x[r] || !c->p[r])
 			return scn_fail(c, -1, r, -ENOMEM, "no memory for a tensor",
 					NULL);
+		/* Every rank's parameters start equal: "rank" WORLD's input. */
+		gn_scn_input(c->p[r], GN_SCN_ELEMS, c->kase, GN_SCN_WORLD, 0);
 	}
 	return 0;
 }
@@ -288,7 +305,8 @@ static int scn_register(struct scn *c)
 
 	for (r = 0; r < GN_SCN_WORLD; r++) {
 		gn_env_lock(c->env);
-		err = gn_core_tensor_register(c->ctx[r], &o);
+		err = k->model ? gn_core_model_register(c->ctx[r], &o, k->model) :
+				 gn_core_tensor_register(c->ctx[r], &o);
 		if (err)
 			scn_fail(c, -1, r, err, "gn_core_tensor_register failed",
 				 gn_core_api_errmsg(c->ctx[r]));
@@ -330,15 +348,24 @@ static int scn_unregister(struct scn *c)
 	return err;
 }
 
-/* One allreduce on every rank; its hash, the same on all, into res. */
+/*
+ * One allreduce (or model step) on every rank; the hash of its result (the
+ * parameters), the same on all, into res.
+ */
 static int scn_step(struct scn *c, int step)
 {
 	const size_t bytes = GN_SCN_ELEMS * sizeof(float);
+	bool model = gn_scn_cases[c->kase].model;
+	float **out = model ? c->p : c->x;
 	int r, err, errs[GN_SCN_WORLD] = { 0 };
 
 	for (r = 0; r < GN_SCN_WORLD; r++) {
 		gn_scn_input(c->x[r], GN_SCN_ELEMS, c->kase, r, step);
-		err = gn_core_allreduce_start(c->ctx[r], GN_SCN_TENSOR, c->x[r]);
+		err = model ? gn_core_model_start(c->ctx[r], GN_SCN_TENSOR,
+						  c->x[r], c->p[r],
+						  GN_SCN_LR(step)) :
+			      gn_core_allreduce_start(c->ctx[r], GN_SCN_TENSOR,
+						      c->x[r]);
 		if (err) {
 			gn_env_lock(c->env);
 			scn_fail(c, step, r, err, "gn_core_allreduce_start failed",
@@ -359,12 +386,12 @@ static int scn_step(struct scn *c, int step)
 			return errs[r];
 		}
 		/* Replicas are bit-identical, not merely close. */
-		if (r && memcmp(c->x[r], c->x[0], bytes))
+		if (r && memcmp(out[r], out[0], bytes))
 			return scn_fail(c, step, r, -EIO,
 					"this rank's result differs from rank 0's",
 					NULL);
 	}
-	c->res->hash[c->kase][step] = gn_scn_hash(c->x[0], bytes);
+	c->res->hash[c->kase][step] = gn_scn_hash(out[0], bytes);
 	gn_env_lock(c->env);
 	for (r = 0; r < GN_SCN_WORLD; r++)
 		c->res->orphans[c->kase][step] += gn_core_orphans(c->ctx[r]);
@@ -397,6 +424,7 @@ static int scn_close(struct scn *c)
 
 	for (r = GN_SCN_WORLD - 1; r >= 0; r--) {
 		gn_free(c->env, c->x[r]);
+		gn_free(c->env, c->p[r]);
 		if (c->ctx[r])
 			gn_core_free(c->ctx[r]);
 		if (c->opened[r])

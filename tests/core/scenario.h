@@ -2,9 +2,9 @@
 /*
  * scenario.h - a whole allreduce job of the protocol core in one thread:
  * three core contexts over the in-memory fabric, which loses, duplicates
- * and reorders packets, eight cases (3LC and dense, sum and average; QSGD,
- * top-k per chunk and per block, top-k with QSGD values) of three steps
- * each. Freestanding and integer-only, so the same file runs
+ * and reorders packets, ten cases (3LC and dense, sum and average; QSGD,
+ * top-k per chunk and per block, top-k with QSGD values; model tensors:
+ * DORE, and 3LC's push/pull) of three steps each. Freestanding and integer-only, so the same file runs
  * in a process (tests/core_test.c) and in the kernel module
  * (kmod/selftest_core.c); both compare its hashes with
  * tests/golden/core_hashes.h.
@@ -19,7 +19,7 @@
 struct gn_event;
 
 #define GN_SCN_WORLD	3
-#define GN_SCN_CASES	10
+#define GN_SCN_CASES	12
 #define GN_SCN_STEPS	3
 /* Not a multiple of the chunk or of the world: shards are uneven. */
 #define GN_SCN_ELEMS	10000u
@@ -36,14 +36,22 @@ struct gn_event;
  * a change here without a new header fails by name, not by hash.
  */
 #define GN_SCN_DESC "3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, " \
-		    "3 steps, xorshift64 inputs exponent 115..130, v2"
+		    "3 steps, xorshift64 inputs exponent 115..130, " \
+		    "model lr 2^-3..2^-5, v3"
 
-/* A case: its tensor's codec, with the parameters it sets, and flags. */
+/*
+ * A case: its tensor's codec, with the parameters it sets, and flags; a
+ * model tensor's case has @model, and its result is the parameters.
+ */
 struct gn_scn_case {
 	const char *name;
 	struct gn_codec_spec codec;	/* codec 0: the job's (3LC, s 1.5) */
 	unsigned int flags;		/* GN_TENSOR_* */
+	const struct gn_core_model *model;
 };
+
+/* A model case's learning rate at @step, float32 bits: 2^-(3 + step). */
+#define GN_SCN_LR(step) ((u32)(124 - (step)) << 23)
 
 extern const struct gn_scn_case gn_scn_cases[GN_SCN_CASES];
 

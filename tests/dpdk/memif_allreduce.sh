@@ -34,6 +34,10 @@
 #         last packet, then naps, so the CPU a rank uses meanwhile
 #         (idle_cpu_s) is under a quarter of it; a loop that never stops
 #         spinning uses most of it (GN_DPDK_POLL_US=0, shown, not asserted).
+#  model  model tensors (gn-model-rank): DORE with its quantizer both ways
+#         and momentum, and 3LC's push/pull with loss, duplication and
+#         reordering: both ranks' parameters after every step equal the
+#         numpy model's (tests/model/model_job.py expect), loss repaired.
 #  kill   SIGKILL rank 1 in the middle of a long run: rank 0 fails with
 #         -ETIMEDOUT (gradnet-rank exits 3), not before the timeout (how
 #         long after it is printed, not asserted: a loaded host delays
@@ -42,7 +46,7 @@
 #         link went down, well inside its longer timeout), fails the same
 #         way and never polls the stopped port.
 #
-# usage: memif_allreduce.sh GN_RANK_TEST GN_REF GN_APP_PORT
+# usage: memif_allreduce.sh GN_RANK_TEST GN_REF GN_APP_PORT GN_MODEL_RANK
 # Nothing skips: a machine that cannot run DPDK fails the test.
 
 set -eu
@@ -55,6 +59,9 @@ GN_SKIP_RC=1
 RANK_BIN=$1
 REF_BIN=$2
 APP_BIN=$3
+MODEL_BIN=$4
+# What start_pair runs: gradnet-rank, or a model case's gn-model-rank.
+rank_cmd="$RANK_BIN --warmup 0"
 WORLD=2
 STEPS=3
 KILL_TIMEOUT_MS=2000
@@ -118,7 +125,7 @@ start_pair() {
 			GN_PEERS=10.77.0.1:7000,10.77.0.2:7000 \
 			GN_DPDK_PEERS=$MAC0,$MAC1 \
 			GN_DPDK_EAL="--no-huge -m $mem --no-pci --no-telemetry -l $cpu --file-prefix=$prefix.$case.$k --vdev=net_memif0,role=$role,socket=$sock,socket-abstract=no,mac=$mac --log-level=*:warning" \
-			${extra//%k/$k} "$RANK_BIN" --warmup 0 \
+			${extra//%k/$k} $rank_cmd \
 			--out "$tmp/$name.$k.out" "$@" \
 			>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
 		pids[k]=$!
@@ -142,7 +149,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..30"
+echo "1..32"
 gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -241,6 +248,45 @@ for spec in topk:density=0.01 qsgd:bits=4 topk:density=0.05,bits=8 \
 	[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/$name.ref" || ok=0
 	gn_result "$ok" "memif, $spec${faults:+, 5% loss}: both ranks bit-identical to the reference"
 done
+
+# Model tensors: each rank's "step" lines (its parameters' hash after
+# every step) are the numpy model's, for the job of 2 ranks under JOB.
+model_same() {
+	local name=$1 k
+
+	for k in 0 1; do
+		awk '$1 == "step" { if ($3 == 0) print $1, $2, $3, $4; else print $1, $2, $3 }' \
+			"$tmp/$name.$k.json" | cmp -s - "$tmp/$name.model" || return 1
+	done
+}
+rank_cmd=$MODEL_BIN
+for m in dore pp; do
+	name=model-$m
+	ok=1
+	job=$((0x6d656d00 + $$ % 256))
+	if [ "$m" = dore ]; then
+		faults=""
+		args="--up default --down default --opts dore,momentum=0.9"
+	else
+		faults=GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05
+		args="--up 3lc --down 3lc"
+	fi
+	# shellcheck disable=SC2086 # ARGS are words
+	"$here/../model/model_job.py" expect --world 2 --job "$job" \
+		--elems 300007 --steps 4 $args >"$tmp/$name.model" || ok=0
+	# shellcheck disable=SC2086
+	start_pair "$name" "GN_JOB=$job $faults" --elems 300007 --steps 4 $args
+	gn_wait_ranks "$name" || ok=0
+	[ "$ok" -eq 1 ] && model_same "$name" || ok=0
+	if [ -n "$faults" ]; then
+		rtx=$(cat "$tmp/$name.0.json" "$tmp/$name.1.json" |
+			sed -n 's/^retransmits //p' | awk '{ s += $1 } END { print s + 0 }')
+		gn_diag "$name: the ranks retransmitted $rtx packets"
+		[ "$rtx" -gt 0 ] || ok=0
+	fi
+	gn_result "$ok" "memif, model tensor ($m${faults:+, 5% loss}): both ranks' parameters equal the numpy model's after every step"
+done
+rank_cmd="$RANK_BIN --warmup 0"
 
 # Two queue pairs a rank (GN_DPDK_QUEUES=2) and two codec workers: each
 # receive round reads both queues at once, a part per worker, and a

@@ -10,7 +10,7 @@
 #define GN_GOLDEN_CORE_HASHES_H
 
 #define GN_CORE_GOLDEN_DESC \
-	"3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, 3 steps, xorshift64 inputs exponent 115..130, v2"
+	"3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, 3 steps, xorshift64 inputs exponent 115..130, model lr 2^-3..2^-5, v3"
 #define GN_CORE_GOLDEN_STEPS 3
 
 static const struct gn_core_golden {
@@ -27,6 +27,8 @@ static const struct gn_core_golden {
 	{ "topk-qsgd-avg", { 0x00391cdf13a2db64ull, 0x02baa81b6cccd71aull, 0x8d52870e896d2b48ull } },
 	{ "cltk-sum", { 0x94215219d561c841ull, 0x22642d7906355636ull, 0x869cd5bb149eb499ull } },
 	{ "cltk-warm-qsgd-avg", { 0x4c35ddaabec90792ull, 0xf88e843a79858dadull, 0x43b7378b83880adbull } },
+	{ "model-dore", { 0x881ba9875688efc8ull, 0x9e463eeb2f0a5343ull, 0xb2f1315f3ab2db91ull } },
+	{ "model-3lc-push-pull", { 0x9e1d36a6b39abc0aull, 0x45adf82b8cb88051ull, 0xace5898157c69524ull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

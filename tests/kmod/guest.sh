@@ -11,12 +11,15 @@
 # shared libraries), the kernel modules the cases and gradnet.ko need
 # (veth, bridge, udp_tunnel, ip6_udp_tunnel and their dependencies), the
 # test programs of BUILD_DIR (tests/kmod/kmod_job, tests/kmod/ioctl_fuzz,
-# tests/kmod/kmod_limits, tests/kmod/kmod_flood, tools/gradnet-rank, with
-# their libraries), tests/net/lib.sh and each
+# tests/kmod/kmod_limits, tests/kmod/kmod_flood, tools/gradnet-rank,
+# tests/gn-model-rank, with their libraries), tests/net/lib.sh and each
 # tests/kmod/cases/CASE.sh. The reference results a case names on a
 # "# ref: NAME WORLD STEPS TENSORS [JOB]" line (JOB: the job id its ranks
 # run with, which stochastic codecs draw by) are computed here, on the host,
-# by kmod_job ref: TCG is too slow for them. The guest (guest_init.sh)
+# by kmod_job ref: TCG is too slow for them. A model tensor's job is named
+# on a "# model-ref: NAME WORLD JOB CHUNK ARGS..." line (ARGS:
+# gn-model-rank's), and its reference lines come from
+# tests/model/model_job.py expect, the numpy model. The guest (guest_init.sh)
 # loads the modules, runs the cases one after the other and powers off;
 # every line a case prints comes back on the serial console, and its
 # "ok"/"not ok" lines become this script's TAP lines. Whatever the cases
@@ -57,7 +60,7 @@ trap 'exit 1' INT TERM
 # The binaries the guest runs, from BUILD_DIR.
 programs="$build/tests/kmod/kmod_job $build/tests/kmod/ioctl_fuzz
 	$build/tests/kmod/kmod_limits $build/tests/kmod/kmod_flood
-	$build/tools/gradnet-rank"
+	$build/tools/gradnet-rank $build/tests/gn-model-rank"
 
 check_parts() {
 	check_tools xz ldd bash ip bridge modinfo
@@ -79,6 +82,14 @@ build_refs() {
 			"$build/tests/kmod/kmod_job" ref --world "$world" \
 				--steps "$steps" --tensors "$spec" ${job:+--job "$job"} |
 				sort >"$ir/gn/ref/$name.hash" || return 1
+		done
+		sed -n 's/^# model-ref: //p' "$here/cases/$c.sh" |
+		while read -r name world job chunk args; do
+			echo "$world $job $chunk $args" >"$ir/gn/ref/$name.margs"
+			# shellcheck disable=SC2086 # ARGS are words
+			"$root/tests/model/model_job.py" expect \
+				--world "$world" --job "$job" --chunk "$chunk" \
+				$args >"$ir/gn/ref/$name.lines" || return 1
 		done
 	done
 }

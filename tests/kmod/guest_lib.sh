@@ -67,7 +67,7 @@ kt_rank() {
 # the k-th TRANSPORT (kmod or udp), outputs PREFIX.k; returns the number
 # of ranks that failed.
 kt_job() {
-	local name=$1 prefix=$2 k bad=0 pids=() transports
+	local name=$1 prefix=$2 k pids=() transports
 
 	shift 2
 	transports=("$@")
@@ -77,9 +77,17 @@ kt_job() {
 		kt_rank "$k" "${transports[$k]}" "$prefix.$k"
 		pids+=("$!")
 	done
-	kt_sample "${pids[@]}"
-	for k in "${!pids[@]}"; do
-		kt_wait "${pids[$k]}" "${KT_LIMIT:-300}" || bad=$((bad + 1))
+	kt_wait_ranks "${pids[@]}"
+}
+
+# kt_wait_ranks PID...: sample the module's files while the ranks run, then
+# wait for each (KT_LIMIT seconds at most); returns how many failed.
+kt_wait_ranks() {
+	local p bad=0
+
+	kt_sample "$@"
+	for p in "$@"; do
+		kt_wait "$p" "${KT_LIMIT:-300}" || bad=$((bad + 1))
 	done
 	return "$bad"
 }
@@ -134,6 +142,35 @@ kt_wait() {
 		return 124
 	fi
 	wait "$1"
+}
+
+# kt_model_job NAME PREFIX TRANSPORT...: the model tensor job of the
+# "model-ref" NAME, gn-model-rank as rank k on the k-th TRANSPORT, outputs
+# PREFIX.k; returns the number of ranks that failed.
+kt_model_job() {
+	local name=$1 prefix=$2 k pids=() transports world job chunk args
+
+	shift 2
+	transports=("$@")
+	read -r world job chunk args <"/gn/ref/$name.margs"
+	for ((k = 0; k < world; k++)); do
+		# shellcheck disable=SC2086 # ARGS are words
+		ip netns exec "$(gn_host_ns "$k")" env GN_TRANSPORT="${transports[$k]}" \
+			GN_RANK="$k" GN_WORLD_SIZE="$world" GN_PEERS="$(kt_peers "$world")" \
+			GN_KEY="$KT_KEY" GN_JOB="$job" GN_CHUNK="$chunk" \
+			GN_TIMEOUT_MS="${KT_TIMEOUT_MS:-10000}" \
+			/gn/bin/gn-model-rank $args >"$prefix.$k" 2>&1 &
+		pids+=("$!")
+	done
+	kt_wait_ranks "${pids[@]}"
+}
+
+# kt_model_same OUT NAME: OUT's step lines are the model's (a failed
+# step's errno, not its message), all of them.
+kt_model_same() {
+	awk '$1 == "step" { if ($3 == 0) print $1, $2, $3, $4; else print $1, $2, $3 }' \
+		"$1" >"$1.steps"
+	[ -s "$1.steps" ] && cmp -s "$1.steps" "/gn/ref/$2.lines"
 }
 
 # kt_same_as_ref OUT NAME: OUT's hash lines are the reference's, all of them.

@@ -287,8 +287,8 @@ static int reserved_off(unsigned long cmd, unsigned int *off, unsigned int *len)
 		*len = 4 + sizeof(((struct gradnet_tensor *)0)->reserved);
 		return 0;
 	case GRADNET_IOC_START:
-		*off = offsetof(struct gradnet_start, reserved);
-		*len = sizeof(((struct gradnet_start *)0)->reserved);
+		*off = offsetof(struct gradnet_start, reserved0);
+		*len = sizeof(((struct gradnet_start *)0)->reserved0);
 		return 0;
 	case GRADNET_IOC_WAIT:
 		*off = offsetof(struct gradnet_wait, reserved);

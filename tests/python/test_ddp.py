@@ -34,8 +34,8 @@ def key_file(tmp_path):
     return path
 
 
-def run_job(scenario, world, tmp_path):
-    env = dict(os.environ)
+def run_job(scenario, world, tmp_path, worker="ddp_worker.py", extra=None):
+    env = dict(os.environ, **(extra or {}))
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_tcp_port()),
                GN_KEY_FILE=key_file(tmp_path),
                WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
@@ -49,7 +49,7 @@ def run_job(scenario, world, tmp_path):
     for r in range(world):
         env_r = dict(env, RANK=str(r), LOCAL_RANK=str(r))
         procs.append(subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "ddp_worker.py"), scenario,
+            [sys.executable, os.path.join(HERE, worker), scenario,
              str(tmp_path)], env=env_r, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True))
     logs = []

@@ -45,7 +45,8 @@ def test_ctypes_structs_mirror_gradnet_h():
     # (a field left out would shift every later one).
     for cls, struct in ((_lib.CtxOpts, "gn_ctx_opts"),
                         (_lib.TensorOpts, "gn_tensor_opts"),
-                        (_lib.BucketOpts, "gn_bucket_opts")):
+                        (_lib.BucketOpts, "gn_bucket_opts"),
+                        (_lib.ModelOpts, "gn_model_opts")):
         assert [f[0] for f in cls._fields_] == _c_fields(struct), struct
 
 

@@ -45,6 +45,7 @@
 #define GRADNET_FEAT_IPV6	(1ull << 1)	/* IPv6 peers */
 #define GRADNET_FEAT_POLL	(1ull << 2)	/* poll() on the file */
 #define GRADNET_FEAT_FAULTS	(1ull << 3)	/* fault injection is on (test) */
+#define GRADNET_FEAT_MODEL	(1ull << 4)	/* model tensors (TENSOR_MODEL) */
 
 /*
  * struct gradnet_info - what the loaded module speaks (any time, even
@@ -143,9 +144,15 @@ struct gradnet_open {
 	__u64 reserved[4];
 };
 
-/* gradnet_tensor.flags: GN_TENSOR_* of <gradnet/gradnet.h> */
+/* gradnet_tensor.flags: GN_TENSOR_* of <gradnet/gradnet.h>, and MODEL */
 #define GRADNET_TENSOR_AVERAGE	(1u << 0)
-#define GRADNET_TENSOR_FLAGS	GRADNET_TENSOR_AVERAGE
+#define GRADNET_TENSOR_MODEL	(1u << 16)	/* a model tensor: the fields
+						   from @down_codec on count */
+#define GRADNET_TENSOR_FLAGS	(GRADNET_TENSOR_AVERAGE | GRADNET_TENSOR_MODEL)
+
+/* gradnet_tensor.model_flags: GN_MODEL_* of <gradnet/gradnet.h> */
+#define GRADNET_MODEL_DORE	(1u << 0)
+#define GRADNET_MODEL_FLAGS	GRADNET_MODEL_DORE
 
 /*
  * struct gradnet_tensor - register (or, with UNREGISTER, forget) a tensor
@@ -157,6 +164,15 @@ struct gradnet_open {
  *	(UNREGISTER: must be 0, and so must @codec, @given, @params and
  *	@flags)
  * @params: the codec's parameter block
+ * @flags: GRADNET_TENSOR_*; with GRADNET_TENSOR_MODEL a model tensor
+ *	(gn_model_register()), whose step (START with @params and @lr) takes
+ *	a gradient and updates the parameters; AVERAGE does not go with it
+ * @down_codec, @down_given, @down_params: a model tensor's changes' codec
+ *	(0: the gradients' codec, with their parameters unless @down_given)
+ * @model_flags: GRADNET_MODEL_*
+ * @momentum, @weight_decay, @alpha, @beta, @eta: a model tensor's
+ *	optimizer, float32 bits, as gn_model_opts says (0: none, or DORE's
+ *	defaults); all of them 0 without GRADNET_TENSOR_MODEL
  */
 struct gradnet_tensor {
 	__u32 size;
@@ -168,6 +184,16 @@ struct gradnet_tensor {
 	__u32 flags;
 	__u32 reserved0;
 	__u64 reserved[2];
+	__u32 down_codec;
+	__u32 down_given;
+	__u32 down_params[GRADNET_PARAM_WORDS];
+	__u32 model_flags;
+	__u32 momentum;
+	__u32 weight_decay;
+	__u32 alpha;
+	__u32 beta;
+	__u32 eta;
+	__u64 reserved1[2];
 };
 
 /*
@@ -178,12 +204,18 @@ struct gradnet_tensor {
  * anonymous memory, shmem (memfd, /dev/shm, MAP_SHARED|MAP_ANONYMOUS) or
  * hugetlbfs: a file mapping of any other filesystem is -EOPNOTSUPP. Its
  * pages count as locked memory of the caller (VmPin).
+ * A model tensor's step: @data is the gradient (the step's workspace),
+ * @params the parameters, pinned the same way and updated in place when
+ * the step ends, @lr the learning rate as float32 bits (finite, >= 0).
+ * For any other tensor @params and @lr must be 0.
  */
 struct gradnet_start {
 	__u32 size;
 	__u32 id;
 	__u64 data;
-	__u64 reserved[2];
+	__u64 params;
+	__u32 lr;
+	__u32 reserved0;
 };
 
 /*
