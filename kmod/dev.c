@@ -253,6 +253,30 @@ static void core_conf(const struct gradnet_open *o, struct gk_ctx *c,
 	conf->account_arg = &c->flow;
 }
 
+/*
+ * The peer list as the core digests it (gn_core_set_peers()), the same
+ * bytes libgradnet makes of its sockaddrs, so kernel and userspace ranks
+ * agree on one list.
+ */
+static int set_peers(struct gk_ctx *c, const struct gradnet_peer *peers,
+		     u32 world)
+{
+	struct gn_peer_addr *pa;
+	u32 i;
+
+	pa = kvcalloc(world, sizeof(*pa), GFP_KERNEL_ACCOUNT);
+	if (!pa)
+		return -ENOMEM;
+	for (i = 0; i < world; i++) {
+		pa[i].family = peers[i].family == AF_INET6 ? 6 : 4;
+		pa[i].port = ntohs((__force __be16)peers[i].port);
+		memcpy(pa[i].addr, peers[i].addr, sizeof(pa[i].addr));
+	}
+	gn_core_set_peers(c->core, pa);
+	kvfree(pa);
+	return 0;
+}
+
 /* The socket, the core, the names and the worker; the handshake starts. */
 static int open_start(struct gk_ctx *c, const struct gradnet_open *o,
 		      const struct gradnet_peer *peers)
@@ -288,6 +312,10 @@ static int open_start(struct gk_ctx *c, const struct gradnet_open *o,
 		snprintf(name, sizeof(name), "rank %u (%s)", i, addr);
 		gn_core_set_name(c->core, i, name);
 	}
+	r = set_peers(c, peers, o->world);
+	if (r)
+		return gk_fail(c, r, "OPEN: no memory for the peer list's digest (%u ranks)",
+			       o->world);
 	r = gk_worker_start(c);
 	if (r)
 		return gk_fail(c, r, "OPEN: cannot start the worker thread");

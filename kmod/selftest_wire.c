@@ -268,6 +268,8 @@ static void wt_put_hello(const struct gn_golden_pkt *g, u8 *p)
 	};
 
 	gn_wire_hello_put(&wo, p);
+	memcpy(p + GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN, g->body,
+	       g->hdr.body_len);
 }
 
 static void wt_put_data(const struct gn_golden_pkt *g, u8 *p)

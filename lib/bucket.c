@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "backend.h"
 
 static int bucket_err(struct gn_ctx *ctx, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

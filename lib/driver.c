@@ -18,7 +18,7 @@
  */
 #include <sched.h>
 
-#include "api.h"
+#include "driver.h"
 #include "gn_dpdk.h"
 
 /*

@@ -18,7 +18,7 @@
 
 #include <uapi/linux/gradnet.h>
 
-#include "api.h"
+#include "backend.h"
 
 #define GN_KMOD_DEV "/dev/gradnet"
 

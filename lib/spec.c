@@ -78,9 +78,10 @@ static int param_value(const struct gn_codec_param *d, const char *v,
 			}
 	errno = 0;
 	if (d->type == GN_PARAM_F32) {
+		/* Underflow to a subnormal is a value; the range check judges. */
 		float f = strtof(text, &end);
 
-		if (errno || *end || !isfinite(f))
+		if (end == text || *end || !isfinite(f))
 			return -EINVAL;
 		memcpy(out, &f, sizeof(*out));
 		return 0;

@@ -91,6 +91,7 @@ FIXTURE_VARIANT(loopback) {
 	float s;
 	const char *faults;
 	bool ipv6;
+	const char *params;
 };
 
 FIXTURE_VARIANT_ADD(loopback, r2_3lc) { .world = 2, .codec = GN_CODEC_3LC };
@@ -110,6 +111,22 @@ FIXTURE_VARIANT_ADD(loopback, r3_3lc_faults) {
 FIXTURE_VARIANT_ADD(loopback, r4_dense_faults) {
 	.world = 4, .codec = GN_CODEC_NONE,
 	.faults = "loss=0.02,dup=0.05,reorder=0.05,seed=5" };
+/* QSGD and top-k (float32 and QSGD values, per chunk and per block). */
+FIXTURE_VARIANT_ADD(loopback, r3_qsgd_avg) {
+	.world = 3, .codec = GN_CODEC_QSGD, .flags = GN_TENSOR_AVERAGE };
+FIXTURE_VARIANT_ADD(loopback, r2_qsgd2) {
+	.world = 2, .codec = GN_CODEC_QSGD, .params = "bits=2,norm=max" };
+FIXTURE_VARIANT_ADD(loopback, r3_topk) {
+	.world = 3, .codec = GN_CODEC_TOPK, .params = "density=0.01" };
+FIXTURE_VARIANT_ADD(loopback, r4_topk_qsgd_avg) {
+	.world = 4, .codec = GN_CODEC_TOPK, .flags = GN_TENSOR_AVERAGE,
+	.params = "density=0.01,bits=4" };
+FIXTURE_VARIANT_ADD(loopback, r3_topk_block_faults) {
+	.world = 3, .codec = GN_CODEC_TOPK, .params = "density=0.05,block=512,bits=8",
+	.faults = "loss=0.05,dup=0.05,reorder=0.1,seed=7" };
+/* Dense enough that results (and some contributions) go dense. */
+FIXTURE_VARIANT_ADD(loopback, r2_topk_dense_switch) {
+	.world = 2, .codec = GN_CODEC_TOPK, .params = "density=0.6" };
 /* IPv6 peers, with faults so that retransmissions find them too. */
 FIXTURE_VARIANT_ADD(loopback, r3_3lc_ipv6) {
 	.world = 3, .codec = GN_CODEC_3LC, .ipv6 = true,
@@ -128,10 +145,13 @@ FIXTURE_SETUP(loopback)
 	self->s.keyed = true;
 	self->s.ipv6 = variant->ipv6;
 	self->s.ntensors = ARRAY_LEN(sizes);
+	/* The generator's draws depend on the job: the reference needs it. */
+	self->s.job_id = (uint32_t)getpid() * 7919u + 0x51u;
 	for (k = 0; k < ARRAY_LEN(sizes); k++) {
 		self->s.elems[k] = sizes[k];
 		self->s.codec[k] = variant->codec;
 		self->s.flags[k] = variant->flags;
+		self->s.params[k] = variant->params;
 	}
 	if (variant->faults) {
 		int r;

@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -491,6 +494,254 @@ TEST(key_wiped_on_close)
 	gn_ctx_close(ctx);
 	wipe_watch = 0;
 	ASSERT_EQ(0, wipe_found);
+}
+
+/* One rank of a two-rank job opened in two steps; -errno of the first failure. */
+struct half {
+	struct gn_ctx *ctx;
+	char addr[64];
+};
+
+static int bind_rank(struct half *h, int rank, const char *bind_addr)
+{
+	GN_OPTS(gn_ctx_opts, o, .rank = rank, .world_size = 2,
+		.flags = GN_CTX_RANK | GN_CTX_INSECURE, .job_id = 5,
+		.timeout_ms = 3000, .bind_addr = bind_addr);
+	int r = gn_ctx_bind(&o, &h->ctx);
+
+	if (r)
+		return r;
+	r = gn_ctx_local_addr(h->ctx, h->addr, sizeof(h->addr));
+	return r < 0 ? r : 0;
+}
+
+/* Sum of (rank + 1) * i over two ranks, in place: 0 if it is right. */
+static int allreduce_check(struct gn_ctx *ctx)
+{
+	GN_OPTS(gn_tensor_opts, t, .id = 3, .elems = 1000, .codec = GN_CODEC_NONE);
+	float x[1000];
+	int i, r;
+
+	for (i = 0; i < 1000; i++)
+		x[i] = (float)((gn_ctx_rank(ctx) + 1) * i);
+	r = gn_tensor_register(ctx, &t);
+	if (!r)
+		r = gn_allreduce(ctx, 3, x);
+	for (i = 0; !r && i < 1000; i++)
+		if (x[i] != (float)(3 * i))
+			r = -EBADMSG;
+	return r;
+}
+
+/*
+ * gn_ctx_bind(), gn_ctx_local_addr(), gn_ctx_join(): each rank binds port
+ * 0, publishes what its socket holds (here through a pipe), and joins with
+ * both addresses; the context works as one of gn_ctx_open().
+ */
+TEST(two_phase_open)
+{
+	struct half me = { 0 }, child = { 0 };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	char list[160], *colon;
+	int up[2], down[2], fd, status;
+	struct gn_stats st = { .sz = sizeof(st) };
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	pid = fork();
+	if (pid == 0) {
+		int r = bind_rank(&child, 1, "127.0.0.1");
+
+		if (write(up[1], child.addr, sizeof(child.addr)) < 0 ||
+		    read(down[0], list, sizeof(list)) <= 0)
+			_exit(2);
+		if (!r)
+			r = gn_ctx_join(child.ctx, list);
+		if (!r)
+			r = allreduce_check(child.ctx);
+		gn_ctx_close(child.ctx);
+		_exit(r ? 1 : 0);
+	}
+	ASSERT_EQ(0, bind_rank(&me, 0, "127.0.0.1")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(0, strncmp(me.addr, "127.0.0.1:", 10)) TH_LOG("%s", me.addr);
+	ASSERT_NE(0, atoi(me.addr + 10));
+
+	/* The port is the socket's from bind on: nobody else gets it. */
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)atoi(me.addr + 10));
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(-1, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(EADDRINUSE, errno);
+	close(fd);
+
+	/* Bound, not joined: rank and size work, tensors and stats wait. */
+	ASSERT_EQ(0, gn_ctx_rank(me.ctx));
+	ASSERT_EQ(2, gn_ctx_world_size(me.ctx));
+	GN_OPTS(gn_tensor_opts, t, .id = 9, .elems = 10);
+	ASSERT_EQ(-ENOTCONN, gn_tensor_register(me.ctx, &t));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(me.ctx), "gn_ctx_join")) TH_LOG("%s", gn_ctx_errmsg(me.ctx));
+	ASSERT_EQ(-ENOTCONN, gn_stats_ctx(me.ctx, &st));
+
+	ASSERT_LT(0, read(up[0], child.addr, sizeof(child.addr)));
+	snprintf(list, sizeof(list), "%s,%s", me.addr, child.addr);
+	ASSERT_EQ(sizeof(list), (size_t)write(down[1], list, sizeof(list)));
+	ASSERT_EQ(0, gn_ctx_join(me.ctx, list)) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_EQ(0, allreduce_check(me.ctx)) TH_LOG("%s", gn_ctx_errmsg(me.ctx));
+	ASSERT_EQ(-EALREADY, gn_ctx_join(me.ctx, list));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	gn_ctx_close(me.ctx);
+
+	/* A list that gives this rank another address than its socket's. */
+	ASSERT_EQ(0, bind_rank(&me, 0, "127.0.0.1:0"));
+	colon = strrchr(me.addr, ':');
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:9",
+		 atoi(colon + 1) == 65535 ? 1 : atoi(colon + 1) + 1);
+	ASSERT_EQ(-EINVAL, gn_ctx_join(me.ctx, list));
+	ASSERT_NE(NULL, strstr(gn_ctx_errmsg(me.ctx), me.addr)) TH_LOG("%s", gn_ctx_errmsg(me.ctx));
+	ASSERT_EQ(-EALREADY, gn_ctx_join(me.ctx, list));
+	ASSERT_EQ(-ENOTCONN, gn_tensor_register(me.ctx, &t));
+	gn_ctx_close(me.ctx);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+}
+
+/* The data paths whose address is not a socket of the library refuse it. */
+TEST(bind_other_transports)
+{
+	static const char *const tps[] = { "dpdk", "kmod" };
+	struct gn_ctx *ctx = (struct gn_ctx *)1;
+	char buf[8];
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		GN_OPTS(gn_ctx_opts, o, .world_size = 2, .rank = 1,
+			.flags = GN_CTX_INSECURE, .transport = tps[i]);
+
+		ASSERT_EQ(-EOPNOTSUPP, gn_ctx_bind(&o, &ctx));
+		ASSERT_EQ(NULL, ctx);
+		ASSERT_NE(NULL, strstr(gn_last_errmsg(), tps[i])) TH_LOG("%s", gn_last_errmsg());
+		ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_PEERS")) TH_LOG("%s", gn_last_errmsg());
+	}
+	/* Too small a buffer, and bad bind addresses. */
+	{
+		struct half h = { 0 };
+
+		ASSERT_EQ(0, bind_rank(&h, 0, "::1"));
+		ASSERT_EQ(0, strncmp(h.addr, "[::1]:", 6)) TH_LOG("%s", h.addr);
+		ASSERT_EQ(-ENOSPC, gn_ctx_local_addr(h.ctx, buf, sizeof(buf)));
+		gn_ctx_close(h.ctx);
+		ASSERT_EQ(-EINVAL, bind_rank(&h, 0, "no-such-host.invalid"));
+		ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_HOST")) TH_LOG("%s", gn_last_errmsg());
+	}
+	ASSERT_EQ(-EINVAL, gn_ctx_join(NULL, "x"));
+	ASSERT_EQ(-EINVAL, gn_ctx_local_addr(NULL, buf, sizeof(buf)));
+}
+
+/*
+ * A relay that stands between two ranks, as a store client that wrote
+ * their addresses first could: rank 0 was told rank 1 is at @to1, rank 1
+ * that rank 0 is at @to0. What reaches one socket goes out of the other.
+ */
+struct relay {
+	int fd0, fd1;			/* faces rank 0 (as rank 1), rank 1 (as 0) */
+	struct sockaddr_in rank0, rank1;
+	volatile int stop;
+};
+
+static int udp_at(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void *relay_main(void *arg)
+{
+	struct relay *rl = arg;
+	unsigned char buf[9100];
+
+	while (!rl->stop) {
+		struct pollfd pf[2] = { { rl->fd0, POLLIN, 0 }, { rl->fd1, POLLIN, 0 } };
+		ssize_t n;
+
+		if (poll(pf, 2, 50) <= 0)
+			continue;
+		if (pf[0].revents & POLLIN) {
+			n = recv(rl->fd0, buf, sizeof(buf), 0);
+			if (n > 0)
+				sendto(rl->fd1, buf, (size_t)n, 0,
+				       (struct sockaddr *)&rl->rank1, sizeof(rl->rank1));
+		}
+		if (pf[1].revents & POLLIN) {
+			n = recv(rl->fd1, buf, sizeof(buf), 0);
+			if (n > 0)
+				sendto(rl->fd0, buf, (size_t)n, 0,
+				       (struct sockaddr *)&rl->rank0, sizeof(rl->rank0));
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Ranks given different peer lists refuse each other at the handshake,
+ * naming the peer, even when a relay would carry every packet between
+ * them (and read it: nothing is encrypted) and the key is right.
+ */
+TEST(peer_lists_differ)
+{
+	static const uint8_t key[16] = TEST_KEY;
+	struct relay rl = { .rank0 = { .sin_family = AF_INET },
+			    .rank1 = { .sin_family = AF_INET } };
+	GN_OPTS(gn_ctx_opts, o, .rank = 0, .world_size = 2, .key = key,
+		.key_len = sizeof(key), .timeout_ms = 2000,
+		.flags = GN_CTX_RANK, .job_id = 78);
+	struct gn_ctx *ctx = NULL;
+	pthread_t th;
+	int status, r;
+	pid_t pid;
+
+	clear_key_env();
+	rl.rank0.sin_addr.s_addr = rl.rank1.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	rl.rank0.sin_port = htons(29991);
+	rl.rank1.sin_port = htons(29992);
+	pid = fork();
+	if (pid == 0) {
+		o.rank = 1;
+		o.peers = "127.0.0.1:29993,127.0.0.1:29992";
+		r = gn_ctx_open(&o, &ctx);
+		gn_ctx_close(ctx);
+		_exit(r == -EPROTO ? 0 : 1);
+	}
+	rl.fd0 = udp_at(29994);
+	rl.fd1 = udp_at(29993);
+	ASSERT_LE(0, rl.fd0);
+	ASSERT_LE(0, rl.fd1);
+	ASSERT_EQ(0, pthread_create(&th, NULL, relay_main, &rl));
+	o.peers = "127.0.0.1:29991,127.0.0.1:29994";
+	r = gn_ctx_open(&o, &ctx);
+	rl.stop = 1;
+	pthread_join(th, NULL);
+	close(rl.fd0);
+	close(rl.fd1);
+	gn_ctx_close(ctx);
+	/* The child fails too, by itself: it heard rank 0's HELLO. */
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(-EPROTO, r) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "rank 1")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "peer list")) TH_LOG("%s", gn_last_errmsg());
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST_HARNESS_MAIN

@@ -9,7 +9,7 @@ code, not in a list kept by hand:
     and the Python package read has its entry in gradnet(7)'s ENVIRONMENT
     and its row in doc/configuration.md, and every entry there is read
     somewhere. A variable is read where C calls getenv() on its name or
-    lists it in a NULL-terminated table of names (lib/api.c's *_vars[]),
+    lists it in a NULL-terminated table of names (lib/options.c's *_vars[]),
     where Python calls os.environ.get() or indexes os.environ with it (in
     python/gradnet a string that is exactly a GN_ name is one too), or
     where a shell script expands it;

@@ -148,10 +148,10 @@ else
 	fail "the installed man pages are found by man -M MANDIR"
 fi
 ls "$(dirname "$inc")" >"$tmp/out"
-if [ "$(cat "$tmp/out")" = gradnet.h ]; then
-	ok "only gradnet.h is installed (codec.h and wire.h are internal)"
+if [ "$(tr '\n' ' ' <"$tmp/out")" = "gradnet.h mpi.h " ]; then
+	ok "only gradnet.h and mpi.h are installed (codec.h and wire.h are internal)"
 else
-	fail "headers besides gradnet.h are installed"
+	fail "headers besides gradnet.h and mpi.h are installed: $(tr '\n' ' ' <"$tmp/out")"
 fi
 CHECKS
 

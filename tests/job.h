@@ -2,7 +2,8 @@
 /*
  * job.h - run a gradnet job on loopback from a test: one forked process
  * per rank, deterministic gradients, results in shared memory, and the
- * single-process reference computed with the codec directly.
+ * single-process reference computed with the codecs' operations directly
+ * (lib/codec/codec.h), as the collective composes them.
  */
 #ifndef GN_TEST_JOB_H
 #define GN_TEST_JOB_H
@@ -21,6 +22,9 @@
 
 #include <gradnet/codec.h>
 #include <gradnet/gradnet.h>
+#include "codec/codec.h"
+#include "codec/rng.h"
+#include "spec.h"
 #include "testutil.h"
 
 #define JOB_MAX_RANKS 8
@@ -33,6 +37,7 @@ struct job_spec {
 	int ntensors;
 	size_t elems[JOB_MAX_TENSORS];
 	int codec[JOB_MAX_TENSORS];		/* GN_CODEC_* */
+	const char *params[JOB_MAX_TENSORS];	/* "key=value,...", or NULL */
 	unsigned int flags[JOB_MAX_TENSORS];	/* GN_TENSOR_* */
 	float s;
 	unsigned int chunk;
@@ -46,7 +51,9 @@ struct job_spec {
 	int idle_rank, idle_step;		/* idle_step until the others
 						   have ended it */
 	const char *env[JOB_MAX_RANKS];		/* "K=V;K=V" per rank */
-	uint32_t job_id;			/* 0: a new one per run */
+	uint32_t job_id;			/* 0: a new one per run (a
+						   stochastic codec's reference
+						   needs it set) */
 	size_t register_elems_rank1;		/* != 0: rank 1 registers tensor 0 so */
 	/* job_reference()'s gradients, if not job_grad()'s (tests/net/gn-ref.c) */
 	void (*grad)(float *x, size_t n, int rank, int t, int step, void *arg);
@@ -184,7 +191,7 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 	for (k = 0; k < s->ntensors; k++) {
 		size_t n = s->elems[k];
 		GN_OPTS(gn_tensor_opts, t, .id = 100 + (uint32_t)k, .codec = s->codec[k],
-			.flags = s->flags[k]);
+			.flags = s->flags[k], .params = s->params[k]);
 
 		if (k == 0 && rank == 1 && s->register_elems_rank1)
 			n = s->register_elems_rank1;
@@ -331,34 +338,89 @@ static inline void job_free(const struct job_spec *s, struct job_out *out)
 			    (size_t)s->world * job_total(s) * sizeof(float));
 }
 
+/* Tensor @k's codec with every parameter, as its ranks register it. */
+static inline const struct gn_codec_ops *
+job_codec(const struct job_spec *s, int k, struct gn_codec_spec *spec)
+{
+	struct gn_codec_spec t;
+	char msg[256];
+
+	if (gn_spec_for(GN_CODEC_3LC, s->codec[k],
+			s->codec[k] == GN_CODEC_3LC || !s->codec[k] ? s->s : 0.0f,
+			s->params[k], &t, msg, sizeof(msg)) ||
+	    gn_codec_resolve(&t, &t, spec, msg, sizeof(msg))) {
+		fprintf(stderr, "job: tensor %d: %s\n", k, msg);
+		abort();
+	}
+	return gn_codec_find(spec->codec);
+}
+
 /*
- * The single-process reference of one tensor: the owner's sum starts as
- * its own share; every other rank's shard chunks, quantized with that
- * rank's error feedback, are decoded into it by rank; the sum is quantized
- * with the owner's error feedback and decoded into zeros. @skip[step] marks steps that failed (error feedback kept).
- * Returns the per-step hashes in @hash and the last result in @res.
+ * What one rank contributes to a chunk, as one slice: its encoding under
+ * the rank's key, with its error feedback @e (NULL without), into @body.
+ * Return: the slice's bytes, with its word in *@aux.
+ */
+static inline long job_slice(const struct gn_codec_ops *c,
+			     const struct gn_codec_call *call, const float *x,
+			     float *e, u32 len, u64 off, void *scratch,
+			     u8 *body, u64 cap, u32 *aux)
+{
+	u32 used;
+	long n;
+
+	if (c->encode(call, x, e, e, len, len, off, scratch,
+		      c->scratch(call->p, len), aux))
+		abort();
+	n = c->slice(call->p, scratch, *aux, x, len, 0, body, (u32)cap, &used);
+	if (n < 0 || used != c->units(len))
+		abort();
+	return n;
+}
+
+/*
+ * The single-process reference of one tensor, chunk by chunk as the
+ * collective composes the codec's operations: the owner's sum starts as
+ * its own share (as it is, or as its encoding stands for it); every other
+ * rank's chunk, encoded under its key with its error feedback, is added
+ * into it by rank; the owner turns the sum into its result under its own
+ * key (with its error feedback where the codec keeps one) and that is
+ * decoded. Steps are numbered from 1, the tensor is 100 + @k, the job
+ * s->job_id (which a stochastic codec's reference needs). @skip[step]
+ * marks steps that failed (error feedback kept). Returns the per-step
+ * hashes in @hash and the last result in @res.
  */
 static inline void job_reference(const struct job_spec *s, int k,
 				 const bool *skip, uint64_t *hash, float *res)
 {
-	size_t n = s->elems[k], j_lo, j_hi, off, i;
+	size_t n = s->elems[k], j_lo, j_hi, off;
 	unsigned int chunk = s->chunk ? s->chunk : 65536;
-	float sv = s->s != 0.0f ? s->s : 1.0f;
-	bool avg = s->flags[k] & GN_TENSOR_AVERAGE;
+	struct gn_codec_spec spec;
+	const struct gn_codec_ops *c = job_codec(s, k, &spec);
+	bool ef = c->flags & GN_CODEC_EF_REDUCE;
+	bool efr = c->flags & GN_CODEC_EF_RESULT;
 	int W = s->world, step, j, r;
 	float **g = calloc((size_t)W, sizeof(float *));
 	float **e = calloc((size_t)W, sizeof(float *));
 	float *eag = calloc(n, sizeof(float)), *acc = calloc(n, sizeof(float));
 	float **e_try = calloc((size_t)W, sizeof(float *));
 	float *eag_try = malloc(n * sizeof(float));
-	uint8_t *q = malloc(gn_tlc_groups(chunk) + 1);
+	u64 cap = c->bound(&spec.p, chunk);
+	u8 *scratch = malloc(c->scratch(&spec.p, chunk) + 1);
+	u8 *body = malloc(cap + 1);
 
+	if ((c->flags & GN_CODEC_STOCHASTIC) && !s->job_id) {
+		fprintf(stderr, "job: codec %s draws from the generator: give the job a job_id\n",
+			c->name);
+		abort();
+	}
 	for (r = 0; r < W; r++) {
 		g[r] = malloc(n * sizeof(float));
 		e[r] = calloc(n, sizeof(float));
 		e_try[r] = malloc(n * sizeof(float));
 	}
 	for (step = 0; step < s->steps; step++) {
+		u32 no = (u32)step + 1, id = 100 + (u32)k;
+
 		for (r = 0; r < W; r++) {
 			if (s->grad)
 				s->grad(g[r], n, r, k, step, s->grad_arg);
@@ -373,36 +435,45 @@ static inline void job_reference(const struct job_spec *s, int k,
 			j_lo = (size_t)((unsigned __int128)n * (unsigned)j / (unsigned)W);
 			j_hi = (size_t)((unsigned __int128)n * (unsigned)(j + 1) / (unsigned)W);
 			for (off = j_lo; off < j_hi; off += chunk) {
-				size_t len = j_hi - off < chunk ? j_hi - off : chunk;
-				size_t gc = gn_tlc_groups(len);
-				float m;
+				u32 len = (u32)(j_hi - off < chunk ? j_hi - off : chunk);
+				struct gn_codec_call call = {
+					.p = &spec.p, .world = (u32)W, .ef_len = 0,
+					.average = s->flags[k] & GN_TENSOR_AVERAGE,
+				};
+				u32 aux, used;
+				long bl;
 
-				/* The owner's own share is the start of the sum,
-				 * then the others come in by rank. */
 				memcpy(acc + off, g[j] + off, len * sizeof(float));
+				call.seed = gn_draw_seed(s->job_id, id, no, (u32)j, 0);
+				if ((c->flags & GN_CODEC_OWN_ENCODED) && c->own) {
+					job_slice(c, &call, g[j] + off,
+						  ef ? e_try[j] + off : NULL, len, off,
+						  scratch, body, cap, &aux);
+					c->own(&call, scratch, aux, acc + off, len);
+				}
 				for (r = 0; r < W; r++) {
 					if (r == j)
 						continue;
-					if (s->codec[k] == GN_CODEC_NONE) {
-						for (i = 0; i < len; i++)
-							acc[off + i] += g[r][off + i];
-						continue;
-					}
-					gn_tlc_quantize_chunks(g[r] + off, e_try[r] + off,
-							       e_try[r] + off, len, len,
-							       sv, q, &m);
-					gn_tlc_decode_slice(q, gc, m, acc + off, len, 0, gc);
+					call.seed = gn_draw_seed(s->job_id, id, no,
+								(u32)r, 0);
+					bl = job_slice(c, &call, g[r] + off,
+						       ef ? e_try[r] + off : NULL, len,
+						       off, scratch, body, cap, &aux);
+					c->add(&call, acc + off, len, 0,
+					       c->units(len), aux, body, (u32)bl);
 				}
-				if (s->codec[k] == GN_CODEC_NONE) {
-					for (i = 0; i < len; i++)
-						res[off + i] = avg ? acc[off + i] / (float)W :
-								     acc[off + i];
-					continue;
-				}
-				gn_tlc_quantize_chunks(acc + off, eag_try + off,
-						       eag_try + off, len, len, sv, q, &m);
-				gn_tlc_decode_slice(q, gc, avg ? m / (float)W : m,
-						    res + off, len, 0, gc);
+				call.seed = gn_draw_seed(s->job_id, id, no, (u32)j, 1);
+				if (c->result(&call, acc + off,
+					      efr ? eag_try + off : NULL,
+					      efr ? eag_try + off : NULL, len, off,
+					      scratch, &aux))
+					abort();
+				bl = c->slice(&spec.p, scratch, aux, acc + off, len, 0,
+					      body, (u32)cap, &used);
+				if (bl < 0 || used != c->units(len))
+					abort();
+				c->decode(&call, res + off, len, 0, used, aux, body,
+					  (u32)bl);
 			}
 		}
 		hash[step] = job_fnv(res, n);
@@ -423,7 +494,8 @@ static inline void job_reference(const struct job_spec *s, int k,
 	free(eag);
 	free(eag_try);
 	free(acc);
-	free(q);
+	free(scratch);
+	free(body);
 }
 
 #endif /* GN_TEST_JOB_H */

@@ -30,8 +30,9 @@ rank_of() {
 	csum.c.o | csum_avx2.c.o) echo 1 ;;
 	delivery_*) echo 2 ;;
 	collective_*) echo 3 ;;
-	api.c.o | bucket.c.o | driver.c.o | version.c.o | probes.c.o | kmod.c.o | \
-	spec.c.o) echo 4 ;;
+	api.c.o | open.c.o | options.c.o | keys.c.o | dpdk_open.c.o | launcher.c.o | \
+	pmix.c.o | pmix_absent.c.o | bucket.c.o | spec.c.o | \
+	driver.c.o | version.c.o | probes.c.o | kmod.c.o) echo 4 ;;
 	*) echo 9 ;;
 	esac
 }

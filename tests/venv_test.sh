@@ -164,11 +164,13 @@ assert gradnet.torch.__file__.startswith(\"$tmp/torch/\"), gradnet.torch.__file_
 # staged by the hook) on the venv's interpreter and package.
 port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir "$tmp/job"
+(umask 077 && head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/job.key")
 ddp_job() {
 	local r pids=() rc=0
 
 	for r in 0 1; do
-		env GRADNET_LIB="$so" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+		env GRADNET_LIB="$so" GN_KEY_FILE="$tmp/job.key" \
+			MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
 			WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r \
 			OMP_NUM_THREADS=1 timeout 240 "$tmp/torch/bin/python" "$src/tests/python/ddp_worker.py" \
 			float16 "$tmp/job" &

@@ -137,6 +137,7 @@ static size_t build_golden(const struct gn_golden_pkt *g,
 		};
 
 		gn_wire_hello_put(&wo, p);
+		memcpy(p + at, g->body, gh->body_len);
 		break;
 	}
 	case GN_PKT_DATA:
@@ -521,6 +522,7 @@ TEST(hello_and_ctrl)
 	struct gn_wire_hdr h = {
 		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
 		.type = GN_PKT_HELLO, .src = 2, .dst = 0, .job = 1,
+		.body_len = GN_WIRE_HELLO_BODY,
 	};
 	struct gn_wire_hello o = { 4, GN_HELLO_REPLY, 65536, 1500,
 				   0x1122334455667788ull, 7 }, o2;
@@ -529,7 +531,7 @@ TEST(hello_and_ctrl)
 	gn_wire_hdr_put(&h, p);
 	gn_wire_hello_put(&o, p);
 	ASSERT_EQ(0, gn_wire_hdr_get(p, GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN +
-					     GN_WIRE_TAG, &h));
+					     GN_WIRE_HELLO_BODY + GN_WIRE_TAG, &h));
 	ASSERT_EQ(0, gn_wire_hello_get(p, &h, &o2));
 	ASSERT_EQ(4, o2.world);
 	ASSERT_EQ(65536, o2.chunk);
@@ -543,6 +545,10 @@ TEST(hello_and_ctrl)
 	gn_wire_hello_put(&o, p);
 	p[GN_WIRE_HDR_LEN + 2] = 0x80;	/* unknown flag */
 	ASSERT_EQ(-EBADMSG, gn_wire_hello_get(p, &h, &o2));
+	gn_wire_hello_put(&o, p);
+	h.body_len = 0;			/* no peer-list digest */
+	ASSERT_EQ(-EBADMSG, gn_wire_hello_get(p, &h, &o2));
+	h.body_len = GN_WIRE_HELLO_BODY;
 	/* The bytes that held a codec and s are reserved: 0. */
 	gn_wire_hello_put(&o, p);
 	p[GN_WIRE_HDR_LEN + 3] = 2;
@@ -552,6 +558,7 @@ TEST(hello_and_ctrl)
 	ASSERT_EQ(-EBADMSG, gn_wire_hello_get(p, &h, &o2));
 
 	h.type = GN_PKT_CTRL;
+	h.body_len = 0;
 	gn_wire_hdr_put(&h, p);
 	gn_wire_ctrl_put(&c, p);
 	ASSERT_EQ(0, gn_wire_hdr_get(p, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN +

@@ -52,6 +52,16 @@
  *   runs cut at the slice boundary. gn_zre_encode() cuts slices greedily to
  *   a byte budget; gn_tlc_decode_slice() decodes one given j0, count and M.
  *
+ * ==== Dense (codec "none") ====
+ *
+ * The values as they are, float32: units are values, a slice is the
+ * count values [first, first + count) of its chunk, back to back, and the
+ * chunk's word is 0. The owner adds the others' values to its own share in
+ * rank order and sends the sum; an averaged result is the sum / (float)W
+ * on every rank. A slice is refused if its word is not 0, its body is not
+ * 4 count bytes, or a value is not finite (no rank sends one: a rank
+ * checks its gradient, an owner its sum).
+ *
  * ==== The generator (every stochastic codec) ====
  *
  * mix(z): z ^= z >> 30; z *= 0xbf58476d1ce4e5b9; z ^= z >> 27;
@@ -88,7 +98,11 @@
  *	for an averaged result, v / (float)W on every rank, the owner's too.
  * A bucket on the wire: its norm (float32), then its m_b codes packed
  * bits each, least significant first, into ceil(m_b * bits / 8) bytes,
- * unused bits 0. Unbiased: E[value] = w_j for a fixed norm.
+ * unused bits 0. Unbiased: E[value] = w_j for a fixed norm. A bucket is
+ * refused if its norm is not finite or has its sign bit set, a code has a
+ * sign with level 0 or any level under a norm of +0, or an unused bit is
+ * set; a "qsgd" slice also if it does not start and end on buckets as
+ * below, its body is not exactly its buckets, or its word is not 0.
  *
  * Codec "qsgd": a dense compressor of its own, no error feedback. A
  * contribution is its chunk quantized; the owner adds its own share as it
@@ -147,9 +161,10 @@
  *
  * A slice is refused (-EBADMSG, nothing touched) if a varint is
  * malformed, an index falls outside [first, first + count), nnz exceeds
- * count, the body has bytes left over or too few, a norm is not finite or
- * negative, a code has a sign with level 0, padding bits are not 0, or a
- * float32 value is not finite.
+ * count, e0 + nnz exceeds the chunk's length, the body has bytes left over
+ * or too few, a norm is not finite or has its sign bit set, a code has a
+ * sign with level 0 or a level under a norm of +0, padding bits are not
+ * 0, or a float32 value is not finite.
  *
  * Return values: a byte or element count, or a negative errno.
  */

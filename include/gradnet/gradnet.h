@@ -182,6 +182,12 @@ enum gn_codec {
  *	one process each take their own port or queue, which one set of
  *	environment variables cannot say. Either flag on another transport
  *	is -EINVAL.
+ * @bind_addr: for gn_ctx_bind() (and gn_ctx_open() when the launcher
+ *	exchanges the addresses), where this rank's socket binds: "host" or
+ *	"host:port" ("[v6 host]:port"), port 0 or none for any free port.
+ *	NULL takes GN_HOST; without either, 127.0.0.1 when the launcher says
+ *	every rank runs on this host, else the address this host routes
+ *	other networks by. gn_ctx_open() with a peer list ignores it.
  */
 struct gn_ctx_opts {
 	size_t sz;
@@ -204,6 +210,7 @@ struct gn_ctx_opts {
 	unsigned int dpdk_port;
 	unsigned int dpdk_queue;
 	const char *codec_params;
+	const char *bind_addr;
 };
 
 /*
@@ -235,8 +242,10 @@ struct gn_tensor_opts {
  * @ctx: out, the context
  *
  * Every rank must call this; it returns once all peers have answered and
- * agree on protocol version, job id, world size and codec parameters.
- * A job without a key is refused unless GN_CTX_INSECURE is set.
+ * agree on protocol version, job id, world size, codec parameters and
+ * the peer list itself (every rank's address, in rank order: ranks given
+ * different lists refuse each other with -EPROTO). A job without a key
+ * is refused unless GN_CTX_INSECURE is set.
  *
  * Keys from the environment are read once: GN_KEY is wiped and removed
  * from the environment, and GN_KEY_FD closed and removed, so processes
@@ -250,8 +259,72 @@ struct gn_tensor_opts {
  * answered; -EKEYREJECTED if a peer's packets fail authentication; other
  * -errno from the socket layer. *@ctx is NULL on failure, with the reason
  * in gn_last_errmsg().
+ *
+ * Without a peer list (@opts->peers NULL and GN_PEERS unset), a rank
+ * started by a PMIx launcher (mpirun of Open MPI, srun --mpi=pmix)
+ * finds the others through the launcher: gn_ctx_bind(), its address put
+ * into the launcher's key-value store, a fence, every rank's address
+ * read back, gn_ctx_join(). Nothing else (no key) goes through the
+ * launcher. Without a launcher that offers it, or in a library built
+ * without PMIx, no peer list is -EINVAL.
  */
 GN_EXPORT int gn_ctx_open(const struct gn_ctx_opts *opts, struct gn_ctx **ctx);
+
+/**
+ * gn_ctx_bind() - the first half of gn_ctx_open(): bind this rank's socket
+ * before the other ranks' addresses are known
+ * @opts: as for gn_ctx_open(); @opts->peers and GN_PEERS are not read,
+ *	@opts->bind_addr (or GN_HOST) says where to bind
+ * @ctx: out, a context that is bound but not yet in the job
+ *
+ * For launchers whose ranks publish their addresses to each other (a
+ * PMIx server, an MPI communicator, torch's store): bind, publish what
+ * gn_ctx_local_addr() says, collect every rank's, then gn_ctx_join().
+ * The address published is the socket's own, held from here on, so no
+ * other process can take the port between publishing and joining. Until
+ * gn_ctx_join() succeeds, the calls on tensors and counters fail with
+ * -ENOTCONN; gn_ctx_rank(), gn_ctx_world_size(), gn_ctx_local_addr()
+ * and gn_ctx_close() work.
+ *
+ * Return: 0; as gn_ctx_open() for the options and the socket;
+ * -EOPNOTSUPP for the dpdk and kmod transports, whose address is their
+ * port's or the module's (give them a peer list and call gn_ctx_open());
+ * -EADDRNOTAVAIL if no address was given and none could be found. *@ctx
+ * is NULL on failure, with the reason in gn_last_errmsg().
+ */
+GN_EXPORT int gn_ctx_bind(const struct gn_ctx_opts *opts, struct gn_ctx **ctx);
+
+/**
+ * gn_ctx_local_addr() - where a context's socket is bound
+ * @ctx: a context of gn_ctx_bind() or gn_ctx_open() on the udp transport
+ * @buf: out, "host:port" or "[v6 host]:port", NUL-terminated
+ * @len: bytes of @buf; 64 is always enough
+ *
+ * Return: the length of the text; -EINVAL for NULL arguments or a
+ * context of another transport; -ENOSPC if @len is too small.
+ */
+GN_EXPORT int gn_ctx_local_addr(const struct gn_ctx *ctx, char *buf,
+				size_t len);
+
+/**
+ * gn_ctx_join() - the second half of gn_ctx_open(): the peers, then the
+ * handshake
+ * @ctx: a context of gn_ctx_bind(), not yet joined
+ * @peers: every rank's address, "host:port,host:port,...", rank order, as
+ *	@opts->peers of gn_ctx_open(); this rank's entry must be the address
+ *	the context is bound at (gn_ctx_local_addr())
+ *
+ * Returns when every peer has answered, as gn_ctx_open() does. The peer
+ * list itself is part of what the ranks agree on: a rank that was given
+ * another list (another address for some rank) is refused with -EPROTO.
+ * A context whose join failed can only be closed.
+ *
+ * Return: 0; -EINVAL for a NULL argument, a bad list or one whose entry
+ * for this rank is not the bound address; -EALREADY if @ctx was joined
+ * (or tried to) before; otherwise as gn_ctx_open(). The reason is in
+ * gn_ctx_errmsg() and gn_last_errmsg().
+ */
+GN_EXPORT int gn_ctx_join(struct gn_ctx *ctx, const char *peers);
 
 /**
  * gn_ctx_close() - leave the job and free everything

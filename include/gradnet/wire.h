@@ -58,7 +58,7 @@ extern "C" {
 #endif
 
 #define GN_WIRE_MAGIC 0x4e47
-#define GN_WIRE_VERSION 4	/* 4: the codec seam: one codec id space, parameters in the descriptor */
+#define GN_WIRE_VERSION 4
 #define GN_WIRE_TAG 8
 #define GN_RANK_ALL 0xffff
 #define GN_WIRE_MAX_PKT 9000	/* largest UDP payload gradnet sends */
@@ -169,6 +169,12 @@ struct gn_wire_hello {
 #define GN_HELLO_REPLY (1u << 0)	/* I have your HELLO and it matches */
 #define GN_HELLO_INSECURE (1u << 1)	/* sender runs without a key */
 #define GN_HELLO_ANSWER (1u << 2)	/* answers yours; not to be answered */
+/*
+ * A HELLO's body, after the fixed part: the 16-byte digest of the job's
+ * peer list as the sender was given it (every rank's address, in rank
+ * order, and the job id). Ranks whose digests differ refuse each other.
+ */
+#define GN_WIRE_HELLO_BODY 16
 
 /*
  * ACK: acknowledgements of many messages to one sender in one packet. A
@@ -321,9 +327,11 @@ GN_EXPORT void gn_wire_hello_put(const struct gn_wire_hello *o, uint8_t *buf);
  * @h: that header
  * @o: out
  *
- * Return: 0; -EBADMSG if @h is not a HELLO, the packet has a body past the
- * fixed part, world is 0, the reserved bytes are not 0 or a flag is
- * unknown. Whether the values match ours is the caller's business.
+ * Return: 0; -EBADMSG if @h is not a HELLO, its body is not the
+ * GN_WIRE_HELLO_BODY bytes of the peer-list digest, world is 0, the
+ * reserved bytes are not 0 or a flag is unknown. Whether the values (and
+ * the digest, at buf + GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN) match ours is
+ * the caller's business.
  */
 GN_EXPORT int gn_wire_hello_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 				struct gn_wire_hello *o);

@@ -72,7 +72,7 @@ struct gn_codec_param {
 /* One call's context: the parameters and what keys the generator. */
 struct gn_codec_call {
 	const struct gn_codec_params *p;
-	u64 seed;		/* gn_rng_seed() of (job, tensor, step, rank, phase) */
+	u64 seed;		/* gn_draw_seed() of (job, tensor, step, rank, phase) */
 	u32 world;		/* ranks: the divisor of an average */
 	bool average;		/* results are the mean, not the sum */
 	size_t ef_len;		/* values of the whole error buffer the call
@@ -116,7 +116,8 @@ struct gn_codec_call {
  *	last may be shorter): x plus the error e_in (NULL without
  *	GN_CODEC_EF_REDUCE) into chunk k's scratch at @scratch + k * @stride
  *	and its word at @aux[k]; the new error into e_out. Return: 0; -EDOM if
- *	a value is not finite (nothing of that chunk or later ones written);
+ *	a value is not finite (e_out is then unspecified from that chunk on,
+ *	e_in untouched when it is another buffer: the collective keeps two);
  *	-EINVAL.
  * @own: write what chunk @scratch contributes into @x (len values), for
  *	GN_CODEC_OWN_ENCODED.

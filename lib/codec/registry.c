@@ -245,7 +245,8 @@ int gn_codec_params_check(const struct gn_codec_ops *c,
  * A parameter the tensor leaves unset takes the job's value when the
  * tensor runs the job's codec, else the codec's default.
  *
- * Return: 0, or -EINVAL for an unknown codec.
+ * Return: 0, or -EINVAL for an unknown codec, a nonzero word whose given
+ * bit is clear or a given bit past the block.
  */
 int gn_codec_resolve(const struct gn_codec_spec *job,
 		     const struct gn_codec_spec *t, struct gn_codec_spec *out,
@@ -253,10 +254,21 @@ int gn_codec_resolve(const struct gn_codec_spec *job,
 {
 	u32 id = t->codec ? t->codec : job->codec, i;
 	const struct gn_codec_ops *c = gn_codec_find(id);
-	struct gn_codec_spec r = { .codec = id, .given = ~0u };
+	struct gn_codec_spec r = { .codec = id,
+				   .given = (1u << GN_CODEC_PARAM_WORDS) - 1 };
 
 	if (!c) {
 		snprintf(msg, len, "codec %u is unknown", id);
+		return -EINVAL;
+	}
+	/* Only given words carry a value: anything else is a caller's slip. */
+	for (i = 0; i < GN_CODEC_PARAM_WORDS; i++)
+		if ((!(t->given & 1u << i) && t->p.w[i]) ||
+		    (!(job->given & 1u << i) && job->p.w[i]))
+			break;
+	if (i < GN_CODEC_PARAM_WORDS || (t->given | job->given) >> GN_CODEC_PARAM_WORDS) {
+		snprintf(msg, len, "%s: a parameter word is set but not marked given, or a given bit is past the %u words",
+			 c->name, GN_CODEC_PARAM_WORDS);
 		return -EINVAL;
 	}
 	gn_codec_defaults(c, &r.p);

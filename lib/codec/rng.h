@@ -20,38 +20,38 @@
 
 #include "gn_deps.h"
 
-#define GN_RNG_GOLDEN 0x9e3779b97f4a7c15ull
+#define GN_DRAW_GOLDEN 0x9e3779b97f4a7c15ull
 
-static inline u64 gn_rng_mix(u64 z)
+static inline u64 gn_draw_mix(u64 z)
 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
 
-static inline u64 gn_rng_seed(u32 job, u32 tensor, u32 step, u32 rank,
+static inline u64 gn_draw_seed(u32 job, u32 tensor, u32 step, u32 rank,
 			      u32 phase)
 {
-	u64 a = gn_rng_mix((u64)job << 32 | tensor);
+	u64 a = gn_draw_mix((u64)job << 32 | tensor);
 
-	return gn_rng_mix(a ^ ((u64)step << 32 | (u64)rank << 8 | phase));
+	return gn_draw_mix(a ^ ((u64)step << 32 | (u64)rank << 8 | phase));
 }
 
-static inline u64 gn_rng_key(u64 seed, u64 chunk_off)
+static inline u64 gn_draw_key(u64 seed, u64 chunk_off)
 {
-	return gn_rng_mix(seed ^ chunk_off * GN_RNG_GOLDEN);
+	return gn_draw_mix(seed ^ chunk_off * GN_DRAW_GOLDEN);
 }
 
 /* The n-th 64-bit number of a chunk's key. */
-static inline u64 gn_rng_u64(u64 key, u64 n)
+static inline u64 gn_draw_u64(u64 key, u64 n)
 {
-	return gn_rng_mix(key + (n + 1) * GN_RNG_GOLDEN);
+	return gn_draw_mix(key + (n + 1) * GN_DRAW_GOLDEN);
 }
 
 /* Its top 24 bits: a uniform integer in [0, 2^24), exact as a float32. */
-static inline u32 gn_rng_u24(u64 key, u64 n)
+static inline u32 gn_draw_u24(u64 key, u64 n)
 {
-	return (u32)(gn_rng_u64(key, n) >> 40);
+	return (u32)(gn_draw_u64(key, n) >> 40);
 }
 
 #endif /* GN_CODEC_RNG_H */

@@ -28,7 +28,8 @@ u64 gn_codec_stream_bound(const struct gn_codec_ops *c,
  * @cap: bytes at @dst, at least gn_codec_stream_bound()
  *
  * Return: the stream's length; -ENOSPC if @cap is short, -EDOM for a value
- * that is not finite (@e_out untouched), -EINVAL.
+ * that is not finite (@e_out then unspecified, @e_in untouched when it
+ * is another buffer), -EINVAL.
  */
 long gn_codec_stream_encode(const struct gn_codec_ops *c,
 			    const struct gn_codec_call *call, const float *x,

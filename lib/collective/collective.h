@@ -21,6 +21,7 @@
 
 struct gn_ctx;
 struct gn_event;
+struct gn_peer_addr;
 
 struct gn_core_conf {
 	int rank, world;
@@ -57,6 +58,14 @@ void gn_core_free(struct gn_ctx *ctx);
 
 /* Peer @rank's name in messages ("rank 2 (10.0.0.3:7000)"); "rank N" by default. */
 void gn_core_set_name(struct gn_ctx *ctx, int rank, const char *name);
+
+/*
+ * gn_core_set_peers() - the peer list this rank was given, every rank's
+ * address in rank order, before the first poll: the handshake compares
+ * its digest with every peer's (delivery.h) and refuses a difference.
+ * Without it the digest is that of no list, which only such ranks share.
+ */
+void gn_core_set_peers(struct gn_ctx *ctx, const struct gn_peer_addr *addrs);
 
 /*
  * gn_core_poll() - everything due: receive, reduce, acknowledge, retransmit,

@@ -109,6 +109,14 @@ void gn_core_free(struct gn_ctx *ctx)
 	gn_free(ctx->env, ctx);
 }
 
+void gn_core_set_peers(struct gn_ctx *ctx, const struct gn_peer_addr *addrs)
+{
+	u8 digest[GN_PEERS_DIGEST_LEN];
+
+	gn_dl_peers_digest(addrs, ctx->world, ctx->dl.job, digest);
+	gn_dl_set_peers_digest(&ctx->dl, digest);
+}
+
 void gn_core_set_name(struct gn_ctx *ctx, int rank, const char *name)
 {
 	snprintf(ctx->dl.peers[rank].name, GN_NAME_LEN, "%s", name);

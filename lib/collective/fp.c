@@ -26,7 +26,7 @@ static struct gn_codec_call call_of(const struct gn_ctx *ctx,
 	};
 
 	if (t->cd->flags & GN_CODEC_STOCHASTIC)
-		c.seed = gn_rng_seed(ctx->dl.job, t->id, st->no,
+		c.seed = gn_draw_seed(ctx->dl.job, t->id, st->no,
 				     (u32)ctx->rank, phase);
 	return c;
 }

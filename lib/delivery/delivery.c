@@ -60,7 +60,7 @@ int gn_dl_init(struct gn_dl *dl, const struct gn_dl_conf *c,
 	if (!dl->instance)
 		dl->instance = 1;
 	dl->peers = gn_alloc_array(env, (size_t)c->world, sizeof(*dl->peers));
-	dl->session_info = gn_alloc(env, 8 + 8 * (size_t)c->world);
+	dl->session_info = gn_alloc(env, gn_dl_session_info_len(c->world));
 	if (!dl->peers || !dl->session_info)
 		return -ENOMEM;
 	for (i = 0; i < c->world; i++) {

@@ -257,6 +257,20 @@ struct gn_dl_up {
 	bool (*ack_implied)(void *up, const struct gn_ackq *q);
 };
 
+/*
+ * A rank's address as the peer-list digest reads it: the same bytes
+ * whatever the OS's sockaddr looks like, so every data path (libgradnet,
+ * the kernel module) digests a list alike.
+ */
+struct gn_peer_addr {
+	u16 family;			/* 4 or 6 */
+	u16 port;			/* host order */
+	u8 addr[16];			/* IPv4 in the first 4 bytes, then 0 */
+};
+
+/* The digest of a job's ordered peer list, in every HELLO (wire.h). */
+#define GN_PEERS_DIGEST_LEN GN_WIRE_HELLO_BODY
+
 struct gn_dl_conf {
 	int rank, world;
 	u32 job;
@@ -323,7 +337,15 @@ struct gn_dl {
 	u8 tx_why[GN_TX_BATCH];
 	u8 *session_info;		/* for the session key, sized at init */
 	void (*on_session)(const u8 *info, size_t len);
+	/* of the peer list this rank was given; zero until the driver sets it */
+	u8 peers_digest[GN_PEERS_DIGEST_LEN];
 };
+
+/* The session key's input: job, world, version, instances, peers digest. */
+static inline size_t gn_dl_session_info_len(int world)
+{
+	return 8 + 8 * (size_t)world + GN_PEERS_DIGEST_LEN;
+}
 
 /* delivery.c */
 int gn_dl_init(struct gn_dl *dl, const struct gn_dl_conf *conf,
@@ -437,5 +459,14 @@ void gn_dl_peer_dead(struct gn_dl *dl, struct gn_peer *p);
 /* A PING to @p. Return: its stamp, later than every one before. */
 u64 gn_dl_ping_send(struct gn_dl *dl, struct gn_peer *p);
 u64 gn_dl_peers_deadline(const struct gn_dl *dl);
+/*
+ * The digest of @world ranks' addresses @a in rank order, with the job id:
+ * ranks whose lists differ in any address or in the order refuse each
+ * other at the handshake.
+ */
+void gn_dl_peers_digest(const struct gn_peer_addr *a, int world, u32 job,
+			u8 out[GN_PEERS_DIGEST_LEN]);
+/* The digest of the list this rank was given: before the handshake starts. */
+void gn_dl_set_peers_digest(struct gn_dl *dl, const u8 *digest);
 
 #endif /* GN_DELIVERY_H */

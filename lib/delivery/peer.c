@@ -33,11 +33,14 @@ static void send_hello(struct gn_dl *dl, struct gn_peer *p, u8 flags,
 	if (!b)
 		return;
 	gn_dl_hdr_init(dl, &h, GN_PKT_HELLO, p->rank);
+	h.body_len = GN_WIRE_HELLO_BODY;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_hello_put(&o, b->data);
+	memcpy(b->data + GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN, dl->peers_digest,
+	       GN_WIRE_HELLO_BODY);
 	p->told_reply |= reply;
-	gn_dl_seal_with(dl->job_mac, b, GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN,
-			p->rank);
+	gn_dl_seal_with(dl->job_mac, b, GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN +
+			GN_WIRE_HELLO_BODY, p->rank);
 	gn_dl_send_now(dl, b);
 }
 
@@ -90,6 +93,20 @@ static bool hello_differs(struct gn_dl *dl, struct gn_peer *p,
 	return false;
 }
 
+/* Did @p's HELLO (@pkt) come from a rank given another peer list? */
+static bool peers_differ(struct gn_dl *dl, struct gn_peer *p, const u8 *pkt)
+{
+	const u8 *theirs = pkt + GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN;
+
+	if (!memcmp(theirs, dl->peers_digest, GN_PEERS_DIGEST_LEN))
+		return false;
+	open_mismatch(dl, EPROTO,
+		      "%s was given another peer list (digest %016llx..., this rank's %016llx...): every rank needs the same addresses in the same order",
+		      p->name, (unsigned long long)gn_get_le64(theirs),
+		      (unsigned long long)gn_get_le64(dl->peers_digest));
+	return true;
+}
+
 /*
  * A HELLO is fresh when it echoes our instance: the peer made it in this
  * run, after hearing from us. Anything else may be a recording of another
@@ -113,7 +130,7 @@ void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
 			send_hello(dl, p, GN_HELLO_ANSWER, o.instance);
 		return;
 	}
-	if (hello_differs(dl, p, &o)) {
+	if (hello_differs(dl, p, &o) || peers_differ(dl, p, pkt)) {
 		p->hello_in = false;
 		if (!(o.flags & GN_HELLO_ANSWER))
 			send_hello(dl, p, GN_HELLO_ANSWER, o.instance);
@@ -148,12 +165,13 @@ void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
 }
 
 /*
- * The session key: the job key and every rank's instance of this run,
- * so no packet of another run authenticates in this one.
+ * The session key: the job key, every rank's instance of this run (so no
+ * packet of another run authenticates in this one) and the peer list's
+ * digest (so ranks given other lists cannot share a session).
  */
 static int start_session(struct gn_dl *dl)
 {
-	size_t len = 8 + 8 * (size_t)dl->world;
+	size_t len = gn_dl_session_info_len(dl->world);
 	u8 *info = dl->session_info;
 	int i, r;
 
@@ -167,6 +185,8 @@ static int start_session(struct gn_dl *dl)
 	for (i = 0; i < dl->world; i++)
 		gn_put_le64(i == dl->rank ? dl->instance : dl->peers[i].instance,
 			    info + 8 + 8 * i);
+	memcpy(info + 8 + 8 * (size_t)dl->world, dl->peers_digest,
+	       GN_PEERS_DIGEST_LEN);
 	r = gn_mac_session(dl->mac, dl->job_mac, info, len);
 	if (!r && dl->on_session)
 		dl->on_session(info, len);
@@ -389,6 +409,49 @@ void gn_dl_peers_tick(struct gn_dl *dl)
 		handshake_tick(dl, dl->start_ns, &dl->hello_next_ns);
 	if (dl->ready)
 		liveness_tick(dl);
+}
+
+/* ---- the peer list ---------------------------------------------------------- */
+
+/*
+ * Two SipHash-2-4 chains under fixed, public keys: the digest names the
+ * list, so ranks handed different lists (a launcher's store that someone
+ * else wrote to, a typo in one rank's GN_PEERS) find out at the handshake
+ * and say which peer differs. It is not a secret; what keeps a stranger
+ * out is the key, and the session key is derived over the digest too.
+ */
+static const u64 digest_keys[2][2] = {
+	{ 0x7372656570206e67ull, 0x3174736567696400ull },
+	{ 0x7473696c20726570ull, 0x3274736567696400ull },
+};
+
+void gn_dl_peers_digest(const struct gn_peer_addr *a, int world, u32 job,
+			u8 out[GN_PEERS_DIGEST_LEN])
+{
+	u8 in[8 + 20];
+	u64 h[2];
+	int i, l;
+
+	gn_put_le32(job, in);
+	gn_put_le32((u32)world, in + 4);
+	for (l = 0; l < 2; l++)
+		h[l] = gn_siphash(digest_keys[l], in, 8);
+	for (i = 0; i < world; i++) {
+		gn_put_le16(a[i].family, in + 8);
+		gn_put_le16(a[i].port, in + 10);
+		memcpy(in + 12, a[i].addr, 16);
+		for (l = 0; l < 2; l++) {
+			gn_put_le64(h[l], in);
+			h[l] = gn_siphash(digest_keys[l], in, sizeof(in));
+		}
+	}
+	gn_put_le64(h[0], out);
+	gn_put_le64(h[1], out + 8);
+}
+
+void gn_dl_set_peers_digest(struct gn_dl *dl, const u8 *digest)
+{
+	memcpy(dl->peers_digest, digest, GN_PEERS_DIGEST_LEN);
 }
 
 /* Peers are looked at every 20 ms at least, HELLOs go out on time. */

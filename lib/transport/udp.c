@@ -256,7 +256,8 @@ static u16 peer_of(const struct udp *u, const struct sockaddr_storage *sa)
 	size_t len = addr_key(sa, key);
 	u32 i;
 
-	if (!len)
+	/* Before gn_udp_peers() nobody is a peer. */
+	if (!len || !u->peer_tab)
 		return GN_PEER_NONE;
 	for (i = addr_hash(key, len) & u->peer_mask;
 	     u->peer_tab[i] != GN_PEER_NONE; i = (i + 1) & u->peer_mask) {
@@ -587,27 +588,24 @@ static void size_buffers(int fd)
 }
 
 /**
- * gn_udp_open() - bind a UDP socket at @addrs[@rank] as a transport
+ * gn_udp_bind() - a UDP socket bound at @self, as a transport with no
+ * peers yet: every packet is GN_PEER_NONE's until gn_udp_peers()
  * @tp: filled with the table, the state and the capabilities
- * @addrs: every rank's address, copied
- * @world: ranks, 1 to 65535
- * @rank: this one
+ * @self: the address to bind; port 0 lets the kernel pick a free one
  * @max_pkt: bytes of a buffer, the largest datagram accepted
+ * @bound: out (may be NULL): the address the socket holds, port included
  *
  * Return: 0, -EINVAL for bad arguments, -ENOMEM, or the -errno of the
  * socket, eventfd or bind.
  */
-int gn_udp_open(struct gn_transport *tp, const struct gn_addr *addrs,
-		int world, int rank, u32 max_pkt)
+int gn_udp_bind(struct gn_transport *tp, const struct gn_addr *self,
+		u32 max_pkt, struct gn_addr *bound)
 {
-	const struct gn_addr *self;
 	struct udp *u;
 	int i, err, one = 1, zero = 0;
 
-	if (!tp || !addrs || world < 1 || world >= (int)GN_PEER_NONE || rank < 0 ||
-	    rank >= world || !max_pkt || max_pkt > 0xffff)
+	if (!tp || !self || !max_pkt || max_pkt > 0xffff)
 		return -EINVAL;
-	self = &addrs[rank];
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
@@ -616,9 +614,6 @@ int gn_udp_open(struct gn_transport *tp, const struct gn_addr *addrs,
 	u->max_pkt = max_pkt;
 	u->pool.max_pkt = max_pkt;
 	pthread_mutex_init(&u->pool.lock, NULL);
-	err = peers_init(u, addrs, world);
-	if (err)
-		goto out_free;
 	u->rx_buf = malloc((size_t)UDP_BATCH * GRO_BUF);
 	if (!u->rx_buf) {
 		err = -ENOMEM;
@@ -639,6 +634,14 @@ int gn_udp_open(struct gn_transport *tp, const struct gn_addr *addrs,
 	if (bind(u->fd, (const struct sockaddr *)&self->sa, self->len)) {
 		err = -errno;
 		goto out_free;
+	}
+	if (bound) {
+		bound->len = sizeof(bound->sa);
+		if (getsockname(u->fd, (struct sockaddr *)&bound->sa,
+				&bound->len)) {
+			err = -errno;
+			goto out_free;
+		}
 	}
 	/*
 	 * Kernels without GSO or GRO just get plain datagrams. A zero
@@ -662,5 +665,56 @@ int gn_udp_open(struct gn_transport *tp, const struct gn_addr *addrs,
 
 out_free:
 	udp_free(u);
+	return err;
+}
+
+/**
+ * gn_udp_peers() - give a bound transport every rank's address
+ * @state: the transport's state (struct gn_transport.state of gn_udp_bind())
+ * @addrs: every rank's address, copied; a packet from @addrs[j] is rank j's
+ * @world: ranks, 1 to 65535
+ *
+ * Called once, before the transport sends or receives.
+ * Return: 0, -EINVAL, -EALREADY (peers given before) or -ENOMEM.
+ */
+int gn_udp_peers(void *state, const struct gn_addr *addrs, int world)
+{
+	struct udp *u = state;
+
+	if (!u || !addrs || world < 1 || world >= (int)GN_PEER_NONE)
+		return -EINVAL;
+	if (u->addrs)
+		return -EALREADY;
+	return peers_init(u, addrs, world);
+}
+
+/**
+ * gn_udp_open() - bind a UDP socket at @addrs[@rank] as a transport
+ * @tp: filled with the table, the state and the capabilities
+ * @addrs: every rank's address, copied
+ * @world: ranks, 1 to 65535
+ * @rank: this one
+ * @max_pkt: bytes of a buffer, the largest datagram accepted
+ *
+ * Return: 0, -EINVAL for bad arguments, -ENOMEM, or the -errno of the
+ * socket, eventfd or bind.
+ */
+int gn_udp_open(struct gn_transport *tp, const struct gn_addr *addrs,
+		int world, int rank, u32 max_pkt)
+{
+	int err;
+
+	if (!tp || !addrs || world < 1 || world >= (int)GN_PEER_NONE ||
+	    rank < 0 || rank >= world)
+		return -EINVAL;
+	err = gn_udp_bind(tp, &addrs[rank], max_pkt, NULL);
+	if (err)
+		return err;
+	err = gn_udp_peers(tp->state, addrs, world);
+	if (err) {
+		udp_free(tp->state);
+		tp->ops = NULL;
+		tp->state = NULL;
+	}
 	return err;
 }

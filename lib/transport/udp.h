@@ -22,4 +22,13 @@ struct gn_addr {
 int gn_udp_open(struct gn_transport *tp, const struct gn_addr *addrs,
 		int world, int rank, u32 max_pkt);
 
+/*
+ * The same in two steps, for a rank that publishes its address before it
+ * knows the others': bind @self (port 0: any free port) and say where in
+ * @bound; later, every rank's addresses. Until then no packet is a peer's.
+ */
+int gn_udp_bind(struct gn_transport *tp, const struct gn_addr *self,
+		u32 max_pkt, struct gn_addr *bound);
+int gn_udp_peers(void *state, const struct gn_addr *addrs, int world);
+
 #endif /* GN_TRANSPORT_UDP_H */

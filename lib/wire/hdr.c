@@ -164,8 +164,9 @@ int gn_wire_hello_get(const u8 *b, const struct gn_wire_hdr *h,
 	o->mtu = gn_get_le16(b + 12);
 	o->instance = gn_get_le64(b + 16);
 	o->echo = gn_get_le64(b + 24);
-	if (h->type != GN_PKT_HELLO || h->body_len || !o->world || !o->instance ||
-	    b[3] || gn_get_le32(b + 4) || gn_get_le16(b + 14) ||
+	if (h->type != GN_PKT_HELLO || h->body_len != GN_WIRE_HELLO_BODY ||
+	    !o->world || !o->instance || b[3] || gn_get_le32(b + 4) ||
+	    gn_get_le16(b + 14) ||
 	    o->flags & ~(GN_HELLO_REPLY | GN_HELLO_INSECURE | GN_HELLO_ANSWER))
 		return -EBADMSG;
 	return 0;

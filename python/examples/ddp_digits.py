@@ -31,6 +31,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,15 +42,27 @@ METHODS = ["gloo", "fp16", "powersgd1", "powersgd4", "gradnet-dense",
 
 
 def launch(args):
+    """The ranks, on this host. As a launcher should, it gives them the job
+    key in a file only this user can read (GN_KEY_FILE), unless the caller
+    gave one."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-               WORLD_SIZE=str(args.ranks), OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable] + sys.argv,
-                              env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
-             for r in range(args.ranks)]
-    return max(p.wait() for p in procs)
+               WORLD_SIZE=str(args.ranks), LOCAL_WORLD_SIZE=str(args.ranks),
+               OMP_NUM_THREADS="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        if not any(env.get(v) for v in ("GN_KEY_FILE", "GN_KEY_FD", "GN_KEY",
+                                         "GN_INSECURE")):
+            path = os.path.join(tmp, "job.key")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, os.urandom(16).hex().encode())
+            os.close(fd)
+            env["GN_KEY_FILE"] = path
+        procs = [subprocess.Popen([sys.executable] + sys.argv,
+                                  env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
+                 for r in range(args.ranks)]
+        return max(p.wait() for p in procs)
 
 
 def build_model(torch, nn):

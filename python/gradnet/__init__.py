@@ -134,15 +134,26 @@ class Context:
     Arguments left None or 0 come from the GN_* environment variables, as
     with a zeroed gn_ctx_opts (transport: "udp" or "dpdk", else
     GN_TRANSPORT, else udp). key is 16 bytes; never put it on a command
-    line: GN_KEY_FILE or the launcher's store are the ways to pass it.
+    line: GN_KEY_FILE or GN_KEY_FD are the ways to pass it.
     codec is the job's default codec (name, number or spec string), and
     any other keyword is a parameter of it (density=0.01).
+
+    Context.bind() is the first half of opening, for launchers whose ranks
+    exchange addresses: the context's socket is bound (bind_addr, else
+    GN_HOST; port 0 for any free one), ctx.address says where, and
+    ctx.join(peers) takes every rank's address and runs the handshake.
     """
+
+    @classmethod
+    def bind(cls, **kwargs):
+        """A context whose socket is bound but that has not joined its job
+        (gn_ctx_bind()); publish ctx.address, then call ctx.join()."""
+        return cls(_bind_only=True, **kwargs)
 
     def __init__(self, rank=None, world_size=0, peers=None, key=None,
                  job_id=0, mtu=0, timeout_ms=0, codec=None, s=0.0, chunk=0,
                  step_timeout_ms=0, insecure=False, transport=None,
-                 **codec_params):
+                 bind_addr=None, _bind_only=False, **codec_params):
         o = _lib.CtxOpts()
         o.sz = ctypes.sizeof(o)
         if rank is not None:
@@ -172,17 +183,36 @@ class Context:
         o.step_timeout_ms = step_timeout_ms
         self._transport = transport.encode() if transport else None
         o.transport = self._transport
+        self._bind_addr = bind_addr.encode() if bind_addr else None
+        o.bind_addr = self._bind_addr
         h = ctypes.c_void_p()
-        r = _lib.lib.gn_ctx_open(ctypes.byref(o), ctypes.byref(h))
+        call = "gn_ctx_bind" if _bind_only else "gn_ctx_open"
+        r = getattr(_lib.lib, call)(ctypes.byref(o), ctypes.byref(h))
         if key is not None:
             ctypes.memset(self._key, 0, 16)
             del self._key
         if r:
             _raise(r, _lib.lib.gn_last_errmsg().decode(errors="replace"),
-                   "gn_ctx_open")
+                   call)
         self._h = h.value
         self.rank = _lib.lib.gn_ctx_rank(self._h)
         self.world_size = _lib.lib.gn_ctx_world_size(self._h)
+
+    @property
+    def address(self):
+        """Where the context's socket is bound, "host:port" (udp only)."""
+        buf = ctypes.create_string_buffer(64)
+        self._check(_lib.lib.gn_ctx_local_addr(self._handle(), buf, 64),
+                    "gn_ctx_local_addr")
+        return buf.value.decode()
+
+    def join(self, peers):
+        """Every rank's address, "host:port,..." in rank order (a list is
+        joined with commas), then the handshake (gn_ctx_join())."""
+        if not isinstance(peers, str):
+            peers = ",".join(peers)
+        self._check(_lib.lib.gn_ctx_join(self._handle(), peers.encode()),
+                    "gn_ctx_join")
 
     def _check(self, r, call):
         if r < 0:

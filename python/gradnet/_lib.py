@@ -48,6 +48,7 @@ class CtxOpts(ctypes.Structure):
         ("dpdk_port", ctypes.c_uint),
         ("dpdk_queue", ctypes.c_uint),
         ("codec_params", ctypes.c_char_p),
+        ("bind_addr", ctypes.c_char_p),
     ]
 
 
@@ -130,6 +131,9 @@ _ctx_p = ctypes.c_void_p
 _c = ctypes
 for _name, _res, _args in [
         ("gn_ctx_open", _c.c_int, [_c.POINTER(CtxOpts), _c.POINTER(_ctx_p)]),
+        ("gn_ctx_bind", _c.c_int, [_c.POINTER(CtxOpts), _c.POINTER(_ctx_p)]),
+        ("gn_ctx_local_addr", _c.c_int, [_ctx_p, _c.c_char_p, _c.c_size_t]),
+        ("gn_ctx_join", _c.c_int, [_ctx_p, _c.c_char_p]),
         ("gn_ctx_close", None, [_ctx_p]),
         ("gn_ctx_errmsg", _c.c_char_p, [_ctx_p]),
         ("gn_last_errmsg", _c.c_char_p, []),

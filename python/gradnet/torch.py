@@ -24,11 +24,19 @@ precision, go through reusable float32 host buffers (gradnet._staging):
 copied in on the bucket's stream, allreduced, and copied back before the
 Future completes, so a GPU or mixed-precision job registers the same hook.
 
-Ranks find each other through torch.distributed's store: each publishes the
-host:port its context binds. The job key comes from GN_KEY_FILE (or GN_KEY,
-GN_KEY_FD) if set, else rank 0 draws one and shares it through the store;
-it is never a command-line argument. GN_* variables override what init()
-would choose.
+Ranks find each other through torch.distributed's store: each binds its
+context first (port 0) and publishes the address its socket holds, once:
+a rank whose key in the store someone else wrote first refuses to start.
+The ordered list is bound into gradnet's handshake, so ranks handed
+different lists refuse each other.
+
+The job key is the launcher's to provision: GN_KEY_FILE (a 0600 file on a
+filesystem every rank reads) or GN_KEY_FD (a pipe the launcher opened).
+The store is unauthenticated and clear text, so a key goes through it
+only when the caller asks (key_via_store=True or GN_KEY_VIA_STORE=1), with
+a warning saying what that exposes; without a key init() refuses, unless
+insecure=True or GN_INSECURE=1 runs the job unauthenticated. GN_*
+variables override what init() would choose.
 
 A NaN or infinity in any rank's bucket fails the step on every rank with
 -EDOM. By default the hook then fills the bucket with NaN on every rank, so
@@ -36,10 +44,12 @@ a GradScaler skips the optimizer step everywhere (and lowers its scale),
 exactly as it would with Gloo's allreduce; with on_nonfinite="raise" the
 Future carries gradnet.NonFiniteError instead.
 """
+import ipaddress
 import os
 import queue
 import socket
 import threading
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -172,45 +182,96 @@ def allreduce_hook(state, bucket):
     return fut
 
 
+KEY_VARS = ("GN_KEY_FILE", "GN_KEY_FD", "GN_KEY")
+
+STORE_KEY_WARNING = (
+    "gradnet: the job key goes through torch.distributed's store "
+    "(key_via_store=True or GN_KEY_VIA_STORE=1). The store is "
+    "unauthenticated and unencrypted: any process that can reach "
+    "MASTER_ADDR:MASTER_PORT (a TCPStore listens on every interface) can "
+    "read the key and then forge or read this job's gradients; a FileStore "
+    "keeps it in its file. Give the ranks GN_KEY_FILE or GN_KEY_FD instead.")
+
+
+def _one_host():
+    """Does torchrun say every rank runs on this host?"""
+    local, world = os.environ.get("LOCAL_WORLD_SIZE"), os.environ.get("WORLD_SIZE")
+    return local is None or world is None or local == world
+
+
 def _local_host():
-    """The address peers reach this rank at: GN_HOST, else the interface
-    that routes to MASTER_ADDR, else loopback."""
+    """Where this rank binds and what it publishes: GN_HOST, else the
+    address of the interface that routes to MASTER_ADDR. In a job of
+    several hosts a loopback address is never right (Debian names the host
+    127.0.1.1 in /etc/hosts), so then None: the library binds the address
+    this host routes other networks by."""
     host = os.environ.get("GN_HOST")
     if host:
         return host
     master = os.environ.get("MASTER_ADDR", "127.0.0.1")
     try:
         info = socket.getaddrinfo(master, 1, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(info[0], socket.SOCK_DGRAM) as s:
+            s.connect(info[4])      # a route lookup: nothing is sent
+            host = s.getsockname()[0]
     except OSError:
-        return "127.0.0.1"
-    if info[4][0] in ("127.0.0.1", "::1") or master == "localhost":
-        return info[4][0]
-    with socket.socket(info[0], socket.SOCK_DGRAM) as s:
-        s.connect(info[4])
-        return s.getsockname()[0]
+        host = "127.0.0.1"
+    if ipaddress.ip_address(host.split("%")[0]).is_loopback and not _one_host():
+        return None
+    return host
 
 
-def _free_port(host):
-    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(fam, socket.SOCK_DGRAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+def _publish(store, key, addr):
+    """Set key to addr unless it is set: torch's compare_set() with an
+    empty expected value stores the new one only where there is none, and
+    returns what the store holds."""
+    held = store.compare_set(key, "", addr)
+    held = held.decode() if isinstance(held, bytes) else held
+    if held != addr:
+        raise RuntimeError(
+            "gradnet: %s in torch.distributed's store is %r, not this rank's "
+            "address %r: another client of the store wrote it first. Refusing "
+            "to join a job whose peers someone else may have chosen." %
+            (key, held, addr))
+    # A TCPStore's compare_set() does not wake clients waiting in get()
+    # (torch 1.13); writing the value it already holds does. A write by
+    # someone else after this is caught at the handshake: the ranks' peer
+    # lists differ.
+    store.set(key, addr)
 
 
-def _fmt(host, port):
-    return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+def _job_key(store, prefix, rank, key_via_store, secure):
+    """The 16 bytes to pass as the key, or None: the library reads the key
+    variables itself, or the job runs without a key."""
+    if any(os.environ.get(v) for v in KEY_VARS) or not secure:
+        return None
+    if not (key_via_store or os.environ.get("GN_KEY_VIA_STORE") == "1"):
+        raise RuntimeError(
+            "gradnet: no job key. Give every rank the same key through "
+            "GN_KEY_FILE (a mode 0600 file on a filesystem the ranks share) or "
+            "GN_KEY_FD (a pipe the launcher opened); key_via_store=True (or "
+            "GN_KEY_VIA_STORE=1) passes one through torch.distributed's store "
+            "in clear text; insecure=True (or GN_INSECURE=1) runs without "
+            "authentication.")
+    warnings.warn(STORE_KEY_WARNING, RuntimeWarning, stacklevel=3)
+    if rank == 0:
+        store.set(prefix + "key", os.urandom(16))
+    return bytes(store.get(prefix + "key"))
 
 
 def init(process_group=None, store=None, codec="3lc", s=0.0,
          on_nonfinite="nan", timeout_ms=0, step_timeout_ms=0, mtu=0,
          chunk=0, insecure=False, transport=None, member_scales=False,
-         **params):
+         key_via_store=False, **params):
     """Open this rank's gradnet context for the DDP job and return the
     hook's state. Call it on every rank, after init_process_group().
     codec: a name, number or spec string ("3lc", "3lc:s=1.5"), and any
     other keyword a parameter of it (codec="3lc", s=1.5);
     transport is "udp" or "dpdk" (None: GN_TRANSPORT, else udp);
-    member_scales: each parameter keeps its own 3LC scale (GradnetState)."""
+    member_scales: each parameter keeps its own 3LC scale (GradnetState);
+    key_via_store: without GN_KEY_FILE or GN_KEY_FD, rank 0 draws the key
+    and passes it through the store, which anyone who reaches the store
+    can read (a warning says so)."""
     gradnet.codec_spec(codec, **params)         # a bad name fails here
     global _inits
     pg = process_group if process_group is not None else dist.group.WORLD
@@ -223,20 +284,8 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
     _inits += 1
     env = os.environ
 
-    peers = None
-    if not env.get("GN_PEERS"):
-        host = _local_host()
-        store.set(prefix + "addr/%d" % rank, _fmt(host, _free_port(host)))
-        peers = ",".join(store.get(prefix + "addr/%d" % r).decode()
-                         for r in range(world))
-
-    key = None
-    have_key = any(env.get(v) for v in ("GN_KEY", "GN_KEY_FILE", "GN_KEY_FD"))
     secure = not (insecure or env.get("GN_INSECURE") == "1")
-    if secure and not have_key:
-        if rank == 0:
-            store.set(prefix + "key", os.urandom(16))
-        key = bytes(store.get(prefix + "key"))
+    key = _job_key(store, prefix, rank, key_via_store, secure)
 
     job = 0
     if not env.get("GN_JOB"):
@@ -244,12 +293,24 @@ def init(process_group=None, store=None, codec="3lc", s=0.0,
             store.set(prefix + "job", str(int.from_bytes(os.urandom(4), "little")))
         job = int(store.get(prefix + "job"))
 
-    ctx = gradnet.Context(
-        rank=None if env.get("GN_RANK") else rank,
-        world_size=0 if env.get("GN_WORLD_SIZE") else world,
-        peers=peers, key=key, job_id=job, timeout_ms=timeout_ms,
-        step_timeout_ms=step_timeout_ms, mtu=mtu, chunk=chunk,
-        insecure=not secure, transport=transport)
+    args = dict(rank=None if env.get("GN_RANK") else rank,
+                world_size=0 if env.get("GN_WORLD_SIZE") else world,
+                key=key, job_id=job, timeout_ms=timeout_ms,
+                step_timeout_ms=step_timeout_ms, mtu=mtu, chunk=chunk,
+                insecure=not secure, transport=transport)
+    if env.get("GN_PEERS"):
+        ctx = gradnet.Context(**args)
+    else:
+        # The address published is the one the socket holds from here on.
+        ctx = gradnet.Context.bind(bind_addr=_local_host(), **args)
+        try:
+            _publish(store, prefix + "addr/%d" % rank, ctx.address)
+            peers = [store.get(prefix + "addr/%d" % r).decode()
+                     for r in range(world)]
+            ctx.join(peers)
+        except BaseException:
+            ctx.close()
+            raise
     # Nobody needs the key in the store once every context is open.
     dist.barrier(pg)
     if key is not None and rank == 0:

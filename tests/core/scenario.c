@@ -24,6 +24,20 @@ const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
 	{ "3lc-avg", { .codec = GN_CODEC_3LC }, GN_TENSOR_AVERAGE },
 	{ "dense-sum", { .codec = GN_CODEC_NONE }, 0 },
 	{ "dense-avg", { .codec = GN_CODEC_NONE }, GN_TENSOR_AVERAGE },
+	/* QSGD 4 bits, buckets of 128 (the chunk is not a multiple). */
+	{ "qsgd-avg", { .codec = GN_CODEC_QSGD, .given = 2,
+			.p = { .w = { 0, 128 } } }, GN_TENSOR_AVERAGE },
+	/* Top-k at 5%: sparse contributions, sums as sparse or dense. */
+	{ "topk-sum", { .codec = GN_CODEC_TOPK, .given = 1,
+			.p = { .w = { 0x3d4ccccdu } } }, 0 },
+	/* Per block of 512, as SparCML's code selects. */
+	{ "topk-block-avg", { .codec = GN_CODEC_TOPK, .given = 3,
+			      .p = { .w = { 0x3d4ccccdu, 512 } } },
+	  GN_TENSOR_AVERAGE },
+	/* Top-k at 5% with QSGD values of 4 bits. */
+	{ "topk-qsgd-avg", { .codec = GN_CODEC_TOPK, .given = 5,
+			     .p = { .w = { 0x3d4ccccdu, 0, 4 } } },
+	  GN_TENSOR_AVERAGE },
 };
 
 /*

@@ -2,8 +2,9 @@
 /*
  * scenario.h - a whole allreduce job of the protocol core in one thread:
  * three core contexts over the in-memory fabric, which loses, duplicates
- * and reorders packets, four cases (3LC and dense, sum and average) of
- * three steps each. Freestanding and integer-only, so the same file runs
+ * and reorders packets, eight cases (3LC and dense, sum and average; QSGD,
+ * top-k per chunk and per block, top-k with QSGD values) of three steps
+ * each. Freestanding and integer-only, so the same file runs
  * in a process (tests/core_test.c) and in the kernel module
  * (kmod/selftest_core.c); both compare its hashes with
  * tests/golden/core_hashes.h.
@@ -18,7 +19,7 @@
 struct gn_event;
 
 #define GN_SCN_WORLD	3
-#define GN_SCN_CASES	4
+#define GN_SCN_CASES	8
 #define GN_SCN_STEPS	3
 /* Not a multiple of the chunk or of the world: shards are uneven. */
 #define GN_SCN_ELEMS	10000u
@@ -35,7 +36,7 @@ struct gn_event;
  * a change here without a new header fails by name, not by hash.
  */
 #define GN_SCN_DESC "3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, " \
-		    "3 steps, xorshift64 inputs exponent 115..130, v1"
+		    "3 steps, xorshift64 inputs exponent 115..130, v2"
 
 /* A case: its tensor's codec, with the parameters it sets, and flags. */
 struct gn_scn_case {

@@ -6,7 +6,7 @@
  * specification model, in the input layouts of fuzz_input.h.
  *
  * usage: fuzz_seeds OUTDIR    (writes OUTDIR/decode, OUTDIR/roundtrip,
- *                             OUTDIR/rx and OUTDIR/frame)
+ *                             OUTDIR/codec, OUTDIR/rx and OUTDIR/frame)
  */
 #include <errno.h>
 #include <float.h>
@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 
 #include <gradnet/codec.h>
+#include <gradnet/wire.h>
+#include "codec/codec.h"
 #include "fuzz_input.h"
 #include "tlc_model.h"
 #include "testutil.h"
@@ -212,6 +214,91 @@ static void real_seeds(const char *file, size_t max_n)
 	free(img);
 }
 
+/*
+ * fuzz_codec's inputs (its header comment) for every codec of the
+ * registry on real values: the codec's own whole-chunk stream as a slice,
+ * and the values to encode.
+ */
+static void codec_seeds(const char *file, size_t max_n)
+{
+	static const struct {
+		const char *codec;
+		u32 given, w[4];
+	} sets[] = {
+		{ "none", 0, { 0 } },
+		{ "3lc", 1, { 0x3fc00000u } },			/* s 1.5 */
+		{ "qsgd", 2, { 0, 128 } },			/* bucket 128 */
+		{ "topk", 1, { 0x3c23d70au } },			/* 1% */
+		{ "topk", 5, { 0x3d4ccccdu, 0, 4 } },		/* 5%, 4 bits */
+		{ "topk", 3, { 0x3f800000u, 512 } },		/* 100%: dense */
+	};
+	char rel[256], name[160];
+	uint8_t hdr[39 + 12];
+	size_t n, k, i;
+	float *x, *e;
+
+	snprintf(rel, sizeof(rel), "mlp-small-seq/%s", file);
+	x = gn_load_f32(rel, &n);
+	if (!x)
+		die("cannot read %s under %s", rel, gn_data_dir());
+	n = n < max_n ? n : max_n;
+	e = calloc(n, sizeof(float));
+	for (k = 0; k < ARRAY_LEN(sets); k++) {
+		const struct gn_codec_ops *c = NULL;
+		struct gn_codec_spec in = { .given = sets[k].given }, sp;
+		struct gn_codec_call call = { .p = &sp.p, .world = 3, .ef_len = n };
+		uint8_t *scratch, *s;
+		char msg[160];
+		u64 bound;
+		long len;
+
+		for (i = 0; gn_codec_at((u32)i); i++)
+			if (!strcmp(gn_codec_at((u32)i)->name, sets[k].codec))
+				c = gn_codec_at((u32)i);
+		if (!c || !e)
+			die("no codec %s in the registry", sets[k].codec);
+		in.codec = c->id;
+		memcpy(in.p.w, sets[k].w, sizeof(sets[k].w));
+		if (gn_codec_resolve(&in, &in, &sp, msg, sizeof(msg)))
+			die("%s: %s", c->name, msg);
+		memset(hdr, 0, sizeof(hdr));
+		for (i = 0; gn_codec_at((u32)i) != c; i++)
+			;
+		hdr[0] = (uint8_t)i;
+		gn_fz_put_le(hdr + 1, sets[k].given, 4);
+		for (i = 0; i < 4; i++)
+			gn_fz_put_le(hdr + 5 + 4 * i, sets[k].w[i], 4);
+		gn_fz_put_le(hdr + 37, (u32)(n - 1), 2);
+		/* The values, to encode (mode 1, seed 0). */
+		hdr[0] |= 0x80;
+		snprintf(name, sizeof(name), "real-%s-%s%zu-values", file, c->name, k);
+		seed("codec", name, hdr, 39 + 8, x, n * 4);
+		hdr[0] &= 0x7f;
+		bound = gn_codec_stream_bound(c, &sp.p, (u32)n);
+		s = malloc(bound);
+		scratch = malloc(c->scratch(&sp.p, (u32)n) + 1);
+		if (!s || !scratch)
+			die("out of memory");
+		memset(e, 0, n * sizeof(float));
+		len = gn_codec_stream_encode(c, &call, x,
+					     c->flags & GN_CODEC_EF_REDUCE ? e : NULL,
+					     c->flags & GN_CODEC_EF_REDUCE ? e : NULL,
+					     (u32)n, scratch, s, bound);
+		if (len < 4)
+			die("%s: cannot encode %s: %ld", c->name, rel, len);
+		/* Its stream as one slice: first 0, every unit, the word. */
+		gn_fz_put_le(hdr + 39, 0, 4);
+		gn_fz_put_le(hdr + 43, c->units((u32)n), 4);
+		memcpy(hdr + 47, s, 4);
+		snprintf(name, sizeof(name), "real-%s-%s%zu-slice", file, c->name, k);
+		seed("codec", name, hdr, sizeof(hdr), s + 4, (size_t)len - 4);
+		free(s);
+		free(scratch);
+	}
+	free(x);
+	free(e);
+}
+
 /* Short inputs that reach argument checks and long-tensor paths. */
 static void edge_seeds(void)
 {
@@ -400,13 +487,15 @@ static void rx_control(struct rx_seed *sd)
 
 /*
  * Rank 2 restarted: a HELLO that matches the job but with a new instance,
- * which ends every step in flight.
+ * which ends every step in flight. Its body, the peer-list digest, is the
+ * test context's: zero.
  */
 static void rx_restart(struct rx_seed *sd)
 {
-	uint8_t p[56];
+	uint8_t p[56 + GN_WIRE_HELLO_BODY];
 
 	rx_hdr(p, sizeof(p), 1, 0, 0, 0);
+	p[20] = GN_WIRE_HELLO_BODY;
 	gn_fz_put_le(p + 24, GN_FZX_WORLD, 2);
 	p[26] = 1;
 	p[27] = 2;
@@ -584,7 +673,7 @@ static void frame_seeds(void)
 int main(int argc, char **argv)
 {
 	static const char *const dirs[] = { "", "/decode", "/roundtrip", "/rx",
-					     "/frame" };
+					     "/frame", "/codec" };
 	char path[4096];
 	size_t i;
 
@@ -605,6 +694,8 @@ int main(int argc, char **argv)
 	real_seeds("mlp-small-s00247-fc3.weight.f32", 2560);
 	real_seeds("mlp-small-s00230-fc3.bias.f32", 10);
 	edge_seeds();
+	codec_seeds("mlp-small-s00200-fc1.weight.f32", 4096);
+	codec_seeds("mlp-small-s00230-fc3.bias.f32", 10);
 	rx_seeds();
 	frame_seeds();
 	printf("fuzz_seeds: %u seeds in %s\n", written, out_dir);

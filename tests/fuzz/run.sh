@@ -12,7 +12,8 @@
 # BUILD_DIR defaults to build-fuzz/ under the source root (ignored by git).
 # The corpus a run finds is kept in BUILD_DIR/corpus/TARGET and reused.
 # Env: CLANG (default clang-14, else clang); GN_FUZZ_TARGETS (default
-# "fuzz_decode fuzz_roundtrip fuzz_rx fuzz_frame"); GN_FUZZ_ARGS, extra libFuzzer options.
+# "fuzz_decode fuzz_roundtrip fuzz_codec fuzz_rx fuzz_frame"); GN_FUZZ_ARGS, extra
+# libFuzzer options.
 # Exit: 0 pass, 1 fail, 77 (GN_SKIP_RC) if clang cannot build a fuzzer.
 set -eu
 
@@ -31,7 +32,7 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${2:-$root/build-fuzz}
-targets=${GN_FUZZ_TARGETS:-fuzz_decode fuzz_roundtrip fuzz_rx fuzz_frame}
+targets=${GN_FUZZ_TARGETS:-fuzz_decode fuzz_roundtrip fuzz_codec fuzz_rx fuzz_frame}
 
 if [ -z "${CLANG:-}" ]; then
 	CLANG=clang-14
@@ -81,6 +82,7 @@ for t in $targets; do
 	fuzz_decode) max_len=16384 ;;
 	fuzz_rx) max_len=65536 ;;
 	fuzz_frame) max_len=9300 ;;
+	fuzz_codec) max_len=16448 ;;
 	*) max_len=8192 ;;
 	esac
 	corpus=$build/corpus/$t

@@ -10,7 +10,7 @@
 #define GN_GOLDEN_CORE_HASHES_H
 
 #define GN_CORE_GOLDEN_DESC \
-	"3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, 3 steps, xorshift64 inputs exponent 115..130, v1"
+	"3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, 3 steps, xorshift64 inputs exponent 115..130, v2"
 #define GN_CORE_GOLDEN_STEPS 3
 
 static const struct gn_core_golden {
@@ -21,6 +21,10 @@ static const struct gn_core_golden {
 	{ "3lc-avg", { 0x4abcdc3518f6c645ull, 0x73c86e307159838full, 0x5eb98757ccc84025ull } },
 	{ "dense-sum", { 0xb049075a8e31897cull, 0xbd1e6b82f410e0c6ull, 0x53651760b95c9c38ull } },
 	{ "dense-avg", { 0x056c9890a3a604a8ull, 0x6870be1be1116ddaull, 0x4c3ad36d317e1c63ull } },
+	{ "qsgd-avg", { 0x8b7af0184903f6b2ull, 0xbb5a262fe3f40b7aull, 0x87637302ffea9358ull } },
+	{ "topk-sum", { 0xd4da05ef70377a25ull, 0x90deff77425e17a6ull, 0x60b9190108f63736ull } },
+	{ "topk-block-avg", { 0x336905ceaf41d64bull, 0xc70fd04ddc009426ull, 0xa97b8a16c3bb9ca1ull } },
+	{ "topk-qsgd-avg", { 0x752564ba2d2466d5ull, 0xe2a8c2e991e1be21ull, 0xfa64969b2f3dc9e6ull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

@@ -41,6 +41,7 @@ HDR = struct.Struct('<HBBHHIIIHBB')
 # HELLO: world, flags, reserved u8 and u32, chunk, mtu, reserved, instance,
 # echo.
 HELLO_PART = struct.Struct('<HBBIIHHQQ')
+PEERS_DIGEST = bytes(range(0xa0, 0xb0))
 # DATA: chunk_off, chunk_len, first, count, aux, pkt, npkts.
 DATA_PART = struct.Struct('<QIIIIII')
 # WHOLE: chunk_off, chunk_len, aux; the rest of DATA's fields implied.
@@ -84,7 +85,9 @@ def hello(name, src, dst, flags, instance, echo, keyed=True):
              echo=echo)
     part = HELLO_PART.pack(f['world'], f['flags'], 0, 0, f['chunk'],
                            f['mtu'], 0, f['instance'], f['echo'])
-    return packet(name, hdr(HELLO, src, dst), f, part, keyed=keyed)
+    # The body: the 16-byte digest of the peer list the sender was given.
+    return packet(name, hdr(HELLO, src, dst), f, part, PEERS_DIGEST,
+                  keyed=keyed)
 
 
 def data(name, h, f, body):

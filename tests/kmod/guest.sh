@@ -14,7 +14,8 @@
 # tests/kmod/kmod_limits, tests/kmod/kmod_flood, tools/gradnet-rank, with
 # their libraries), tests/net/lib.sh and each
 # tests/kmod/cases/CASE.sh. The reference results a case names on a
-# "# ref: NAME WORLD STEPS TENSORS" line are computed here, on the host,
+# "# ref: NAME WORLD STEPS TENSORS [JOB]" line (JOB: the job id its ranks
+# run with, which stochastic codecs draw by) are computed here, on the host,
 # by kmod_job ref: TCG is too slow for them. The guest (guest_init.sh)
 # loads the modules, runs the cases one after the other and powers off;
 # every line a case prints comes back on the serial console, and its
@@ -73,10 +74,10 @@ build_refs() {
 	mkdir -p "$ir/gn/ref"
 	for c in $cases; do
 		sed -n 's/^# ref: //p' "$here/cases/$c.sh" |
-		while read -r name world steps spec; do
-			echo "$world $steps $spec" >"$ir/gn/ref/$name.args"
+		while read -r name world steps spec job; do
+			echo "$world $steps $spec $job" >"$ir/gn/ref/$name.args"
 			"$build/tests/kmod/kmod_job" ref --world "$world" \
-				--steps "$steps" --tensors "$spec" |
+				--steps "$steps" --tensors "$spec" ${job:+--job "$job"} |
 				sort >"$ir/gn/ref/$name.hash" || return 1
 		done
 	done

@@ -31,9 +31,10 @@ ok() {
 	fi
 }
 
-# kt_ref NAME: sets $ref_world, $ref_steps, $ref_spec from the reference.
+# kt_ref NAME: sets $ref_world, $ref_steps, $ref_spec and $ref_job (the
+# job id it was computed for, or empty) from the reference.
 kt_ref() {
-	read -r ref_world ref_steps ref_spec <"/gn/ref/$1.args"
+	read -r ref_world ref_steps ref_spec ref_job <"/gn/ref/$1.args"
 }
 
 # kt_peers W: every rank's address, host k at 10.77.0.(k+1).
@@ -57,7 +58,7 @@ kt_rank() {
 	# and $! would be that shell's PID, not the rank's.
 	ip netns exec "$(gn_host_ns "$k")" env GN_TRANSPORT="$transport" GN_RANK="$k" \
 		GN_WORLD_SIZE="$ref_world" GN_PEERS="$(kt_peers "$ref_world")" \
-		GN_KEY="$KT_KEY" GN_JOB="$kt_job" GN_TIMEOUT_MS="${KT_TIMEOUT_MS:-10000}" \
+		GN_KEY="$KT_KEY" GN_JOB="${ref_job:-$kt_job}" GN_TIMEOUT_MS="${KT_TIMEOUT_MS:-10000}" \
 		/gn/bin/kmod_job rank --tensors "$ref_spec" --steps "$ref_steps" "$@" \
 		>"$out" 2>&1 &
 }

@@ -45,14 +45,20 @@ static void usage(const char *why)
 {
 	fprintf(stderr, "kmod_job: %s\n"
 		"usage: kmod_job rank --tensors SPEC --steps K [--hold STEP:FILE]\n"
-		"       kmod_job ref --tensors SPEC --steps K --world W\n"
-		"  SPEC: ELEMS:none|3lc:sum|avg[,...]\n", why);
+		"       kmod_job ref --tensors SPEC --steps K --world W [--job ID]\n"
+		"  SPEC: ELEMS:CODEC:sum|avg[,...]; CODEC a codec's name, its\n"
+		"  parameters after slashes: topk/density=0.01/bits=4\n"
+		"  ID: the job id the ranks run with (GN_JOB), which the\n"
+		"  reference of a stochastic codec needs\n", why);
 	exit(2);
 }
 
+/* Each tensor's parameters, "key=value,...", for the job spec. */
+static char params[JOB_MAX_TENSORS][128];
+
 static void parse_tensor(struct job_spec *s, char *tok)
 {
-	char *codec = strchr(tok, ':'), *op, *end;
+	char *codec = strchr(tok, ':'), *op, *end, *slash, *p;
 	unsigned long long n;
 	int k = s->ntensors;
 
@@ -64,12 +70,17 @@ static void parse_tensor(struct job_spec *s, char *tok)
 	if (*end || !n || k == JOB_MAX_TENSORS)
 		usage("bad tensor size, or too many tensors");
 	s->elems[k] = n;
-	if (!strcmp(codec, "3lc"))
-		s->codec[k] = GN_CODEC_3LC;
-	else if (!strcmp(codec, "none"))
-		s->codec[k] = GN_CODEC_NONE;
-	else
-		usage("codec is none or 3lc");
+	slash = strchr(codec, '/');
+	if (slash) {
+		*slash = 0;
+		snprintf(params[k], sizeof(params[k]), "%s", slash + 1);
+		for (p = params[k]; *p; p++)
+			*p = *p == '/' ? ',' : *p;
+		s->params[k] = params[k];
+	}
+	s->codec[k] = gn_codec_id(codec);
+	if (s->codec[k] < 0)
+		usage("unknown codec");
 	if (!strcmp(op, "avg"))
 		s->flags[k] = GN_TENSOR_AVERAGE;
 	else if (strcmp(op, "sum"))
@@ -84,6 +95,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "steps", required_argument, NULL, 'k' },
 		{ "world", required_argument, NULL, 'w' },
 		{ "hold", required_argument, NULL, 'h' },
+		{ "job", required_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *tok, *save = NULL, *colon;
@@ -101,6 +113,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'w':
 			o->spec.world = atoi(optarg);
+			break;
+		case 'j':
+			o->spec.job_id = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'h':
 			colon = strchr(optarg, ':');
@@ -163,7 +178,7 @@ static int cmd_rank(const struct opts *o)
 	int k, r, rank, step;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	r = gn_ctx_open(NULL, &ctx);
+	r = gn_ctx_open(NULL, &ctx);	/* the job from the environment */
 	if (r) {
 		printf("error open %d %s\n", -r, gn_last_errmsg());
 		return 1;
@@ -172,7 +187,7 @@ static int cmd_rank(const struct opts *o)
 	for (k = 0; !r && k < s->ntensors; k++) {
 		GN_OPTS(gn_tensor_opts, t, .id = 100 + (uint32_t)k,
 			.elems = s->elems[k], .codec = s->codec[k],
-			.flags = s->flags[k]);
+			.flags = s->flags[k], .params = s->params[k]);
 
 		x[k] = malloc(s->elems[k] * sizeof(float));
 		r = x[k] ? gn_tensor_register(ctx, &t) : -ENOMEM;

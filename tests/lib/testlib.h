@@ -7,7 +7,8 @@
 #ifndef GN_TESTLIB_H
 #define GN_TESTLIB_H
 
-#include "api.h"
+#include "backend.h"
+#include "test_hooks.h"
 
 /*
  * A ready context of @world ranks at 127.0.0.1:9000+k whose packets go

@@ -6,7 +6,7 @@
  * allreduce_net.sh compares the ranks' results with it, so a bug that
  * gives every rank the same wrong answer still fails.
  *
- * usage: gn-ref --world W --elems N --steps K [--codec none|3lc]
+ * usage: gn-ref --world W --elems N --steps K [--codec SPEC] [--job ID]
  *               [--average] [--data DIR] --out FILE
  * K counts every step gradnet-rank runs, warm-up included.
  */
@@ -86,8 +86,10 @@ int main(int argc, char **argv)
 		{ "data", required_argument, NULL, 'd' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "average", no_argument, NULL, 'a' },
+		{ "job", required_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char *colon;
 	struct job_spec s = { .ntensors = 1, .codec = { GN_CODEC_3LC } };
 	const char *data = GN_DATA_DIR, *out = NULL;
 	uint64_t hash[JOB_MAX_STEPS];
@@ -108,8 +110,17 @@ int main(int argc, char **argv)
 			s.steps = atoi(optarg);
 			break;
 		case 'c':
-			s.codec[0] = !strcmp(optarg, "none") ? GN_CODEC_NONE :
-							      GN_CODEC_3LC;
+			/* NAME[:KEY=VALUE,...], as gradnet-rank --codec takes it */
+			colon = strchr(optarg, ':');
+			if (colon)
+				*colon = 0;
+			s.codec[0] = gn_codec_id(optarg);
+			s.params[0] = colon ? colon + 1 : NULL;
+			if (s.codec[0] < 0)
+				die("unknown codec", optarg);
+			break;
+		case 'j':
+			s.job_id = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'd':
 			data = optarg;
@@ -126,7 +137,7 @@ int main(int argc, char **argv)
 	}
 	if (s.world < 1 || s.world > JOB_MAX_RANKS || !s.elems[0] ||
 	    s.steps < 1 || s.steps > JOB_MAX_STEPS || !out) {
-		fprintf(stderr, "usage: gn-ref --world W --elems N --steps K (<= %d) [--codec none|3lc] [--average] [--data DIR] --out FILE\n",
+		fprintf(stderr, "usage: gn-ref --world W --elems N --steps K (<= %d) [--codec SPEC] [--job ID] [--average] [--data DIR] --out FILE\n",
 			JOB_MAX_STEPS);
 		return 2;
 	}

@@ -25,15 +25,25 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
+def key_file(tmp_path):
+    """The job key as a launcher provisions it: a file only its owner reads."""
+    path = os.path.join(str(tmp_path), "job.key")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, os.urandom(16).hex().encode())
+    os.close(fd)
+    return path
+
+
 def run_job(scenario, world, tmp_path):
     env = dict(os.environ)
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_tcp_port()),
+               GN_KEY_FILE=key_file(tmp_path),
                WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
                OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join(
                    [os.path.join(HERE, "..", "..", "python"),
                     env.get("PYTHONPATH", "")]))
-    for v in ("GN_PEERS", "GN_RANK", "GN_WORLD_SIZE", "GN_KEY"):
+    for v in ("GN_PEERS", "GN_RANK", "GN_WORLD_SIZE", "GN_KEY", "GN_KEY_FD"):
         env.pop(v, None)
     procs = []
     for r in range(world):

@@ -94,7 +94,8 @@ struct gradnet_peer {
  * codec defines (<gradnet/codec.h>), with a bit per word in a given mask:
  * words not given take the job's values (same codec) or the codec's
  * defaults. An unknown codec, a word the codec does not have or a value
- * outside its range is -EINVAL, and ERRMSG names it.
+ * outside its range is -EINVAL, and ERRMSG names it; so is a nonzero word
+ * whose given bit is clear, and a given bit past the block.
  */
 #define GRADNET_PARAM_WORDS	8
 
@@ -162,10 +163,10 @@ struct gradnet_tensor {
 	__u32 id;
 	__u32 codec;
 	__u32 given;
+	__u32 params[GRADNET_PARAM_WORDS];
 	__u64 elems;
 	__u32 flags;
 	__u32 reserved0;
-	__u32 params[GRADNET_PARAM_WORDS];
 	__u64 reserved[2];
 };
 

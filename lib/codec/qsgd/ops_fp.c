@@ -29,7 +29,7 @@ int gn_qsgd_op_encode(const struct gn_codec_call *c, const float *x,
 		void *s = (u8 *)scratch + k * stride;
 
 		r = gn_qsgd_quantize(&q, x + at, n,
-				     gn_rng_key(c->seed, off + at),
+				     gn_draw_key(c->seed, off + at),
 				     gn_qsgd_norms(s), gn_qsgd_codes(s, &q, n));
 		if (r)
 			return r;
@@ -62,7 +62,7 @@ int gn_qsgd_op_result(const struct gn_codec_call *c, float *sum,
 
 	gn_qsgd_params(c->p, &q);
 	codes = gn_qsgd_codes(scratch, &q, (u32)len);
-	r = gn_qsgd_quantize(&q, sum, (u32)len, gn_rng_key(c->seed, off),
+	r = gn_qsgd_quantize(&q, sum, (u32)len, gn_draw_key(c->seed, off),
 			     gn_qsgd_norms(scratch), codes);
 	if (r)
 		return r;

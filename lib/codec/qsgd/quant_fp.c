@@ -83,12 +83,14 @@ int gn_qsgd_quantize(const struct gn_qsgd *q, const float *v, u32 m,
 				continue;
 			}
 			r = (s * __builtin_fabsf(v[j])) / norm;
-			/* r >= 0: truncation is floor, and needs no libm. */
-			l = (u32)r;
-			l = l < q->s ? l : q->s;
+			/*
+			 * r >= 0: truncation is floor, and needs no libm; r
+			 * is at most s but for a product that overflowed.
+			 */
+			l = r < s ? (u32)r : q->s;
 			p = r - (float)l;
 			if (l < q->s &&
-			    (float)gn_rng_u24(key, j) * 0x1p-24f < p)
+			    (float)gn_draw_u24(key, j) * 0x1p-24f < p)
 				l++;
 			codes[j] = (u8)(l | (l && bits_of(v[j]) >> 31 ?
 					     1u << (q->bits - 1) : 0));

@@ -45,7 +45,8 @@ static void apply(const struct gn_codec_call *c, float *out, u32 len,
 		}
 		return;
 	}
-	n = (u32)gn_topk_parse_sparse(&t, first, count, body, blen, &e0, &at);
+	n = (u32)gn_topk_parse_sparse(&t, len, first, count, body, blen, &e0,
+				      &at);
 	if (set)
 		memset(out + first, 0, (size_t)count * sizeof(float));
 	if (t.qsgd && n) {

@@ -6,7 +6,10 @@
  * drawn; and on the owner, the exact sum turned into its result stream.
  * Runs inside the caller's FPU section.
  */
+#include <gradnet/codec.h>
+
 #include "topk.h"
+#include "scan.h"
 #include "codec/rng.h"
 
 static u32 key_of(const float *a, u32 i)
@@ -17,78 +20,201 @@ static u32 key_of(const float *a, u32 i)
 	return b & 0x7fffffffu;
 }
 
-/* The histogram levels: bits [20, 31), [9, 20), [0, 9) of the key. */
-static const u8 level_shift[3] = { 20, 9, 0 };
-static const u8 level_bits[3] = { 11, 11, 9 };
-
 /*
- * The k-th largest key of a[lo, hi) as a threshold: every key above *@t is
- * taken, and the first *@eq keys equal to it (all of them when *@eq is
- * ~0u). One histogram pass a level, over the keys that share the prefix
- * found so far; it stops early when a whole bin is taken.
+ * The selection is a radix select on the 31 bits of |a|: a histogram of
+ * the top bits of every key of a block (made with a = x + e, in the pass
+ * that reads the chunk) finds the bin where the k-th largest falls; one
+ * more pass takes every key above that bin, writes the error, and keeps
+ * the bin's keys as candidates in the entry list; the candidates alone
+ * then settle the exact threshold, bits at a time. Two passes over the
+ * chunk, whatever the data.
  */
-static void threshold(const float *a, u32 lo, u32 hi, u32 k, u32 *hist,
-		      u32 *t, u32 *eq)
+#define TOPK_CAND (1u << 31)	/* an entry that is a candidate yet */
+#define TOPK_LEVEL_BITS 11
+
+/* Top bits of a block's first histogram: about m / 8 bins, 64 to 2048. */
+static u32 first_bits(u32 m)
 {
-	u32 need = k, pfx = 0, psh = 31, lvl, i;
+	u32 b = 6;
 
-	if (k >= hi - lo) {
-		*t = 0;
-		*eq = ~0u;
-		return;
-	}
-	for (lvl = 0; lvl < 3; lvl++) {
-		u32 nb = 1u << level_bits[lvl], sh = level_shift[lvl], b, cum = 0;
-
-		memset(hist, 0, nb * sizeof(*hist));
-		for (i = lo; i < hi; i++) {
-			u32 key = key_of(a, i);
-
-			if (key >> psh == pfx)
-				hist[(key >> sh) & (nb - 1)]++;
-		}
-		for (b = nb - 1; cum + hist[b] < need; b--)
-			cum += hist[b];
-		need -= cum;
-		pfx = pfx << level_bits[lvl] | b;
-		psh = sh;
-		if (hist[b] == need) {
-			*t = pfx << psh;
-			*eq = ~0u;
-			return;
-		}
-	}
-	*t = pfx;
-	*eq = need;
+	while (b < TOPK_LEVEL_BITS && (1u << (b + 3)) < m)
+		b++;
+	return b;
 }
 
 /*
- * Select in a (val[], the chunk's a) and write e_out: entries to
- * idx[]/val[] from the front (an entry's slot is never after its source),
- * e_out = a except +0 at the entries. Return: the entry count.
+ * A histogram's bin where the @need-th largest falls, counting from the
+ * top: *@need becomes the count still to take inside it.
  */
-static u32 select_chunk(const struct gn_topk *t, struct gn_topk_chunk *ck,
-			float *e_out)
+static u32 bin_of(const u32 *hist, u32 nb, u32 *need)
 {
-	u32 blk = t->block ? t->block : ck->len, lo, n = 0;
+	u32 b = nb - 1, cum = 0;
 
-	for (lo = 0; lo < ck->len; lo += blk) {
-		u32 hi = ck->len - lo < blk ? ck->len : lo + blk, th, eq, i;
+	while (cum + hist[b] < *need)
+		cum += hist[b--];
+	*need -= cum;
+	return b;
+}
 
-		threshold(ck->val, lo, hi, gn_topk_k(t->density, hi - lo),
-			  ck->hist, &th, &eq);
-		for (i = lo; i < hi; i++) {
-			u32 key = key_of(ck->val, i);
-			float a = ck->val[i];
+/*
+ * A floor under the k-th largest key of a[lo, hi), from a sample of at
+ * most 1024 of its values (x + e computed for them): the key under which
+ * about twice k's share of the sample lies above, so that keys below it
+ * are almost surely not selected. 0 when k is a large part of the block.
+ * The sample's positions follow a Weyl sequence, not a stride: a weight
+ * matrix's gradient has columns (an input that is always 0) that a stride
+ * would hit again and again.
+ */
+static u32 sample_floor(const float *x, const float *e, u32 lo, u32 hi,
+			u32 k, u32 *hist)
+{
+	u32 m = hi - lo, ns = m / 8 < 1024 ? m / 8 + 1 : 1024, r, j, b, cum = 0;
 
-			if (key > th || (key == th && eq && eq-- != 0)) {
-				ck->idx[n] = i;
-				ck->val[n++] = a;
-				a = 0.0f;
-			}
-			if (e_out)
-				e_out[i] = a;
+	if ((u64)k * 4 >= m)
+		return 0;
+	memset(hist, 0, sizeof(u32) << TOPK_LEVEL_BITS);
+	/* Sixteen values a cache line: a sample costs a line, not a value. */
+	for (j = 0; j < ns; j += 16) {
+		u32 i = lo + (u32)(((u64)(j * 0x9e3779b9u) * m) >> 32), l;
+
+		for (l = i; l < i + 16 && l < hi; l++) {
+			float a = x[l] + e[l];
+
+			hist[key_of(&a, 0) >> (31 - TOPK_LEVEL_BITS)]++;
 		}
+	}
+	r = (u32)(((u64)k * ns * 2 + m - 1) / m) + 8;
+	if (r >= ns)
+		return 0;
+	for (b = (1u << TOPK_LEVEL_BITS) - 1; cum + hist[b] < r; b--)
+		cum += hist[b];
+	return b << (31 - TOPK_LEVEL_BITS);
+}
+
+/* A block's first histogram's outcome, kept until its collect pass. */
+struct blk_sel {
+	u32 bin, need;
+};
+
+/*
+ * The candidates' threshold: among the entries flagged TOPK_CAND (keys
+ * with top bits @pfx at @psh), the @need largest, ties to the lower index:
+ * every key above *@t and the first *@eq equal to it.
+ */
+static void settle(const struct gn_topk_chunk *ck, u32 from, u32 to, u32 pfx,
+		   u32 psh, u32 need, u32 *t, u32 *eq)
+{
+	u32 *hist = ck->hist, j;
+
+	while (psh) {
+		u32 bits = psh < TOPK_LEVEL_BITS ? psh : TOPK_LEVEL_BITS;
+		u32 sh = psh - bits, nb = 1u << bits, b;
+
+		memset(hist, 0, nb * sizeof(*hist));
+		for (j = from; j < to; j++) {
+			u32 key = key_of(ck->val, j);
+
+			if (ck->idx[j] & TOPK_CAND && key >> psh == pfx)
+				hist[(key >> sh) & (nb - 1)]++;
+		}
+		b = bin_of(hist, nb, &need);
+		pfx = pfx << bits | b;
+		psh = sh;
+		if (hist[b] == need)
+			break;
+	}
+	*t = pfx << psh;
+	*eq = psh ? ~0u : need;
+}
+
+/*
+ * Select block [lo, hi) of a (val[]) and write its error: entries appended
+ * at idx[]/val[] from @n, e_out = a except +0 at the entries. The scan
+ * lists the positions at or above the first histogram's bin (in idx[] past
+ * the entries so far: an entry's slot is never after its position, nor
+ * after its place in the list). Return: the new entry count.
+ */
+static u32 select_block(struct gn_topk_chunk *ck, const struct blk_sel *bs,
+			u32 lo, u32 hi, u32 sh0, float *e_out, u32 n,
+			gn_topk_scan_fn *scan, bool nt)
+{
+	u32 first = n, lot = bs->bin << sh0, np, j, th, eq, take = 0, bad = 0;
+
+	np = scan(ck->val + lo, NULL, e_out + lo, hi - lo, lot, lo,
+		  ck->idx + n, &bad, nt);
+	for (j = n; j < n + np; j++) {
+		u32 p = ck->idx[j];
+		float a = ck->val[p];
+
+		ck->idx[j] = key_of(&a, 0) >> sh0 > bs->bin ? p : p | TOPK_CAND;
+		ck->val[j] = a;
+	}
+	n += np;
+	settle(ck, first, n, bs->bin, sh0, bs->need, &th, &eq);
+	/* Keep the sure entries and the candidates that made it, in order. */
+	for (j = first; j < n; j++) {
+		u32 key = key_of(ck->val, j), pos = ck->idx[j] & ~TOPK_CAND;
+
+		if (ck->idx[j] & TOPK_CAND) {
+			if (key < th || (key == th && !eq))
+				continue;
+			if (key == th)
+				eq--;
+		}
+		e_out[pos] = 0.0f;
+		ck->idx[first + take] = pos;
+		ck->val[first + take++] = ck->val[j];
+	}
+	return first + take;
+}
+
+/*
+ * a = x + e into val[], each block's first histogram, and the check that
+ * every a is finite: nothing is written to e_out before that is known.
+ * Then each block's selection. Return: the entry count, or -EDOM.
+ */
+static long select_chunk(const struct gn_topk *t, struct gn_topk_chunk *ck,
+			 const float *x, const float *e_in, float *e_out,
+			 bool nt)
+{
+	u32 blk = t->block ? t->block : ck->len, lo, n = 0, b = 0, bad = 0;
+	gn_topk_scan_fn *scan = gn_topk_scan_for_isa();
+
+	for (lo = 0; lo < ck->len; lo += blk, b++) {
+		u32 hi = ck->len - lo < blk ? ck->len : lo + blk, i;
+		u32 m = hi - lo, bits = first_bits(m), sh0 = 31 - bits;
+		struct blk_sel *bs = (struct blk_sel *)ck->blk + b;
+		u32 k = gn_topk_k(t->density, m), floor, above;
+
+		/*
+		 * Only keys at or above a floor are counted (their positions
+		 * listed in idx[], free until the selection): the rest cannot
+		 * be among the k largest when k keys are at or above it. A
+		 * floor that proves too high is dropped and all are counted.
+		 */
+		floor = sample_floor(x, e_in, lo, hi, k, ck->hist);
+		above = scan(x + lo, e_in + lo, ck->val + lo, m, floor, lo,
+			     ck->idx + lo, &bad, false);
+		memset(ck->hist, 0, sizeof(u32) << bits);
+		if (above >= k || !floor) {
+			for (i = lo; i < lo + above; i++)
+				ck->hist[key_of(ck->val, ck->idx[i]) >> sh0]++;
+		} else {
+			for (i = lo; i < hi; i++)
+				ck->hist[key_of(ck->val, i) >> sh0]++;
+		}
+		bs->need = k;
+		bs->bin = k >= m ? 0 : bin_of(ck->hist, 1u << bits, &bs->need);
+		if (k >= m)
+			bs->need = ck->hist[0];	/* all of it: every bin taken */
+	}
+	if (bad)
+		return -EDOM;
+	for (lo = 0, b = 0; lo < ck->len; lo += blk, b++) {
+		u32 hi = ck->len - lo < blk ? ck->len : lo + blk;
+
+		n = select_block(ck, (struct blk_sel *)ck->blk + b, lo, hi,
+				 31 - first_bits(hi - lo), e_out, n, scan, nt);
 	}
 	return n;
 }
@@ -144,7 +270,6 @@ int gn_topk_op_encode(const struct gn_codec_call *c, const float *x,
 {
 	struct gn_topk t;
 	size_t at, k;
-	u32 i;
 	int r;
 
 	gn_topk_params(c->p, &t);
@@ -153,16 +278,18 @@ int gn_topk_op_encode(const struct gn_codec_call *c, const float *x,
 		void *s = (u8 *)scratch + k * stride;
 		struct gn_topk_chunk ck;
 
+		long sel;
+
 		gn_topk_chunk_at(&t, s, (u32)chunk, &ck);
 		ck.len = n;
-		/* a = x + e first: e_out is written only once all is finite. */
-		for (i = 0; i < n; i++)
-			ck.val[i] = x[at + i] + e_in[at + i];
-		if (!gn_f32_all_finite(ck.val, n))
-			return -EDOM;
-		ck.nnz = select_chunk(&t, &ck, e_out + at);
+		/* As 3LC's: a long double-buffered error streams past. */
+		sel = select_chunk(&t, &ck, x + at, e_in + at, e_out + at,
+				   e_out != e_in && c->ef_len >= GN_TLC_NT_MIN);
+		if (sel < 0)
+			return (int)sel;
+		ck.nnz = (u32)sel;
 		finish_form(&t, &ck, s);
-		r = draw(&t, &ck, gn_rng_key(c->seed, off + at));
+		r = draw(&t, &ck, gn_draw_key(c->seed, off + at));
 		if (r)
 			return r;
 		aux[k] = ck.form;
@@ -229,7 +356,7 @@ int gn_topk_op_result(const struct gn_codec_call *c, float *sum,
 		}
 	}
 	finish_form(&t, &ck, scratch);
-	r = draw(&t, &ck, gn_rng_key(c->seed, off));
+	r = draw(&t, &ck, gn_draw_key(c->seed, off));
 	if (r)
 		return r;
 	*aux = ck.form;

@@ -41,6 +41,8 @@ void gn_topk_chunk_at(const struct gn_topk *t, void *scratch, u32 cap,
 	at += up8(4 * (size_t)chunk);
 	ck->hist = (u32 *)at;
 	at += 4 * GN_TOPK_BINS;
+	ck->blk = (u32 *)at;
+	at += up8(8 * ((size_t)chunk / 64 + 1));
 	ck->norms = (float *)at;
 	at += up8(t->qsgd ? 4 * ((size_t)chunk / 16 + 1) : 0);
 	ck->code = at;
@@ -62,7 +64,7 @@ void gn_topk_chunk_view(const struct gn_topk *t, const void *scratch,
 size_t gn_topk_scratch_bytes(const struct gn_topk *t, u32 chunk)
 {
 	return up8(sizeof(struct gn_topk_chunk)) + 2 * up8(4 * (size_t)chunk) +
-	       4 * GN_TOPK_BINS +
+	       4 * GN_TOPK_BINS + up8(8 * ((size_t)chunk / 64 + 1)) +
 	       (t->qsgd ? up8(4 * ((size_t)chunk / 16 + 1)) + chunk : 0);
 }
 
@@ -249,8 +251,8 @@ u64 gn_topk_whole_bytes(const struct gn_codec_params *p, const void *scratch,
  * to @count of them) when it is not NULL. Return: the entry count, or
  * -EBADMSG.
  */
-long gn_topk_parse_sparse(const struct gn_topk *t, u32 first, u32 count,
-			  const u8 *body, u32 blen, u32 *e0_out,
+long gn_topk_parse_sparse(const struct gn_topk *t, u32 len, u32 first,
+			  u32 count, const u8 *body, u32 blen, u32 *e0_out,
 			  u32 *vals_at)
 {
 	u32 at = 0, n, e0 = 0, j, r, d, pos = first, nb;
@@ -262,7 +264,7 @@ long gn_topk_parse_sparse(const struct gn_topk *t, u32 first, u32 count,
 	at += r;
 	if (t->qsgd) {
 		r = gn_varint_get(body + at, blen - at, &e0);
-		if (!r || (u64)e0 + n > 0xffffffffull)
+		if (!r || (u64)e0 + n > len)
 			return -EBADMSG;
 		at += r;
 	}
@@ -307,8 +309,8 @@ int gn_topk_check_slice(const struct gn_codec_params *p, u32 len, u32 first,
 
 	gn_topk_params(p, &t);
 	if (aux == GN_TOPK_SPARSE)
-		return gn_topk_parse_sparse(&t, first, count, body, blen, &e0,
-					    &vals) < 0 ? -EBADMSG : 0;
+		return gn_topk_parse_sparse(&t, len, first, count, body, blen,
+					    &e0, &vals) < 0 ? -EBADMSG : 0;
 	if (aux != GN_TOPK_DENSE)
 		return -EBADMSG;
 	if (t.qsgd)

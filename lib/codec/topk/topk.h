@@ -21,7 +21,7 @@
 #define GN_TOPK_SPARSE 0
 #define GN_TOPK_DENSE 1
 
-/* Bins of the selection's histograms: 11 + 11 + 9 bits of |a|. */
+/* Room for the selection's histograms: 2048 bins (11 bits of |a|). */
 #define GN_TOPK_BINS 2048
 
 struct gn_topk {
@@ -48,6 +48,7 @@ struct gn_topk_chunk {
 	u8 *code;
 	float *norms;
 	u32 *hist;
+	u32 *blk;			/* each block's selection so far */
 };
 
 void gn_topk_params(const struct gn_codec_params *p, struct gn_topk *t);
@@ -65,8 +66,8 @@ long gn_topk_slice(const struct gn_codec_params *p, const void *scratch,
 		   u32 *units);
 u64 gn_topk_whole_bytes(const struct gn_codec_params *p, const void *scratch,
 			u32 aux, u32 len);
-long gn_topk_parse_sparse(const struct gn_topk *t, u32 first, u32 count,
-			  const u8 *body, u32 blen, u32 *e0_out,
+long gn_topk_parse_sparse(const struct gn_topk *t, u32 len, u32 first,
+			  u32 count, const u8 *body, u32 blen, u32 *e0_out,
 			  u32 *vals_at);
 int gn_topk_check_slice(const struct gn_codec_params *p, u32 len, u32 first,
 			u32 count, u32 aux, const u8 *body, u32 blen);

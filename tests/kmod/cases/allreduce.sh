@@ -3,8 +3,11 @@
 # allreduce.sh - three ranks on the kmod path, one per network namespace on
 # a bridge: tensors of 1, 4, 5 and 1000003 values, 3LC and dense, sum and
 # average, all eight in flight at once, three steps; every rank's every
-# result is bit-identical to the userspace reference (kmod_job ref).
+# result is bit-identical to the userspace reference (kmod_job ref). The
+# same for QSGD and top-k (per chunk, per block, with QSGD values, and
+# dense enough to switch), under one job id: their draws depend on it.
 # ref: r3 3 3 1:3lc:sum,4:3lc:avg,5:3lc:sum,1000003:3lc:avg,1:none:avg,4:none:sum,5:none:avg,1000003:none:sum
+# ref: r3c 3 3 1:topk/density=0.5:sum,5:qsgd:avg,65537:topk/density=0.01/bits=4:avg,262147:qsgd/bits=8/bucket=128:sum,100003:topk/density=0.05/block=512:avg,4099:topk/density=0.7:sum 7001
 # shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
@@ -17,6 +20,14 @@ ok $((kt_maxref < 3)) "the ranks ran through /dev/gradnet: 3 files open at once"
 for k in 0 1 2; do
 	kt_same_as_ref "/tmp/r3.$k" r3
 	ok $? "rank $k: all 24 results bit-identical to the userspace reference"
+done
+kt_job r3c /tmp/r3c kmod kmod kmod
+rc=$?
+ok "$rc" "3 kmod ranks ran 3 steps of QSGD and top-k tensors ($rc failed)"
+[ "$rc" -eq 0 ] || kt_show /tmp/r3c.0 /tmp/r3c.1 /tmp/r3c.2
+for k in 0 1 2; do
+	kt_same_as_ref "/tmp/r3c.$k" r3c
+	ok $? "rank $k: every QSGD and top-k result bit-identical to the userspace reference"
 done
 kt_refcnt_zero
 ok $? "every file closed: gradnet's refcnt is 0"

@@ -4,6 +4,7 @@
 # libgradnet in userspace) on the same bridge: bit-identical to an all-UDP
 # run of the same job, and both to the reference.
 # ref: mix 3 3 5:3lc:sum,262147:3lc:avg,4:none:sum,65537:none:avg,1:3lc:avg
+# ref: mixc 3 3 65537:topk/density=0.01/bits=4:avg,5:qsgd:sum,100003:topk/density=0.05:sum 7002
 # shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
@@ -24,6 +25,14 @@ for k in 0 1 2; do
 	ok $? "rank $k: mixed results bit-identical to the all-UDP run"
 	kt_same_as_ref "/tmp/m.$k" mix
 	ok $? "rank $k: mixed results bit-identical to the reference"
+done
+kt_job mixc /tmp/mc kmod udp kmod
+rc=$?
+ok "$rc" "mixed job of QSGD and top-k finished ($rc ranks failed)"
+[ "$rc" -eq 0 ] || kt_show /tmp/mc.0 /tmp/mc.1 /tmp/mc.2
+for k in 0 1 2; do
+	kt_same_as_ref "/tmp/mc.$k" mixc
+	ok $? "rank $k: mixed QSGD and top-k results bit-identical to the reference"
 done
 kt_refcnt_zero
 ok $? "every file closed: gradnet's refcnt is 0"

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scan.h - the one pass top-k's selection makes over a block, twice, per
+ * instruction set: copy (or add) the values and list the positions whose
+ * magnitude's bits reach a floor. Every kernel gives the same values and
+ * the same list as the scalar one (scan.c); float work (FPU units).
+ */
+#ifndef GN_TOPK_SCAN_H
+#define GN_TOPK_SCAN_H
+
+#include "gn_deps.h"
+
+/*
+ * dst[i] = x[i] + e[i] (or x[i] without @e) for i < @n; the positions
+ * @base + i whose |dst[i]|'s bits are at least @floor appended to @pos, in
+ * order. @nt: dst is written with non-temporal stores where its alignment
+ * allows (a long error buffer, which the next step reads only after the
+ * whole tensor went through the caches). Return: their count; *@bad set
+ * when some |dst[i]| is not finite.
+ */
+typedef u32 gn_topk_scan_fn(const float *x, const float *e, float *dst, u32 n,
+			    u32 floor, u32 base, u32 *pos, u32 *bad, bool nt);
+
+gn_topk_scan_fn gn_topk_scan_scalar, gn_topk_scan_avx2, gn_topk_scan_avx512;
+gn_topk_scan_fn *gn_topk_scan_for_isa(void);
+
+#endif /* GN_TOPK_SCAN_H */

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+/*
+ * scan_avx512.c - top-k's scan (scan.h) sixteen values at a time: the
+ * positions that reach the floor are compressed out of a mask, which is
+ * empty for most vectors of a sparse selection.
+ */
+#include "scan.h"
+#include <immintrin.h>
+
+/* Sixteen floats past the caches, in the 16-byte stores alignment allows. */
+static inline void stream16(float *to, __m512 v)
+{
+	_mm_stream_ps(to, _mm512_castps512_ps128(v));
+	_mm_stream_ps(to + 4, _mm512_extractf32x4_ps(v, 1));
+	_mm_stream_ps(to + 8, _mm512_extractf32x4_ps(v, 2));
+	_mm_stream_ps(to + 12, _mm512_extractf32x4_ps(v, 3));
+}
+
+u32 gn_topk_scan_avx512(const float *x, const float *e, float *dst, u32 n,
+			u32 floor, u32 base, u32 *pos, u32 *bad, bool nt)
+{
+	const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+	const __m512i inf = _mm512_set1_epi32(0x7f800000);
+	const __m512i fl = _mm512_set1_epi32((int)floor);
+	const __m512i step = _mm512_set1_epi32(16);
+	__m512i at = _mm512_add_epi32(_mm512_set1_epi32((int)base),
+				      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7,
+							8, 9, 10, 11, 12, 13,
+							14, 15));
+	__mmask16 nf = 0;
+	u32 i, np = 0;
+
+	nt = nt && !((uintptr_t)dst % 16);
+	for (i = 0; i < n; i += 16) {
+		__mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 a = _mm512_maskz_loadu_ps(k, x + i);
+		__m512i key;
+		__mmask16 hit;
+
+		if (e)
+			a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(k, e + i));
+		if (nt && k == 0xffff)
+			stream16(dst + i, a);
+		else
+			_mm512_mask_storeu_ps(dst + i, k, a);
+		key = _mm512_and_si512(_mm512_castps_si512(a), abs);
+		nf |= _mm512_mask_cmpge_epu32_mask(k, key, inf);
+		hit = _mm512_mask_cmpge_epu32_mask(k, key, fl);
+		if (hit) {
+			_mm512_mask_compressstoreu_epi32(pos + np, hit, at);
+			np += (u32)__builtin_popcount(hit);
+		}
+		at = _mm512_add_epi32(at, step);
+	}
+	if (nt)
+		_mm_sfence();
+	*bad |= nf != 0;
+	return np;
+}
