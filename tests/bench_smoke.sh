@@ -24,6 +24,10 @@
 
 set -eu
 
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/net/lib.sh
+. "$here/net/lib.sh"
+
 BENCH=$1
 MODE=${2:-codec}
 tmp=$(mktemp -d)
@@ -32,17 +36,6 @@ testno=0
 failed=0
 
 echo "TAP version 13"
-
-# result OK NAME: one TAP line.
-result() {
-	testno=$((testno + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $testno - $2"
-	else
-		echo "not ok $testno - $2"
-		failed=1
-	fi
-}
 
 # run OUT CMD...: CMD's stdout to OUT, its stderr as TAP comments if it
 # fails. Return: its status.
@@ -183,10 +176,10 @@ refused() {
 	shift 2
 	"$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
 	if [ "$rc" -eq 2 ] && grep -q -- "$pattern" "$tmp/err"; then
-		result 1 "$name"
+		gn_result 1 "$name"
 	else
 		echo "# exit $rc, stderr: $(tr '\n' ' ' <"$tmp/err")"
-		result 0 "$name"
+		gn_result 0 "$name"
 	fi
 }
 
@@ -197,46 +190,47 @@ codec_mode() {
 	ok=0
 	run "$tmp/out" "$BENCH" codec --seconds 0.01 --dram-mib 8 --json &&
 		check codec "$tmp/out" && ok=1
-	result "$ok" "codec: every field, a row per registered codec and topk-qsgd"
+	gn_result "$ok" "codec: every field, a row per registered codec and topk-qsgd"
 	ok=0
 	run "$tmp/out" "$BENCH" codec --seconds 0.01 --dram-mib 8 --json \
 		--codec none --codec t5=topk:density=0.05,bits=8 &&
 		check codec-asked "$tmp/out" && ok=1
-	result "$ok" "codec --codec none --codec t5=topk:...: those rows"
+	gn_result "$ok" "codec --codec none --codec t5=topk:...: those rows"
 	ok=0
 	run "$tmp/out" "$BENCH" codec --threads 1,2 --seconds 0.01 \
 		--dram-mib 8 --json && check threads "$tmp/out" && ok=1
-	result "$ok" "threads"
+	gn_result "$ok" "threads"
 	# bench_die exits 1; the message names the item.
 	ok=0
 	if ! "$BENCH" codec --dram-mib 8 --codec topk:density=2 >/dev/null \
 		2>"$tmp/err" && grep -q 'topk:density=2.*density' "$tmp/err"; then
 		ok=1
 	fi
-	result "$ok" "codec --codec topk:density=2 refused, naming it"
+	gn_result "$ok" "codec --codec topk:density=2 refused, naming it"
 	ok=0
 	if ! "$BENCH" codec --dram-mib 8 --codec none, >/dev/null 2>"$tmp/err" &&
 		grep -q 'ends in a comma' "$tmp/err"; then
 		ok=1
 	fi
-	result "$ok" "codec --codec none, refused"
+	gn_result "$ok" "codec --codec none, refused"
 }
 
 allreduce_mode() {
 	local ok rank prefix=gnbsmoke$$
 
 	echo "1..7"
+	# gradnet-bench's namespaces get this prefix (tests/net/lib.sh).
 	export GN_NS_PREFIX=$prefix
 	ok=0
 	run "$tmp/rows" "$BENCH" allreduce --ranks 2 --link none --elems 65536 \
 		--steps 2 --no-mpi --codec none,3lc,topk,topk-qsgd,qsgd --json &&
 		check allreduce "$tmp/rows" && ok=1
-	result "$ok" "allreduce --codec none,3lc,topk,topk-qsgd,qsgd: a job each, their specs and ratios, the old fields"
+	gn_result "$ok" "allreduce --codec none,3lc,topk,topk-qsgd,qsgd: a job each, their specs and ratios, the old fields"
 	ok=0
 	run "$tmp/rows8" "$BENCH" allreduce --ranks 8 --link none --elems 4096 \
 		--steps 2 --no-mpi --codec topk,none --json &&
 		check allreduce-8 "$tmp/rows8" && ok=1
-	result "$ok" "allreduce --ranks 8 --codec topk,none"
+	gn_result "$ok" "allreduce --ranks 8 --codec topk,none"
 	refused "allreduce --codec topk:density=2 refused before the run" \
 		'topk:density=2.*density' \
 		"$BENCH" allreduce --ranks 2 --link none --elems 4096 --no-mpi \
@@ -253,7 +247,7 @@ allreduce_mode() {
 		grep -q '"codec": "topk:density=0.02,bits=8"' "$tmp/out"; then
 		ok=1
 	fi
-	result "$ok" "gradnet-rank --codec topk:density=0.02,bits=8 runs and says so"
+	gn_result "$ok" "gradnet-rank --codec topk:density=0.02,bits=8 runs and says so"
 	refused "gradnet-rank --codec zip names the known codecs" \
 		'no codec "zip" (known: none, 3lc, topk, qsgd' \
 		"$rank" --codec zip
@@ -262,7 +256,7 @@ allreduce_mode() {
 		echo "# namespaces left: $(ip netns list | grep "^$prefix-" | tr '\n' ' ')"
 		ok=0
 	fi
-	result "$ok" "no namespace left"
+	gn_result "$ok" "no namespace left"
 }
 
 case $MODE in
@@ -270,4 +264,4 @@ codec)		codec_mode ;;
 allreduce)	allreduce_mode ;;
 *)		echo "usage: bench_smoke.sh GRADNET_BENCH [codec|allreduce]" >&2; exit 2 ;;
 esac
-exit "$failed"
+[ "$failed" -eq 0 ]
