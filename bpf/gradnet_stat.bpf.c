@@ -7,9 +7,14 @@
  * the same arguments, fold what the library or the module counted into
  * gn_flows, and step ends into gn_step_hist, through the same count_*()
  * functions; a tc program on clsact ingress and egress parses Ethernet,
- * IPv4 or IPv6, UDP and the gradnet common header and counts what really
- * crossed an interface into gn_wire. The three maps are pinned by name under /sys/fs/bpf/gradnet,
- * so every load by gradnet-stat (one per attach) shares them.
+ * IPv4 or IPv6, UDP and the gradnet common header (gradnet_stat_hdr.h)
+ * and counts what really crossed an interface into gn_wire: only
+ * datagrams whose header holds together, of a job in gn_tc_jobs, on a
+ * port of the job's, and no more flow records per job than its share of
+ * the map, so that datagrams forged by a stranger cannot crowd out the
+ * real flows; what it refuses it counts by reason in gn_tc_refused. The
+ * maps are pinned by name under /sys/fs/bpf/gradnet, so every load by
+ * gradnet-stat (one per attach) shares them.
  *
  * The probes' arguments are registers (the library is built with
  * STAP_SDT_ARG_CONSTRAINT=nr); gradnet-stat reads the note of each probe
@@ -29,18 +34,12 @@
 #include <bpf/bpf_helpers.h>
 
 #include "gradnet_stat.h"
+#include "gradnet_stat_hdr.h"
 
 #define GN_STAT_MAX_FLOWS	16384
 #define GN_STAT_MAX_HISTS	1024
 /* Largest UDP GSO send: the kernel's UDP_MAX_SEGMENTS. */
 #define GN_STAT_MAX_SEGS	128
-
-/* The gradnet common header's fields (include/gradnet/wire.h). */
-#define GN_MAGIC_LO		0x47
-#define GN_MAGIC_HI		0x4e
-#define GN_PKT_DATA		2
-#define GN_PKT_WHOLE		8
-#define GN_HDR_LEN		24
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -52,7 +51,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, GN_STAT_MAX_FLOWS);
+	__uint(max_entries, GN_STAT_WIRE_FLOWS);
 	__type(key, struct gn_stat_wire_key);
 	__type(value, struct gn_stat_wire);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -79,12 +78,49 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } gn_tc_qdisc SEC(".maps");
 
+/*
+ * The jobs whose datagrams the tc program counts: given to attach --dev
+ * with --job, and every job a probe or tracepoint program has seen.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, struct gn_stat_job);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} gn_tc_jobs SEC(".maps");
+
+/* The ports this host's ranks send from, learnt on egress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct gn_stat_port_key);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} gn_tc_ports SEC(".maps");
+
+/* What the tc program refused, by interface, direction and reason. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct gn_stat_refused_key);
+	__type(value, struct gn_stat_refused);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} gn_tc_refused SEC(".maps");
+
 /* Set by gradnet-stat before load: the cookie of the attached device's netns. */
 const volatile __u64 gn_netns_cookie = 0;
+/*
+ * Set by gradnet-stat before load: the UDP ports of gradnet ranks on the
+ * attached device (attach --dev --port); none: those learnt on egress.
+ */
+const volatile __u64 gn_ports[GN_STAT_MAX_PORTS] = { 0 };
+const volatile __u32 gn_nports = 0;
 
 static const struct gn_stat_flow zero_flow;
 static const struct gn_stat_wire zero_wire;
 static const struct gn_stat_hist zero_hist;
+static const struct gn_stat_refused zero_refused;
 
 static __always_inline void *lookup_or_init(void *map, const void *key,
 					    const void *zero)
@@ -128,6 +164,7 @@ static __always_inline struct gn_stat_flow *
 flow_of(const struct gn_ev *e, __u64 tensor, __u64 phase, __u64 transport,
 	bool rx)
 {
+	struct gn_stat_job seen = { .from = GN_STAT_JOB_SEEN };
 	struct gn_stat_key k = {
 		.job = e->a[0],
 		.src = rx ? e->a[2] : e->a[1],
@@ -136,7 +173,13 @@ flow_of(const struct gn_ev *e, __u64 tensor, __u64 phase, __u64 transport,
 		.phase = phase,
 		.transport = transport,
 	};
+	struct gn_stat_flow *f = bpf_map_lookup_elem(&gn_flows, &k);
 
+	if (f)
+		return f;
+	/* A new flow: its job is one the tc program may count from now on. */
+	if (!bpf_map_lookup_elem(&gn_tc_jobs, &k.job))
+		bpf_map_update_elem(&gn_tc_jobs, &k.job, &seen, BPF_NOEXIST);
 	return lookup_or_init(&gn_flows, &k, &zero_flow);
 }
 
@@ -318,37 +361,105 @@ GN_EV_HANDLERS(step, 6)
 
 /* ---- tc: what crossed the wire ------------------------------------------ */
 
+/* Where a UDP datagram's payload is, and its ports. */
+struct gn_udp {
+	__u32 off;		/* of the payload */
+	__u32 len;		/* the UDP header's payload length */
+	__u64 sport, dport;
+};
+
 /*
- * Offset of the UDP payload, or -1 if @skb is not the head of an IPv4 or
- * IPv6 UDP datagram: IPv4 fragments and IPv6 extension headers are left
- * alone (gradnet sends neither: its datagrams fit the path MTU).
+ * Find the UDP payload of @skb; false if @skb is not the head of an IPv4
+ * or IPv6 UDP datagram: IPv4 fragments and IPv6 extension headers are
+ * left alone (gradnet sends neither: its datagrams fit the path MTU).
  */
-static __always_inline int udp_payload(struct __sk_buff *skb)
+static __always_inline bool udp_payload(struct __sk_buff *skb, struct gn_udp *u)
 {
 	struct ipv6hdr ip6;
+	struct udphdr udp;
 	struct iphdr ip;
+	__u32 l4;
 	__be16 proto;
 
 	if (bpf_skb_load_bytes(skb, offsetof(struct ethhdr, h_proto),
 			       &proto, sizeof(proto)))
-		return -1;
+		return false;
 	if (proto == bpf_htons(ETH_P_IPV6)) {
 		if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)) ||
 		    ip6.nexthdr != IPPROTO_UDP)
-			return -1;
-		return ETH_HLEN + sizeof(ip6) + sizeof(struct udphdr);
+			return false;
+		l4 = ETH_HLEN + sizeof(ip6);
+	} else {
+		if (proto != bpf_htons(ETH_P_IP) ||
+		    bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)))
+			return false;
+		if (ip.protocol != IPPROTO_UDP || ip.ihl < 5 ||
+		    (ip.frag_off & bpf_htons(0x1fff | 0x2000)))
+			return false;
+		l4 = ETH_HLEN + ip.ihl * 4;
 	}
-	if (proto != bpf_htons(ETH_P_IP) ||
-	    bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)))
-		return -1;
-	if (ip.protocol != IPPROTO_UDP || ip.ihl < 5 ||
-	    (ip.frag_off & bpf_htons(0x1fff | 0x2000)))
-		return -1;
-	return ETH_HLEN + ip.ihl * 4 + sizeof(struct udphdr);
+	if (bpf_skb_load_bytes(skb, l4, &udp, sizeof(udp)) ||
+	    bpf_ntohs(udp.len) < sizeof(udp))
+		return false;
+	u->off = l4 + sizeof(udp);
+	u->len = bpf_ntohs(udp.len) - sizeof(udp);
+	u->sport = bpf_ntohs(udp.source);
+	u->dport = bpf_ntohs(udp.dest);
+	return true;
 }
 
-/* Count the gradnet datagram of @len bytes at @off; false if it is none. */
-static __always_inline bool count_datagram(struct __sk_buff *skb, __u32 off,
+static __always_inline void count_refused(struct __sk_buff *skb, __u64 egress,
+					  __u64 reason, __u32 len)
+{
+	struct gn_stat_refused_key k = {
+		.ifindex = skb->ifindex,
+		.netns = gn_netns_cookie,
+		.egress = egress,
+		.reason = reason,
+	};
+	struct gn_stat_refused *r = lookup_or_init(&gn_tc_refused, &k,
+						   &zero_refused);
+
+	if (r) {
+		r->packets++;
+		r->bytes += len;
+	}
+}
+
+/*
+ * Whether @port is a gradnet rank's on this device: one attach --dev
+ * listed, or, if it listed none, one that this host's ranks send from.
+ * On egress, with no list, the source port is learnt instead.
+ */
+static __always_inline bool port_ok(const struct gn_udp *u, __u64 egress)
+{
+	struct gn_stat_port_key pk = {
+		.netns = gn_netns_cookie,
+		.port = egress ? u->sport : u->dport,
+	};
+	__u64 one = 1;
+	__u32 i;
+
+	if (gn_nports) {
+		for (i = 0; i < GN_STAT_MAX_PORTS; i++)
+			if (i < gn_nports && gn_ports[i] == pk.port)
+				return true;
+		return false;
+	}
+	if (bpf_map_lookup_elem(&gn_tc_ports, &pk))
+		return true;
+	if (!egress)
+		return false;
+	bpf_map_update_elem(&gn_tc_ports, &pk, &one, BPF_NOEXIST);
+	return true;
+}
+
+/*
+ * Count the datagram of @len bytes at @off, or refuse it; false if it is
+ * no gradnet datagram at all.
+ */
+static __always_inline bool count_datagram(struct __sk_buff *skb,
+					   const struct gn_udp *u, __u32 off,
 					   __u32 len, __u64 egress, bool first)
 {
 	struct gn_stat_wire_key k = {
@@ -356,27 +467,56 @@ static __always_inline bool count_datagram(struct __sk_buff *skb, __u32 off,
 		.netns = gn_netns_cookie,
 		.egress = egress,
 	};
+	__u8 h[GN_STAT_HDR_LOAD] = { 0 };
 	struct gn_stat_wire *w;
-	__u8 h[GN_HDR_LEN];
+	struct gn_stat_job *j;
+	struct gn_stat_hdr hdr;
+	int err;
 
-	if (len < GN_HDR_LEN || bpf_skb_load_bytes(skb, off, h, sizeof(h)))
+	if (len >= GN_STAT_HDR_LOAD) {
+		if (bpf_skb_load_bytes(skb, off, h, GN_STAT_HDR_LOAD))
+			return false;
+	} else if (len >= GN_STAT_HDR_ID) {
+		if (bpf_skb_load_bytes(skb, off, h, GN_STAT_HDR_ID))
+			return false;
+	} else if (len < GN_STAT_HDR_MAGIC ||
+		   bpf_skb_load_bytes(skb, off, h, GN_STAT_HDR_MAGIC)) {
 		return false;
-	if (h[0] != GN_MAGIC_LO || h[1] != GN_MAGIC_HI)
-		return false;
-	k.src = h[4] | (__u64)h[5] << 8;
-	k.dst = h[6] | (__u64)h[7] << 8;
-	k.job = h[8] | (__u64)h[9] << 8 | (__u64)h[10] << 16 |
-		(__u64)h[11] << 24;
-	if (h[3] == GN_PKT_DATA || h[3] == GN_PKT_WHOLE) {
-		k.tensor = h[12] | (__u64)h[13] << 8 | (__u64)h[14] << 16 |
-			   (__u64)h[15] << 24;
-		k.phase = h[22];
-	} else {
-		k.phase = GN_STAT_PHASE_CTL;
 	}
-	w = lookup_or_init(&gn_wire, &k, &zero_wire);
-	if (!w)
+	err = gn_stat_hdr_parse(h, len, &hdr);
+	if (err == GN_STAT_NOT_GRADNET)
+		return false;
+	if (err) {
+		count_refused(skb, egress, err, len);
 		return true;
+	}
+	j = bpf_map_lookup_elem(&gn_tc_jobs, &hdr.job);
+	if (!j) {
+		count_refused(skb, egress, GN_STAT_REFUSE_JOB, len);
+		return true;
+	}
+	if (!port_ok(u, egress)) {
+		count_refused(skb, egress, GN_STAT_REFUSE_PORT, len);
+		return true;
+	}
+	k.job = hdr.job;
+	k.src = hdr.src;
+	k.dst = hdr.dst;
+	k.tensor = hdr.tensor;
+	k.phase = hdr.phase;
+	w = bpf_map_lookup_elem(&gn_wire, &k);
+	if (!w) {
+		/* Racing CPUs may each take one: the share is that, loosely. */
+		if (j->flows < GN_STAT_WIRE_PER_JOB) {
+			__sync_fetch_and_add(&j->flows, 1);
+			bpf_map_update_elem(&gn_wire, &k, &zero_wire, BPF_NOEXIST);
+			w = bpf_map_lookup_elem(&gn_wire, &k);
+		}
+		if (!w) {
+			count_refused(skb, egress, GN_STAT_REFUSE_FULL, len);
+			return true;
+		}
+	}
 	w->packets++;
 	w->bytes += len;
 	w->skbs += first;
@@ -387,20 +527,26 @@ static __always_inline bool count_datagram(struct __sk_buff *skb, __u32 off,
  * A UDP GSO skb (the library sends up to 64 datagrams in one) carries
  * its datagrams back to back, each gso_size bytes but the last: each has
  * its own gradnet header, and may be of another tensor than the first.
+ * A datagram on its own is as long as its UDP header says.
  */
 static __always_inline int count_skb(struct __sk_buff *skb, __u64 egress)
 {
-	int off = udp_payload(skb);
+	struct gn_udp u;
 	__u32 total, seg, at, i;
 
-	if (off < 0 || skb->len <= (__u32)off)
+	if (!udp_payload(skb, &u) || skb->len <= u.off)
 		return TC_ACT_UNSPEC;
-	total = skb->len - off;
+	total = skb->len - u.off;
+	if (!skb->gso_size) {
+		if (u.len > total)
+			return TC_ACT_UNSPEC;
+		total = u.len;
+	}
 	seg = skb->gso_size && skb->gso_size < total ? skb->gso_size : total;
 	for (i = 0, at = 0; i < GN_STAT_MAX_SEGS && at < total; i++) {
 		__u32 len = total - at < seg ? total - at : seg;
 
-		if (!count_datagram(skb, off + at, len, egress, i == 0))
+		if (!count_datagram(skb, &u, u.off + at, len, egress, i == 0))
 			break;
 		at += seg;
 	}

@@ -94,6 +94,60 @@ struct gn_stat_wire {
 	__u64 skbs;		/* socket buffers they came in */
 };
 
+/*
+ * Why the tc program refused a datagram that starts with gradnet's magic:
+ * it counts only datagrams whose header holds together (gradnet_stat_hdr.h)
+ * of a job it knows, on a port of the job's, and makes flow records for
+ * no job past its share of gn_wire. What it refuses it counts in
+ * gn_tc_refused, per interface, direction and reason.
+ */
+#define GN_STAT_REFUSE_HEADER	1	/* lengths, type or phase wrong */
+#define GN_STAT_REFUSE_VERSION	2	/* another protocol version */
+#define GN_STAT_REFUSE_JOB	3	/* a job not in gn_tc_jobs */
+#define GN_STAT_REFUSE_PORT	4	/* a UDP port not the job's */
+#define GN_STAT_REFUSE_FULL	5	/* the job's flows in gn_wire used up */
+#define GN_STAT_REFUSES		6	/* reasons are 1 to GN_STAT_REFUSES - 1 */
+
+/* Flow records in gn_wire one job may have: a quarter of the map. */
+#define GN_STAT_WIRE_FLOWS	16384
+#define GN_STAT_WIRE_PER_JOB	(GN_STAT_WIRE_FLOWS / 4)
+
+/* Ports an attach --dev may list; with none, the tc program learns them. */
+#define GN_STAT_MAX_PORTS	16
+
+struct gn_stat_refused_key {
+	__u64 ifindex;
+	__u64 netns;		/* the interface's network namespace cookie */
+	__u64 egress;		/* 1: egress, 0: ingress */
+	__u64 reason;		/* GN_STAT_REFUSE_* */
+};
+
+/* Value of the per-CPU gn_tc_refused map. */
+struct gn_stat_refused {
+	__u64 packets;		/* datagrams, a UDP GSO skb counts its segments */
+	__u64 bytes;		/* their UDP payload bytes */
+};
+
+/* How a job came into gn_tc_jobs: bits of struct gn_stat_job's from. */
+#define GN_STAT_JOB_GIVEN	1	/* attach --dev --job */
+#define GN_STAT_JOB_SEEN	2	/* a probe or tracepoint of it fired */
+
+/* Value of gn_tc_jobs, keyed by the job id (__u64). */
+struct gn_stat_job {
+	__u64 from;		/* GN_STAT_JOB_* */
+	__u64 flows;		/* records the job has made in gn_wire */
+};
+
+/*
+ * struct gn_stat_port_key - a UDP port of gradnet ranks in a network
+ * namespace (map gn_tc_ports): the source port of a datagram that this
+ * host's ranks sent and the tc program counted on egress.
+ */
+struct gn_stat_port_key {
+	__u64 netns;
+	__u64 port;
+};
+
 /* Step latency: bucket k counts steps of [2^k, 2^(k+1)) microseconds. */
 #define GN_STAT_HIST_BUCKETS	32
 
@@ -126,6 +180,10 @@ _Static_assert(sizeof(struct gn_stat_wire_key) == 64, "gn_stat_wire_key layout")
 _Static_assert(sizeof(struct gn_stat_wire) == 24, "gn_stat_wire layout");
 _Static_assert(sizeof(struct gn_stat_hist_key) == 32, "gn_stat_hist_key layout");
 _Static_assert(sizeof(struct gn_stat_qdisc_key) == 16, "gn_stat_qdisc_key layout");
+_Static_assert(sizeof(struct gn_stat_refused_key) == 32, "gn_stat_refused_key layout");
+_Static_assert(sizeof(struct gn_stat_refused) == 16, "gn_stat_refused layout");
+_Static_assert(sizeof(struct gn_stat_job) == 16, "gn_stat_job layout");
+_Static_assert(sizeof(struct gn_stat_port_key) == 16, "gn_stat_port_key layout");
 #endif
 
 #endif /* GRADNET_STAT_H */

@@ -2,7 +2,8 @@
 /*
  * codec_test.c - the 3LC codec against its golden vectors, its properties
  * and, for every SIMD instruction set the CPU has, against the scalar
- * reference bit for bit.
+ * reference bit for bit; top-k's scan and QSGD's kernels against the
+ * scalar ones.
  */
 #include <errno.h>
 #include <float.h>
@@ -15,6 +16,8 @@
 #include <gradnet/codec.h>
 #include "testutil.h"
 #include "golden/vectors.h"
+#include "codec/topk/scan.h"
+#include "codec/qsgd/quant.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -321,6 +324,117 @@ TEST_F(isa, matches_scalar_random)
 			break;
 	}
 	ASSERT_EQ(0, bad);
+}
+
+/*
+ * Top-k's scan (lib/codec/topk/scan.h): the kernel of this instruction set
+ * and the scalar one write the same values and list the same positions,
+ * for every length up to a few vectors and tails, with and without the
+ * error, floors from none to all, a destination in each alignment with
+ * and without non-temporal stores, and a value that is not finite.
+ */
+TEST_F(isa, topk_scan_matches_scalar)
+{
+	gn_topk_scan_fn *scan = gn_topk_scan_of(self->isa);
+	struct gn_rng r = { 7 };
+	float *x = malloc(1200 * 4), *e = malloc(1200 * 4);
+	float *d1 = calloc(1204, 4), *d2 = calloc(1204, 4);
+	uint32_t *p1 = malloc(1200 * 4), *p2 = malloc(1200 * 4), u;
+	int bad = 0, t;
+
+	for (t = 0; t < 3000 && !bad; t++) {
+		uint32_t n = t < 300 ? (uint32_t)t : (uint32_t)(gn_rng_u64(&r) % 1200);
+		uint32_t floor, n1, n2, bad1 = 0, bad2 = 0, base = (uint32_t)t * 7;
+		size_t al = gn_rng_u64(&r) % 4;
+		bool with_e = t & 1, nt = t & 2;
+
+		fill(&r, x, n, t % KINDS);
+		fill(&r, e, n, (t + 1) % KINDS);
+		if (n && t % 17 == 0)
+			x[gn_rng_u64(&r) % n] = t % 34 ? NAN : -INFINITY;
+		switch (t % 4) {
+		case 0:
+			floor = 0;
+			break;
+		case 1:
+			floor = 0x7f800000u;
+			break;
+		default:
+			memcpy(&u, &x[n ? gn_rng_u64(&r) % n : 0], 4);
+			floor = u & 0x7fffffffu;
+		}
+		n1 = gn_topk_scan_scalar(x, with_e ? e : NULL, d1 + al, n,
+					 floor, base, p1, &bad1, false);
+		n2 = scan(x, with_e ? e : NULL, d2 + al, n, floor, base, p2,
+			  &bad2, nt);
+		EXPECT_EQ(n1, n2) TH_LOG("n=%u floor=%#x", n, floor);
+		EXPECT_EQ(bad1, bad2) TH_LOG("n=%u", n);
+		bad += n1 != n2 || bad1 != bad2 ||
+		       memcmp(d1 + al, d2 + al, n * 4) ||
+		       memcmp(p1, p2, (n1 < n2 ? n1 : n2) * 4);
+		EXPECT_EQ(0, bad) TH_LOG("n=%u floor=%#x e=%d nt=%d", n, floor,
+					 with_e, nt);
+	}
+	free(x);
+	free(e);
+	free(d1);
+	free(d2);
+	free(p1);
+	free(p2);
+}
+
+/*
+ * QSGD's kernels (lib/codec/qsgd/quant.h): this instruction set's sums of
+ * squares and codes are the scalar ones' bits, for lengths up to a few
+ * vectors and tails, 2, 4 and 8 bits, norms from the values' own to far
+ * below them (levels past s, and an s |v| that overflows), counters from
+ * any start.
+ */
+TEST_F(isa, qsgd_kernels_match_scalar)
+{
+	const struct gn_qsgd_kernels *k = gn_qsgd_kernels_of(self->isa);
+	const struct gn_qsgd_kernels *ref = gn_qsgd_kernels_of(GN_ISA_SCALAR);
+	static const uint32_t bits[] = { 2, 4, 8 };
+	struct gn_rng r = { 11 };
+	float *x = malloc(1100 * 4);
+	uint8_t *c1 = malloc(1100), *c2 = malloc(1100);
+	int bad = 0, t;
+
+	for (t = 0; t < 3000 && !bad; t++) {
+		uint32_t n = t < 300 ? (uint32_t)t : (uint32_t)(gn_rng_u64(&r) % 1100);
+		uint32_t b = bits[t % 3], s = (1u << (b - 1)) - 1, j0;
+		double l1[8], l2[8];
+		float norm;
+		uint64_t key = gn_rng_u64(&r);
+		int i;
+
+		fill(&r, x, n, t % KINDS);
+		if (n && t % 13 == 0)
+			x[gn_rng_u64(&r) % n] = t % 26 ? FLT_MAX : -FLT_MAX;
+		for (i = 0; i < 8; i++)
+			l1[i] = l2[i] = t % 5 ? 0.0 : (double)i * 0.25;
+		ref->sumsq(x, n, l1);
+		k->sumsq(x, n, l2);
+		bad += memcmp(l1, l2, sizeof(l1)) != 0;
+		EXPECT_EQ(0, memcmp(l1, l2, sizeof(l1))) TH_LOG("sumsq n=%u", n);
+		norm = (float)__builtin_sqrt(l1[0] + l1[1] + l1[2] + l1[3] +
+					     l1[4] + l1[5] + l1[6] + l1[7]);
+		if (t % 4 == 1)
+			norm *= 1e-3f;
+		if (!(norm > 0.0f) || norm > FLT_MAX)
+			norm = 1.0f;
+		j0 = (uint32_t)(gn_rng_u64(&r) % 100000);
+		memset(c1, 0xaa, 1100);
+		memset(c2, 0xaa, 1100);
+		ref->levels(x, n, norm, s, 1u << (b - 1), key, j0, c1);
+		k->levels(x, n, norm, s, 1u << (b - 1), key, j0, c2);
+		bad += memcmp(c1, c2, 1100) != 0;
+		EXPECT_EQ(0, memcmp(c1, c2, 1100)) TH_LOG("levels n=%u bits=%u",
+							 n, b);
+	}
+	free(x);
+	free(c1);
+	free(c2);
 }
 
 /* Every group value in every lane position, decoded by each kernel. */

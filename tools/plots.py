@@ -54,7 +54,24 @@ LABELS = {
     "gradnet-dense": "gradnet dense",
     "gradnet-3lc": "gradnet 3LC, s = 1",
     "gradnet-3lc-s1.5": "gradnet 3LC, s = 1.5",
+    "gradnet:none": "gradnet dense",
+    "gradnet:3lc": "gradnet 3LC, s = 1",
 }
+CODECS = {"none": "dense", "3lc": "3LC"}
+
+
+def label(method):
+    """A method's name in the picture: gradnet:CODEC:key=value,... as
+    "gradnet CODEC, key = value, ..."."""
+    if method in LABELS:
+        return LABELS[method]
+    if not method.startswith("gradnet:"):
+        return method
+    name, _, params = method[len("gradnet:"):].partition(":")
+    text = "gradnet " + CODECS.get(name, name)
+    for kv in params.split(",") if params else []:
+        text += ", " + kv.replace("=", " = ")
+    return text
 
 
 def git(*args):
@@ -201,10 +218,10 @@ def draw_compressors(d, path):
         x, y = m["sent_bytes"], m["accuracy"] * 100
         ax.scatter([x], [y], s=60, zorder=3, marker="o" if ours else "s",
                    color="tab:red" if ours else "tab:blue")
-        label = LABELS.get(m["method"], m["method"])
+        text = label(m["method"])
         if m["method"] != "gloo":
-            label += "\n" + vs_gloo(x, gloo)
-        points.append((x, y, label))
+            text += "\n" + vs_gloo(x, gloo)
+        points.append((x, y, text))
     ax.set_xscale("log")
     ax.set_xlabel("bytes each rank sends per step (log scale)")
     ax.set_ylabel("test accuracy, %")

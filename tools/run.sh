@@ -36,7 +36,7 @@ PACKAGES=(
 	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod dkms
 	iproute2 libbpf-dev libelf-dev bpftool systemtap-sdt-dev
 	openmpi-bin libopenmpi-dev libpmix-dev libdpdk-dev
-	mandoc groff-base man-db python3-matplotlib
+	mandoc groff-base man-db python3-matplotlib fortunes
 )
 
 install_missing() {

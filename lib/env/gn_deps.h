@@ -85,6 +85,7 @@ static inline bool gn_cpu_has_avx512(void)
 	return boot_cpu_has(X86_FEATURE_AVX512F) &&
 	       boot_cpu_has(X86_FEATURE_AVX512BW) &&
 	       boot_cpu_has(X86_FEATURE_AVX512VL) &&
+	       boot_cpu_has(X86_FEATURE_AVX512DQ) &&
 	       boot_cpu_has(X86_FEATURE_AVX512VBMI) &&
 	       boot_cpu_has(X86_FEATURE_AVX512_VBMI2) &&
 	       boot_cpu_has(X86_FEATURE_BMI2) &&
@@ -177,6 +178,7 @@ static inline bool gn_cpu_has_avx512(void)
 	return __builtin_cpu_supports("avx512f") &&
 	       __builtin_cpu_supports("avx512bw") &&
 	       __builtin_cpu_supports("avx512vl") &&
+	       __builtin_cpu_supports("avx512dq") &&
 	       __builtin_cpu_supports("avx512vbmi") &&
 	       __builtin_cpu_supports("avx512vbmi2") &&
 	       __builtin_cpu_supports("bmi2");

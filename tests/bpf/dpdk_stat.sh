@@ -34,6 +34,8 @@ GN_NS_PREFIX=gnds-$$
 GN_SKIP_RC=1
 # shellcheck source=tests/net/lib.sh
 . "$here/../net/lib.sh"
+# shellcheck source=tests/bpf/stat_lib.sh
+. "$here/stat_lib.sh"
 
 STAT=$1
 RANK_BIN=$2
@@ -128,15 +130,6 @@ start_rank() {
 	"$STAT" attach --pid "$pid" --lib "$RANK_BIN" >>"$tmp/attach" 2>&1 || rc=1
 	kill -CONT "$pid"
 	return $rc
-}
-
-# check ARGS...: check_stat.py ARGS..., its TAP lines numbered on from ours.
-check() {
-	TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" "$@" \
-		>"$tmp/tap" || true
-	cat "$tmp/tap"
-	testno=$((testno + $(grep -c '^\(not \)\?ok ' "$tmp/tap" || true)))
-	failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
 }
 
 # faulted NAME: the faults did bite: the ranks retransmitted and dropped

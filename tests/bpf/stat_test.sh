@@ -9,7 +9,7 @@
 #  - per rank, the flows' sums in the pinned map equal the library's own
 #    final counters exactly (GN_TEST_STATS_FILE: after close, when no
 #    packet can change them): packets, bytes, retransmits, drops by reason
-#  - the probes fired far fewer times than packets went (the core
+#  - the probes fired fewer times than packets went (the core
 #    coalesces a flow's events within a poll; kernel.bpf_stats_enabled
 #    counts the uprobe programs' runs)
 #  - each host's egress, as tc parsed it, equals what its rank sent, and
@@ -31,6 +31,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 GN_SKIP_RC=${GN_SKIP_RC:-1}
 # shellcheck source=tests/net/lib.sh
 . "$here/../net/lib.sh"
+# shellcheck source=tests/bpf/stat_lib.sh
+. "$here/stat_lib.sh"
 
 STAT=$1
 RANK_TEST=$2
@@ -65,6 +67,9 @@ gn_net_setup $WORLD
 KEY=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 JOB=$((RANDOM * 32768 + RANDOM + 1))
 JOB2=$((JOB + 1))
+# The jobs and port the tc programs count from the first datagram on,
+# before a probe of the job has fired.
+TC_COUNT=(--job "$JOB,$JOB2,$((JOB + 2)),$((JOB + 3))" --port "$PORT")
 PEERS=
 for ((k = 0; k < WORLD; k++)); do
 	PEERS="$PEERS${PEERS:+,}$(gn_host_addr "$k"):$PORT"
@@ -72,29 +77,6 @@ done
 
 echo "TAP version 13"
 echo "1..28"
-
-# run_job NAME BIN JOB [FAULTS]: every rank in its host; false if one fails.
-run_job() {
-	local name=$1 bin=$2 job=$3 faults=${4:-} k ok=1
-
-	for ((k = 0; k < WORLD; k++)); do
-		ip netns exec "$(gn_host_ns "$k")" env GN_RANK="$k" \
-			${faults:+GN_TEST_FAULTS=$faults,seed=$((k + 1))} \
-			GN_WORLD_SIZE="$WORLD" GN_PEERS="$PEERS" GN_KEY="$KEY" \
-			GN_JOB="$job" GN_TIMEOUT_MS=10000 \
-			GN_TEST_STATS_FILE="$tmp/$name.$k.stats" \
-			"$bin" --warmup 0 --elems "$ELEMS" --steps "$STEPS" \
-			>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
-		pids[k]=$!
-	done
-	for ((k = 0; k < WORLD; k++)); do
-		if ! wait "${pids[k]}"; then
-			gn_diag "$name: rank $k failed: $(cat "$tmp/$name.$k.json" "$tmp/$name.$k.err")"
-			ok=0
-		fi
-	done
-	[ "$ok" -eq 1 ]
-}
 
 # ---- attach -------------------------------------------------------------------
 
@@ -105,7 +87,7 @@ tc -n "$(gn_host_ns 0)" qdisc add dev eth0 clsact || ok=0
 "$STAT" attach --lib "$RANK_TEST" >"$tmp/attach" 2>&1 || ok=0
 "$STAT" attach --lib "$LIBSO" >>"$tmp/attach" 2>&1 || ok=0
 for ((k = 0; k < WORLD; k++)); do
-	"$STAT" attach --dev eth0 --netns "$(gn_host_ns "$k")" \
+	"$STAT" attach --dev eth0 --netns "$(gn_host_ns "$k")" "${TC_COUNT[@]}" \
 		>>"$tmp/attach" 2>&1 || ok=0
 	gn_bridge_exec "$LOSS" attach --dev "p$k" --egress --ppm "$PPM" \
 		--spread --ports "$PORT" >/dev/null 2>>"$tmp/attach" || ok=0
@@ -142,32 +124,14 @@ done
 gn_result "$ok" "a $WORLD-rank job, $ELEMS floats, $STEPS steps, under loss ($dropped datagrams dropped)"
 
 "$STAT" dump --json >"$tmp/dump.json" || true
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" usdt "$tmp/dump.json" \
-	"$JOB" "$tmp"/loss.*.stats >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + WORLD))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
-
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" wire "$tmp/dump.json" \
-	"$JOB" "$dropped" "$tmp"/loss.*.stats >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + WORLD + 1))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
-
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" hits "$tmp/dump.json" \
-	"$JOB" "$hits" >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + 1))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+check usdt "$tmp/dump.json" "$JOB" "$tmp"/loss.*.stats
+check wire "$tmp/dump.json" "$JOB" "$dropped" "$tmp"/loss.*.stats
+check hits "$tmp/dump.json" "$JOB" "$hits"
 
 # ---- OpenMetrics: the same counters, as a textfile collector reads them --------
 
 "$STAT" dump --openmetrics >"$tmp/dump.om" || gn_diag "dump --openmetrics failed"
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" openmetrics "$tmp/dump.om" \
-	"$tmp/dump.json" "$JOB" >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + 3))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+check openmetrics "$tmp/dump.om" "$tmp/dump.json" "$JOB"
 
 # ---- duplicates and reordering: drops by reason -------------------------------------
 
@@ -176,11 +140,7 @@ ok=1
 run_job dup "$RANK_TEST" "$JOB3" "dup=0.05,reorder=0.1" || ok=0
 "$STAT" dump --json >"$tmp/dump3.json" || ok=0
 [ "$ok" -eq 1 ] || gn_diag "the job with duplicates or the dump failed"
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" usdt "$tmp/dump3.json" \
-	"$JOB3" "$tmp"/dup.*.stats >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + WORLD))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+check usdt "$tmp/dump3.json" "$JOB3" "$tmp"/dup.*.stats
 # Duplicates were really dropped, or the drop counts proved nothing.
 grep -q '"drops": \[0, 0, 0, 0, 0, [0-9]*, [1-9]' "$tmp"/dup.*.stats || {
 	gn_diag "no rank dropped a duplicate: $(cat "$tmp"/dup.*.stats)"
@@ -190,11 +150,7 @@ grep -q '"drops": \[0, 0, 0, 0, 0, [0-9]*, [1-9]' "$tmp"/dup.*.stats || {
 # ---- bpftool reads the map by itself -----------------------------------------------
 
 bpftool map dump pinned "$GN_STAT_PIN_DIR/gn_flows" -j >"$tmp/bpftool.json" 2>&1 || true
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" bpftool \
-	"$tmp/bpftool.json" >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + 1))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+check bpftool "$tmp/bpftool.json"
 
 # ---- a second job, on libgradnet.so -------------------------------------------------
 
@@ -202,11 +158,7 @@ ok=1
 run_job so "$RANK_SO" "$JOB2" || ok=0
 "$STAT" dump --json >"$tmp/dump2.json" || ok=0
 [ "$ok" -eq 1 ] || gn_diag "the libgradnet.so job or the dump failed"
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" raw "$tmp/dump2.json" \
-	"$JOB2" "$tmp"/so.*.json >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + WORLD))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+check raw "$tmp/dump2.json" "$JOB2" "$tmp"/so.*.json
 [ "$ok" -eq 1 ] || failed=$((failed + 1))
 
 # ---- IPv6: two hosts on a veth pair ----------------------------------------------
@@ -252,21 +204,14 @@ ip -n "$V6NS-0" link add eth0 type veth peer name eth0 netns "$V6NS-1" || ok=0
 for ((k = 0; k < 2; k++)); do
 	ip -n "$V6NS-$k" addr add "fd77::$((k + 1))/64" dev eth0 nodad || ok=0
 	ip -n "$V6NS-$k" link set eth0 up || ok=0
-	"$STAT" attach --dev eth0 --netns "$V6NS-$k" >/dev/null || ok=0
+	"$STAT" attach --dev eth0 --netns "$V6NS-$k" "${TC_COUNT[@]}" \
+		>/dev/null || ok=0
 done
 [ "$ok" -eq 1 ] && v6_job "$JOB6" || ok=0
 "$STAT" dump --json >"$tmp/dump6.json" || ok=0
 gn_result "$ok" "a 2-rank job over IPv6 (fd77::1, fd77::2 on a veth pair), tc attached to both ends"
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" usdt "$tmp/dump6.json" \
-	"$JOB6" "$tmp"/v6.*.stats >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + 2))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" wire "$tmp/dump6.json" \
-	"$JOB6" clean "$tmp"/v6.*.stats >"$tmp/tap" || true
-cat "$tmp/tap"
-testno=$((testno + 3))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap" || true)))
+check usdt "$tmp/dump6.json" "$JOB6" "$tmp"/v6.*.stats
+check wire "$tmp/dump6.json" "$JOB6" clean "$tmp"/v6.*.stats
 for ((k = 0; k < 2; k++)); do
 	"$STAT" detach --dev eth0 --netns "$V6NS-$k" >/dev/null ||
 		gn_diag "detach from $V6NS-$k failed"
@@ -278,11 +223,7 @@ ok=1
 "$STAT" top --count 1 --job "$JOB" >"$tmp/top" 2>&1 || ok=0
 grep -q "^$JOB " "$tmp/top" || ok=0
 # The job is over: its step histogram is the one dump.json holds.
-TAP_FIRST=$((testno + 1)) python3 "$here/check_stat.py" top "$tmp/top" \
-	"$tmp/dump.json" "$JOB" >"$tmp/tap2" || true
-cat "$tmp/tap2"
-testno=$((testno + 1))
-failed=$((failed + $(grep -c '^not ok' "$tmp/tap2" || true)))
+check top "$tmp/top" "$tmp/dump.json" "$JOB"
 # The programs that the pins and the tc filters hold, by id.
 ids=$(gn_stat_link_progs)
 for ((k = 0; k < WORLD; k++)); do

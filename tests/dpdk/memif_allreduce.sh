@@ -16,6 +16,7 @@
 #  loss   loss, duplication and reordering in the sender (GN_TEST_FAULTS,
 #         which wraps any transport): results still bit-identical to the
 #         reference, and the ranks did retransmit.
+#  codecs top-k, QSGD, top-k with QSGD values (under loss): exact.
 #  queues two queue pairs and two codec workers a rank: results exact, with
 #         loss too; rank k receives on queue k, sends on the other.
 #  replay packets recorded in one job and sent again during the next are
@@ -140,7 +141,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..25"
+echo "1..28"
 gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -214,6 +215,26 @@ for codec in none 3lc; do
 	[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-$codec-sum-1000003.ref" || ok=0
 	[ "$rtx" -gt 0 ] || ok=0
 	gn_result "$ok" "memif, $codec, 5% loss, duplication, reordering: bit-identical, loss repaired"
+done
+
+# The seam's other codecs, each with the generator keyed by one job id
+# (GN_JOB, gn-ref --job) so that QSGD's rounding is the reference's: top-k
+# (SparCML's sparse allreduce, the owner's switch to dense included), QSGD
+# alone, and top-k with QSGD values under loss, duplication and reordering.
+job=$((4000 + $$ % 1000))
+for spec in topk:density=0.01 qsgd:bits=4 topk:density=0.05,bits=8; do
+	job=$((job + 1))
+	name=codec-${spec//[:=,]/-}
+	ok=1
+	faults=
+	[ "$spec" = topk:density=0.05,bits=8 ] &&
+		faults=GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05
+	ref "$tmp/$name.ref" --elems 1000003 --codec "$spec" --job "$job"
+	start_pair "$name" "GN_JOB=$job $faults" --elems 1000003 \
+		--steps "$STEPS" --codec "$spec"
+	gn_wait_ranks "$name" || ok=0
+	[ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/$name.ref" || ok=0
+	gn_result "$ok" "memif, $spec${faults:+, 5% loss}: both ranks bit-identical to the reference"
 done
 
 # Two queue pairs a rank (GN_DPDK_QUEUES=2) and two codec workers: each

@@ -6,7 +6,8 @@
  * specification model, in the input layouts of fuzz_input.h.
  *
  * usage: fuzz_seeds OUTDIR    (writes OUTDIR/decode, OUTDIR/roundtrip,
- *                             OUTDIR/codec, OUTDIR/rx and OUTDIR/frame)
+ *                             OUTDIR/codec, OUTDIR/rx, OUTDIR/frame and
+ *                             OUTDIR/stapsdt)
  */
 #include <errno.h>
 #include <float.h>
@@ -21,6 +22,7 @@
 #include <gradnet/wire.h>
 #include "codec/codec.h"
 #include "fuzz_input.h"
+#include "stapsdt_elf.h"
 #include "tlc_model.h"
 #include "testutil.h"
 #include "golden/vectors.h"
@@ -670,10 +672,36 @@ static void frame_seeds(void)
 	seed("frame", "arp-request", &flags, 1, f, 60);
 }
 
+/* ---- fuzz_stapsdt: ELF files and note sections ----------------------------- */
+
+/* fuzz_stapsdt's layout: a mode byte (0: an ELF file, 1 and 2: notes). */
+static void stapsdt_seeds(void)
+{
+	uint8_t notes[2048], elf[4096];
+	size_t n, len;
+	uint8_t mode = 0;
+
+	n = gn_elf_six_probes(notes, sizeof(notes), NULL);
+	len = gn_elf_image(elf, sizeof(elf), notes, n);
+	if (!n || !len)
+		die("stapsdt seeds do not fit");
+	seed("stapsdt", "elf", &mode, 1, elf, len);
+	len = gn_elf_overflow(elf, sizeof(elf));
+	seed("stapsdt", "elf-overflow", &mode, 1, elf, len);
+	mode = 1;
+	seed("stapsdt", "notes", &mode, 1, notes, n);
+	mode = 2;
+	seed("stapsdt", "notes-align8", &mode, 1, notes, n);
+	n = gn_elf_six_probes(notes, sizeof(notes), "8@(%rdi) 4@%esi");
+	len = gn_elf_image(elf, sizeof(elf), notes, n);
+	mode = 0;
+	seed("stapsdt", "elf-memory-args", &mode, 1, elf, len);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const dirs[] = { "", "/decode", "/roundtrip", "/rx",
-					     "/frame", "/codec" };
+					     "/frame", "/codec", "/stapsdt" };
 	char path[4096];
 	size_t i;
 
@@ -698,6 +726,7 @@ int main(int argc, char **argv)
 	codec_seeds("mlp-small-s00230-fc3.bias.f32", 10);
 	rx_seeds();
 	frame_seeds();
+	stapsdt_seeds();
 	printf("fuzz_seeds: %u seeds in %s\n", written, out_dir);
 	return 0;
 }

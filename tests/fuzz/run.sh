@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # run.sh - build the libFuzzer targets (the codec's, libgradnet's receive
-# path's and the DPDK receive filter's) with clang (libFuzzer, ASan and UBSan, no recovery from any
+# path's, the DPDK receive filter's and gradnet-stat's ELF note reader's)
+# with clang (libFuzzer, ASan and UBSan, no recovery from any
 # finding), write their seed corpora, and run each target in turn for
 # SECONDS. Any crash, sanitizer report, leak,
 # failed check or timeout fails the run; the input is kept as
@@ -12,8 +13,9 @@
 # BUILD_DIR defaults to build-fuzz/ under the source root (ignored by git).
 # The corpus a run finds is kept in BUILD_DIR/corpus/TARGET and reused.
 # Env: CLANG (default clang-14, else clang); GN_FUZZ_TARGETS (default
-# "fuzz_decode fuzz_roundtrip fuzz_codec fuzz_rx fuzz_frame"); GN_FUZZ_ARGS, extra
-# libFuzzer options.
+# "fuzz_decode fuzz_roundtrip fuzz_codec fuzz_rx fuzz_frame fuzz_stapsdt");
+# GN_FUZZ_ARGS, extra libFuzzer options. fuzz_stapsdt, a small parser, runs
+# a third of SECONDS (at least 10, or SECONDS if fewer).
 # Exit: 0 pass, 1 fail, 77 (GN_SKIP_RC) if clang cannot build a fuzzer.
 set -eu
 
@@ -32,7 +34,7 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${2:-$root/build-fuzz}
-targets=${GN_FUZZ_TARGETS:-fuzz_decode fuzz_roundtrip fuzz_codec fuzz_rx fuzz_frame}
+targets=${GN_FUZZ_TARGETS:-fuzz_decode fuzz_roundtrip fuzz_codec fuzz_rx fuzz_frame fuzz_stapsdt}
 
 if [ -z "${CLANG:-}" ]; then
 	CLANG=clang-14
@@ -78,20 +80,26 @@ GN_DATA_DIR=${GN_DATA_DIR:-$root/data/gradients} \
 
 failed=0
 for t in $targets; do
+	t_secs=$secs
 	case $t in
 	fuzz_decode) max_len=16384 ;;
 	fuzz_rx) max_len=65536 ;;
 	fuzz_frame) max_len=9300 ;;
 	fuzz_codec) max_len=16448 ;;
+	fuzz_stapsdt)
+		max_len=4096
+		t_secs=$((secs / 3))
+		[ "$t_secs" -ge 10 ] || t_secs=$((secs < 10 ? secs : 10))
+		;;
 	*) max_len=8192 ;;
 	esac
 	corpus=$build/corpus/$t
 	mkdir -p "$corpus"
 	log=$build/logs/$t.log
-	echo "run.sh: $t for ${secs}s, corpus $corpus, log $log"
+	echo "run.sh: $t for ${t_secs}s, corpus $corpus, log $log"
 	rc=0
 	# shellcheck disable=SC2086
-	"$build/$t" -max_total_time="$secs" -max_len="$max_len" -timeout=30 \
+	"$build/$t" -max_total_time="$t_secs" -max_len="$max_len" -timeout=30 \
 		-rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$build/artifacts/$t-" ${GN_FUZZ_ARGS:-} \
 		"$corpus" "$build/seeds/${t#fuzz_}" >"$log" 2>&1 || rc=$?

@@ -18,8 +18,8 @@
 # On the host, tests/bpf/check_stat.py compares the dump with what the
 # rerun logged (fabric packets sent, retransmits, duplicates dropped per
 # case) and with the scenario's shape (every step of every rank), and
-# checks that the tracepoints fired under half as many times as there
-# were events (the core coalesces a flow's events within a poll).
+# checks that the tracepoints fired fewer times than there were events
+# (the core coalesces a flow's events within a poll).
 #
 # usage: stat.sh SOURCE_ROOT GRADNET_STAT
 # Exit: 0 pass, 1 fail. Nothing skips: a missing kernel image, headers,

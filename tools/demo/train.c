@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * train.c - gradnet-demo: data-parallel training of a small MLP on the
- * digits data set, once with dense gradients and once with 3LC. Each rank
- * is a process with its own gradnet context on loopback; every step each
- * rank's gradients are averaged with gn_allreduce(). With --local the ranks
+ * digits data set, once with dense gradients and once with a codec (3LC by
+ * default). Each rank is a process with its own gradnet context on
+ * loopback; every step each rank's gradients are averaged with
+ * gn_allreduce(). --codec SPEC names the codec, "name" or
+ * "name:key=value,...", handed to libgradnet as GN_CODEC: the library, not
+ * the demo, knows which codecs and parameters exist, and its refusal is
+ * printed. With --local the ranks
  * are threads of one process with an exact in-process average instead
  * (and, with --simulate-3lc, a simulation of the 3LC allreduce built from
  * the codec), for studying the training without the network.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -36,7 +41,9 @@ struct demo_opts {
 	int simulate_3lc;
 	int no_bucket;
 	int shared_scale;
+	const char *codec;
 	float s;
+	int s_given;
 	int quiet;
 };
 
@@ -201,15 +208,17 @@ static void rank_process(const struct demo_opts *o, const struct demo_data *d,
 /*
  * A phase over gradnet: one process per rank on 127.0.0.1, a fresh job
  * key and job id, the steady-state traffic counted from half way.
+ * @codec: an enum gn_codec, or GN_CODEC_DEFAULT for the one GN_CODEC names;
+ * @phase: 0 or 1, so the two phases use different ports and job ids.
  */
 static int run_gradnet_phase(const struct demo_opts *o,
-			     const struct demo_data *d, int codec,
+			     const struct demo_data *d, int codec, int phase,
 			     const char *tag, struct phase_result *pr)
 {
 	size_t bytes = o->ranks * sizeof(struct rank_report);
 	struct rank_report *rep = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	int base = 20000 + (int)(getpid() % 2000) * 16 + (codec == GN_CODEC_3LC) * 8;
+	int base = 20000 + (int)(getpid() % 2000) * 16 + phase * 8;
 	struct demo_opts po = *o;
 	char peers[64 * 24] = "";
 	uint8_t key[16];
@@ -236,8 +245,9 @@ static int run_gradnet_phase(const struct demo_opts *o,
 	for (r = 0; r < o->ranks; r++) {
 		GN_OPTS(gn_ctx_opts, co, .rank = (int)r, .world_size = (int)o->ranks,
 			.peers = peers, .key = key, .key_len = sizeof(key),
-			.job_id = (uint64_t)getpid() * 2 + (codec == GN_CODEC_3LC),
-			.codec = codec, .s = o->s, .flags = GN_CTX_RANK);
+			.job_id = (uint64_t)getpid() * 2 + (uint64_t)phase,
+			.codec = codec, .s = o->s_given ? o->s : 0.0f,
+			.flags = GN_CTX_RANK);
 
 		rep[r].ret = -ECHILD;
 		if (fork() == 0)
@@ -309,12 +319,89 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: gradnet-demo [--ranks N] [--steps K] [--batch B] [--lr X] [--seed S]\n"
 		"                    [--hidden H] [--momentum M] [--weight-decay W]\n"
-		"                    [--s S] [--local [--simulate-3lc]] [--data digits.csv.gz]\n"
-		"                    [--no-bucket | --shared-scale] [--quiet]\n"
+		"                    [--codec SPEC] [--s S] [--local [--simulate-3lc]]\n"
+		"                    [--data digits.csv.gz] [--no-bucket | --shared-scale] [--quiet]\n"
 		"  ranks are processes exchanging gradients with gradnet on 127.0.0.1,\n"
 		"  the model's tensors fused into one bucket (--no-bucket: one gradnet\n"
 		"  tensor each; --shared-scale: one 3LC scale may span tensors); --local\n"
-		"  runs them as threads with an in-process average\n");
+		"  runs them as threads with an in-process average. The run is dense,\n"
+		"  then the codec SPEC (default 3lc): \"name\" or \"name:key=value,...\",\n"
+		"  as GN_CODEC takes it\n");
+}
+
+/* A letter or digit; after the first, '-' and '_' too. */
+static int is_name_char(char c, size_t at)
+{
+	return isalnum((unsigned char)c) || (at && (c == '_' || c == '-'));
+}
+
+/*
+ * codec_spec_check() - the syntax of a codec spec, "name" or
+ * "name:key=value,...": names of letters, digits, '-' and '_', each value
+ * non-empty. Which codecs and parameters exist is the library's to say.
+ * Returns 0, or -EINVAL after printing what is wrong.
+ */
+static int codec_spec_check(const char *spec)
+{
+	const char *p = spec, *item;
+	size_t n;
+
+	for (n = 0; is_name_char(p[n], n); n++)
+		;
+	p += n;
+	if (!n || (*p && *p != ':'))
+		goto out_bad;
+	if (!*p)
+		return 0;
+	do {
+		item = ++p;
+		for (n = 0; is_name_char(p[n], n); n++)
+			;
+		if (!n || p[n] != '=' || !p[n + 1] || p[n + 1] == ',')
+			goto out_item;
+		p += n + 1 + strcspn(p + n + 1, ",");
+	} while (*p == ',');
+	return 0;
+
+out_item:
+	fprintf(stderr, "gradnet-demo: --codec %s: \"%.*s\" is not key=value\n",
+		spec, (int)strcspn(item, ","), item);
+	return -EINVAL;
+out_bad:
+	fprintf(stderr, "gradnet-demo: --codec %s: not \"name\" or \"name:key=value,...\" (names of letters, digits, - and _)\n",
+		spec);
+	return -EINVAL;
+}
+
+/*
+ * codec_try() - whether libgradnet takes GN_CODEC=@spec: a one-rank
+ * context registers a small tensor with it, before any training, so a
+ * codec or a parameter the library refuses ends the demo at once, with
+ * the library's message.
+ */
+static int codec_try(const char *spec)
+{
+	GN_OPTS(gn_ctx_opts, co, .rank = 0, .world_size = 1,
+		.peers = "127.0.0.1:0", .flags = GN_CTX_RANK | GN_CTX_INSECURE);
+	GN_OPTS(gn_tensor_opts, to, .id = 1, .elems = 64,
+		.codec = GN_CODEC_DEFAULT);
+	struct gn_ctx *ctx;
+	int ret;
+
+	if (setenv("GN_CODEC", spec, 1))
+		return -errno;
+	ret = gn_ctx_open(&co, &ctx);
+	if (ret) {
+		fprintf(stderr, "gradnet-demo: --codec %s: %s\n", spec,
+			gn_last_errmsg());
+		return ret;
+	}
+	ret = gn_tensor_register(ctx, &to);
+	if (ret)
+		fprintf(stderr, "gradnet-demo: --codec %s: %s\n", spec,
+			gn_ctx_errmsg(ctx));
+	gn_ctx_close(ctx);
+	return ret;
 }
 
 static int parse_opts(int argc, char **argv, struct demo_opts *o)
@@ -333,6 +420,7 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
 		{ "no-bucket", no_argument, NULL, 'B' },
 		{ "shared-scale", no_argument, NULL, 'C' },
 		{ "s", required_argument, NULL, 's' },
+		{ "codec", required_argument, NULL, 'c' },
 		{ "data", required_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -354,7 +442,8 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
 		case 'L': o->local = 1; break;
 		case 'B': o->no_bucket = 1; break;
 		case 'C': o->shared_scale = 1; break;
-		case 's': o->s = strtof(optarg, NULL); break;
+		case 's': o->s = strtof(optarg, NULL); o->s_given = 1; break;
+		case 'c': o->codec = optarg; break;
 		case 'd': o->data = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -371,7 +460,7 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
 		usage(stderr);
 		return -EINVAL;
 	}
-	return 0;
+	return codec_spec_check(o->codec);
 }
 
 static int load_data(const struct demo_opts *o, struct demo_data *d)
@@ -424,34 +513,40 @@ int main(int argc, char **argv)
 		},
 		.ranks = 4,
 		.data = DIGITS_PATH,
+		.codec = "3lc",
 		.s = 1.0f,
 	};
 	struct phase_result dense, tlc;
 	struct demo_data d;
-	char tag[32];
+	char tag[96];
 	int ret;
 
-	if (parse_opts(argc, argv, &o) || load_data(&o, &d))
+	if (parse_opts(argc, argv, &o) || (!o.local && codec_try(o.codec)) ||
+	    load_data(&o, &d))
 		return 1;
 	print_setup(&o, &d);
 	if (!o.local) {
-		snprintf(tag, sizeof(tag), "3lc s=%.2f", o.s);
+		if (o.s_given)
+			snprintf(tag, sizeof(tag), "%s s=%.2f", o.codec, o.s);
+		else
+			snprintf(tag, sizeof(tag), "%s", o.codec);
 		printf("gradnet-demo: %u processes, gradnet over UDP on 127.0.0.1, authenticated, %s\n",
 		       o.ranks, o.no_bucket ? "one gradnet tensor per model tensor" :
 		       o.shared_scale ? "the model's tensors in one bucket, scales shared" :
 		       "the model's tensors in one bucket");
-		ret = run_gradnet_phase(&o, &d, GN_CODEC_NONE, "dense", &dense);
+		ret = run_gradnet_phase(&o, &d, GN_CODEC_NONE, 0, "dense", &dense);
 		if (ret)
 			goto out_fail;
 		print_phase(&o, "dense", &dense);
 		print_gradnet(&o, "dense", &dense);
-		ret = run_gradnet_phase(&o, &d, GN_CODEC_3LC, tag, &tlc);
+		/* The ranks' contexts take the spec from GN_CODEC (codec_try()). */
+		ret = run_gradnet_phase(&o, &d, GN_CODEC_DEFAULT, 1, tag, &tlc);
 		if (ret)
 			goto out_fail;
 		print_phase(&o, tag, &tlc);
 		print_gradnet(&o, tag, &tlc);
-		printf("3LC minus dense: %+.2f percentage points; 3LC sent %.1fx fewer data bytes\n",
-		       percent(&tlc.res) - percent(&dense.res),
+		printf("%s minus dense: %+.2f percentage points; %s sent %.1fx fewer data bytes\n",
+		       tag, percent(&tlc.res) - percent(&dense.res), tag,
 		       (double)dense.total.wire_bytes / (double)tlc.total.wire_bytes);
 		goto out;
 	}

@@ -15,6 +15,14 @@ static float f_of(u32 b)
 	return f;
 }
 
+static u32 bits_of(float f)
+{
+	u32 b;
+
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
 int gn_qsgd_op_encode(const struct gn_codec_call *c, const float *x,
 		      const float *e_in, float *e_out, size_t len, size_t chunk,
 		      u64 off, void *scratch, size_t stride, u32 *aux)
@@ -71,27 +79,45 @@ int gn_qsgd_op_result(const struct gn_codec_call *c, float *sum,
 	return 0;
 }
 
-/* Each bucket of a checked slice: @fn its values at out[first ...]. */
+/* What @code of a bucket whose magnitudes' bits are @mag stands for. */
+static inline float value_of(const u32 *mag, u32 code, u32 bits)
+{
+	u32 sign = 1u << (bits - 1);
+
+	/* A code's sign is the magnitude's negation: its bit 31. */
+	return f_of(mag[code & (sign - 1)] | (code & sign) << (32 - bits));
+}
+
+/*
+ * Each bucket of a checked slice: its values at out[first ...], added or
+ * set. Per bucket, a table of what each level stands for, then a look-up
+ * a value.
+ */
 static void for_buckets(const struct gn_codec_call *c, float *out, u32 first,
 			u32 count, const u8 *body, bool add)
 {
 	struct gn_qsgd q;
-	u32 n = 0, j;
+	u32 mag[128], n = 0, j;
 
 	gn_qsgd_params(c->p, &q);
 	while (n < count) {
 		u32 mb = count - n < q.bucket ? count - n : q.bucket;
-		float norm = f_of(gn_get_le32(body));
+		float norm = f_of(gn_get_le32(body)), *o = out + first + n;
+		const u8 *codes = body + 4;
 
-		for (j = 0; j < mb; j++) {
-			float v = gn_qsgd_value(&q, norm,
-						gn_qsgd_code_at(&q, body + 4, j));
+		for (j = 0; j <= q.s; j++)
+			mag[j] = bits_of(gn_qsgd_value(&q, norm, j));
+		if (add) {
+			for (j = 0; j < mb; j++)
+				o[j] += value_of(mag, gn_qsgd_code_at(&q, codes, j),
+						 q.bits);
+		} else {
+			for (j = 0; j < mb; j++) {
+				float v = value_of(mag, gn_qsgd_code_at(&q, codes, j),
+						   q.bits);
 
-			if (add)
-				out[first + n + j] += v;
-			else
-				out[first + n + j] =
-					c->average ? v / (float)c->world : v;
+				o[j] = c->average ? v / (float)c->world : v;
+			}
 		}
 		body += 4 + gn_qsgd_code_bytes(&q, mb);
 		n += mb;

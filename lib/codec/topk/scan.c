@@ -26,9 +26,9 @@ u32 gn_topk_scan_scalar(const float *x, const float *e, float *dst, u32 n,
 	return np;
 }
 
-gn_topk_scan_fn *gn_topk_scan_for_isa(void)
+gn_topk_scan_fn *gn_topk_scan_of(int isa)
 {
-	switch (gn_codec_isa_default()) {
+	switch (isa) {
 	case GN_ISA_AVX512:
 		return gn_topk_scan_avx512;
 	case GN_ISA_AVX2:

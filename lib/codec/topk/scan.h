@@ -22,6 +22,7 @@ typedef u32 gn_topk_scan_fn(const float *x, const float *e, float *dst, u32 n,
 			    u32 floor, u32 base, u32 *pos, u32 *bad, bool nt);
 
 gn_topk_scan_fn gn_topk_scan_scalar, gn_topk_scan_avx2, gn_topk_scan_avx512;
-gn_topk_scan_fn *gn_topk_scan_for_isa(void);
+/* The kernel of @isa (enum gn_codec_isa), scalar for any other value. */
+gn_topk_scan_fn *gn_topk_scan_of(int isa);
 
 #endif /* GN_TOPK_SCAN_H */

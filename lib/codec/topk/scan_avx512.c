@@ -16,8 +16,13 @@ static inline void stream16(float *to, __m512 v)
 	_mm_stream_ps(to + 12, _mm512_extractf32x4_ps(v, 3));
 }
 
-u32 gn_topk_scan_avx512(const float *x, const float *e, float *dst, u32 n,
-			u32 floor, u32 base, u32 *pos, u32 *bad, bool nt)
+/*
+ * The body, specialised by the compiler for @e present or not and @nt, so
+ * that the loop tests neither; the last partial vector goes through masks.
+ */
+static __always_inline u32 scan(const float *x, const float *e, float *dst,
+				u32 n, u32 floor, u32 base, u32 *pos,
+				u32 *bad, bool nt)
 {
 	const __m512i abs = _mm512_set1_epi32(0x7fffffff);
 	const __m512i inf = _mm512_set1_epi32(0x7f800000);
@@ -27,22 +32,29 @@ u32 gn_topk_scan_avx512(const float *x, const float *e, float *dst, u32 n,
 				      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7,
 							8, 9, 10, 11, 12, 13,
 							14, 15));
-	__mmask16 nf = 0;
+	__mmask16 nf = 0, k = 0xffff;
 	u32 i, np = 0;
 
-	nt = nt && !((uintptr_t)dst % 16);
 	for (i = 0; i < n; i += 16) {
-		__mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
-		__m512 a = _mm512_maskz_loadu_ps(k, x + i);
+		__m512 a;
 		__m512i key;
 		__mmask16 hit;
 
-		if (e)
-			a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(k, e + i));
-		if (nt && k == 0xffff)
-			stream16(dst + i, a);
-		else
+		if (n - i < 16) {
+			k = (__mmask16)((1u << (n - i)) - 1);
+			a = _mm512_maskz_loadu_ps(k, x + i);
+			if (e)
+				a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(k, e + i));
 			_mm512_mask_storeu_ps(dst + i, k, a);
+		} else {
+			a = _mm512_loadu_ps(x + i);
+			if (e)
+				a = _mm512_add_ps(a, _mm512_loadu_ps(e + i));
+			if (nt)
+				stream16(dst + i, a);
+			else
+				_mm512_storeu_ps(dst + i, a);
+		}
 		key = _mm512_and_si512(_mm512_castps_si512(a), abs);
 		nf |= _mm512_mask_cmpge_epu32_mask(k, key, inf);
 		hit = _mm512_mask_cmpge_epu32_mask(k, key, fl);
@@ -56,4 +68,14 @@ u32 gn_topk_scan_avx512(const float *x, const float *e, float *dst, u32 n,
 		_mm_sfence();
 	*bad |= nf != 0;
 	return np;
+}
+
+u32 gn_topk_scan_avx512(const float *x, const float *e, float *dst, u32 n,
+			u32 floor, u32 base, u32 *pos, u32 *bad, bool nt)
+{
+	if (nt && !((uintptr_t)dst % 16))
+		return e ? scan(x, e, dst, n, floor, base, pos, bad, true) :
+			   scan(x, NULL, dst, n, floor, base, pos, bad, true);
+	return e ? scan(x, e, dst, n, floor, base, pos, bad, false) :
+		   scan(x, NULL, dst, n, floor, base, pos, bad, false);
 }

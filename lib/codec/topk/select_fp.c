@@ -178,7 +178,7 @@ static long select_chunk(const struct gn_topk *t, struct gn_topk_chunk *ck,
 			 bool nt)
 {
 	u32 blk = t->block ? t->block : ck->len, lo, n = 0, b = 0, bad = 0;
-	gn_topk_scan_fn *scan = gn_topk_scan_for_isa();
+	gn_topk_scan_fn *scan = gn_topk_scan_of(gn_codec_isa_default());
 
 	for (lo = 0; lo < ck->len; lo += blk, b++) {
 		u32 hi = ck->len - lo < blk ? ck->len : lo + blk, i;
