@@ -127,6 +127,27 @@ FIXTURE_VARIANT_ADD(loopback, r3_topk_block_faults) {
 /* Dense enough that results (and some contributions) go dense. */
 FIXTURE_VARIANT_ADD(loopback, r2_topk_dense_switch) {
 	.world = 2, .codec = GN_CODEC_TOPK, .params = "density=0.6" };
+/*
+ * CLT-k: leaders' sets rotating over chunks and steps, the low-pass
+ * memory, QSGD values, a warm-up step; and with faults, lost, duplicated
+ * and reordered index sets repaired as any message.
+ */
+FIXTURE_VARIANT_ADD(loopback, r3_cltk) {
+	.world = 3, .codec = GN_CODEC_CLTK, .params = "density=0.01" };
+FIXTURE_VARIANT_ADD(loopback, r4_cltk_qsgd_avg) {
+	.world = 4, .codec = GN_CODEC_CLTK, .flags = GN_TENSOR_AVERAGE,
+	.params = "density=0.01,beta=0.5,bits=4" };
+FIXTURE_VARIANT_ADD(loopback, r2_cltk_warmup) {
+	.world = 2, .codec = GN_CODEC_CLTK, .params = "density=0.02,warmup=1" };
+FIXTURE_VARIANT_ADD(loopback, r8_cltk) {
+	.world = 8, .codec = GN_CODEC_CLTK, .params = "density=0.01,beta=0.9" };
+FIXTURE_VARIANT_ADD(loopback, r3_cltk_faults) {
+	.world = 3, .codec = GN_CODEC_CLTK, .params = "density=0.05,beta=0.9",
+	.faults = "loss=0.05,dup=0.05,reorder=0.1,seed=13" };
+/* Only the index sets, a third of their packets lost. */
+FIXTURE_VARIANT_ADD(loopback, r4_cltk_index_faults) {
+	.world = 4, .codec = GN_CODEC_CLTK, .params = "density=0.2,bits=8",
+	.faults = "loss=0.3,dup=0.1,reorder=0.2,phase=2,seed=17" };
 /* IPv6 peers, with faults so that retransmissions find them too. */
 FIXTURE_VARIANT_ADD(loopback, r3_3lc_ipv6) {
 	.world = 3, .codec = GN_CODEC_3LC, .ipv6 = true,
@@ -298,6 +319,52 @@ TEST(nan_abort_before_start)
 			      .late_ms = 300 };
 
 	nan_job(_metadata, &s);
+}
+
+/*
+ * CLT-k: the NaN in a chunk its rank does not lead (its values wait for
+ * the leader's set), in the chunk it leads (the selection sees it), in
+ * the owner's own share; and the abort before the others start.
+ * Tensor 0: 70001 values on 2 or 3 ranks, one chunk a shard, the NaN at
+ * n / 2 in chunk 1 (shard 1); tensor 1 nine values, sets of one entry.
+ * The leader of chunk 1 at step 1 is (1 + 1) mod W.
+ */
+static void nan_cltk(struct __test_metadata *_metadata, int world, int rank,
+		     int step, int late_ms)
+{
+	struct job_spec s = { .world = world, .steps = 4, .ntensors = 2,
+			      .elems = { 70001, 9 },
+			      .codec = { GN_CODEC_CLTK, GN_CODEC_CLTK },
+			      .params = { "density=0.01,beta=0.5", NULL },
+			      .nan_rank = rank, .nan_step = step, .nan_tensor = 0,
+			      .late_ms = late_ms,
+			      .job_id = (uint32_t)getpid() * 31u + (uint32_t)rank };
+
+	nan_job(_metadata, &s);
+}
+
+/* Three ranks: rank 2 leads chunk 1; rank 0's values wait for its set. */
+TEST(nan_cltk_not_leader)
+{
+	nan_cltk(_metadata, 3, 0, 1, 0);
+}
+
+/* Two ranks: rank 0 leads chunk 1: its selection meets the NaN. */
+TEST(nan_cltk_leader)
+{
+	nan_cltk(_metadata, 2, 0, 1, 0);
+}
+
+/* Two ranks: rank 1 owns chunk 1 (rank 0 leads it): its own share. */
+TEST(nan_cltk_own_share)
+{
+	nan_cltk(_metadata, 2, 1, 1, 0);
+}
+
+/* Rank 1's own share at step 2; the others start 300 ms late. */
+TEST(nan_cltk_abort_before_start)
+{
+	nan_cltk(_metadata, 3, 1, 2, 300);
 }
 
 /* ---- attackers on the same host ------------------------------------------ */
@@ -682,11 +749,14 @@ TEST(insider_dense_nan)
 	job_free(&s, out);
 }
 
-/* A rank that dies mid-job: the others fail with -ETIMEDOUT, naming it. */
-TEST(dead_peer_times_out)
+/*
+ * A rank that dies mid-job: the others fail with -ETIMEDOUT, naming it.
+ * With CLT-k it is a leader too: every rank leads chunks.
+ */
+static void dead_peer_job(struct __test_metadata *_metadata, int codec)
 {
 	struct job_spec s = { .world = 3, .steps = 3, .ntensors = 1,
-			      .elems = { 300000 }, .codec = { GN_CODEC_3LC },
+			      .elems = { 300000 }, .codec = { codec },
 			      .nan_rank = -1, .die_rank = 1, .die_step = 1,
 			      .timeout_ms = 1500 };
 	struct job_out *out = job_run(&s, 60);
@@ -696,41 +766,90 @@ TEST(dead_peer_times_out)
 	for (r = 0; r < 3; r += 2) {
 		ASSERT_EQ(0, out->rc[r][0]);
 		ASSERT_EQ(-ETIMEDOUT, out->rc[r][1]) TH_LOG("rank %d: %s", r, out->msg[r]);
-		ASSERT_NE(NULL, strstr(out->msg[r], "rank 1"));
+		ASSERT_NE(NULL, strstr(out->msg[r], "rank 1")) TH_LOG("%s", out->msg[r]);
 		/* Within the timeout, plus scheduling slack. */
 		ASSERT_GT(1.5 + 1.0, out->seconds[r][1]);
 	}
 	job_free(&s, out);
 }
 
+TEST(dead_peer_times_out)
+{
+	dead_peer_job(_metadata, GN_CODEC_3LC);
+}
+
+TEST(dead_cltk_leader_times_out)
+{
+	dead_peer_job(_metadata, GN_CODEC_CLTK);
+}
+
 /*
- * Rank 2 stays alive but does not call allreduce for step 1 until the
- * others have given up on it: step 1 fails with -ETIMEDOUT on every rank,
- * rank 2 included, each message naming rank 2; the job goes on, and the
- * other steps match a reference that skipped step 1. Tensor 0 has a share
- * missing at ranks 0 and 1; tensor 1 (one value, rank 2's shard) only
- * lacks rank 2's result.
+ * Rank 2 alive but idle at step 1 of @s until the others have given up
+ * on it (GN_STEP_TIMEOUT_MS=800 on every rank): step 1 fails with
+ * -ETIMEDOUT on every rank, each message naming rank 2, and the other
+ * steps match a reference that skipped step 1. Return: the job's results
+ * for more checks (job_free() them), or NULL after a failed assertion.
+ */
+static struct job_out *idle_job(struct __test_metadata *_metadata,
+				struct job_spec *s)
+{
+	static const bool skip[JOB_MAX_STEPS] = { false, true };
+	struct job_out *out;
+	int r;
+
+	s->nan_rank = s->die_rank = -1;
+	s->idle = true;
+	s->idle_rank = 2;
+	s->idle_step = 1;
+	for (r = 0; r < 3; r++)
+		s->env[r] = "GN_STEP_TIMEOUT_MS=800";
+	out = job_run(s, 60);
+	EXPECT_NE(NULL, out);
+	if (!out)
+		return NULL;
+	check_job(_metadata, s, out, skip, -ETIMEDOUT, -1);
+	for (r = 0; r < s->world; r++) {
+		TH_LOG("rank %d: %s", r, out->msg[r]);
+		EXPECT_NE(NULL, strstr(out->msg[r], "rank 2"));
+		EXPECT_NE(NULL, strstr(out->msg[r], "step 2"));
+	}
+	return out;
+}
+
+/*
+ * A CLT-k leader idle at step 1: the others wait for its index sets, and
+ * the step timeout names it as the leader they wait for.
+ */
+TEST(idle_cltk_leader_times_out_step)
+{
+	struct job_spec s = { .world = 3, .steps = 4, .ntensors = 1,
+			      .elems = { 200001 }, .codec = { GN_CODEC_CLTK },
+			      .params = { "density=0.02,beta=0.5" },
+			      .job_id = (uint32_t)getpid() * 13u + 1u };
+	struct job_out *out = idle_job(_metadata, &s);
+
+	ASSERT_NE(NULL, out);
+	/* One of ranks 0 and 1 timed out on its own (the other may have had
+	 * its abort first): waiting for rank 2's index sets. */
+	EXPECT_TRUE(strstr(out->msg[0], "no index set from its leader rank 2") ||
+		    strstr(out->msg[1], "no index set from its leader rank 2"));
+	job_free(&s, out);
+}
+
+/*
+ * Rank 2 idle at step 1 (idle_job()). Tensor 0 has a share missing at
+ * ranks 0 and 1; tensor 1 (one value, rank 2's shard) only lacks rank 2's
+ * result.
  */
 TEST(idle_peer_times_out_step)
 {
 	struct job_spec s = { .world = 3, .steps = 4, .ntensors = 2,
 			      .elems = { 70001, 1 },
-			      .codec = { GN_CODEC_3LC, GN_CODEC_3LC },
-			      .nan_rank = -1, .die_rank = -1, .idle = true,
-			      .idle_rank = 2, .idle_step = 1,
-			      .env = { "GN_STEP_TIMEOUT_MS=800", "GN_STEP_TIMEOUT_MS=800",
-				       "GN_STEP_TIMEOUT_MS=800" } };
-	bool skip[JOB_MAX_STEPS] = { false, true };
-	struct job_out *out = job_run(&s, 60);
+			      .codec = { GN_CODEC_3LC, GN_CODEC_3LC } };
+	struct job_out *out = idle_job(_metadata, &s);
 	int r;
 
 	ASSERT_NE(NULL, out);
-	check_job(_metadata, &s, out, skip, -ETIMEDOUT, -1);
-	for (r = 0; r < s.world; r++) {
-		TH_LOG("rank %d: %s", r, out->msg[r]);
-		EXPECT_NE(NULL, strstr(out->msg[r], "rank 2"));
-		EXPECT_NE(NULL, strstr(out->msg[r], "step 2"));
-	}
 	/* Within the step timeout (and half again for tensor 1), plus
 	 * scheduling slack. */
 	for (r = 0; r < 2; r++)
@@ -800,6 +919,42 @@ TEST(codec_param_mismatch)
 			       "s=1 there, s=1.5 here");
 	expect_tensor_mismatch(_metadata, "GN_CODEC=3lc:s=1.25",
 			       "s=1.25 there", "s=1.25 here");
+}
+
+/*
+ * CLT-k tensors whose beta or density differ: -EPROTO at the first
+ * allreduce on both ranks, naming the peer and the parameter.
+ */
+TEST(cltk_param_mismatch)
+{
+	static const char *const env1[] = { "GN_CODEC=cltk:beta=0.5",
+					     "GN_CODEC=cltk:density=0.02" };
+	static const char *const word[][2] = {
+		{ "beta=0.5 there, beta=1 here", "beta=1 there, beta=0.5 here" },
+		{ "density=0.02 there, density=0.01 here",
+		  "density=0.01 there, density=0.02 here" },
+	};
+	size_t i;
+	int r;
+
+	for (i = 0; i < ARRAY_LEN(env1); i++) {
+		struct job_spec s = { .world = 2, .steps = 1, .ntensors = 1,
+				      .elems = { 1000 }, .codec = { GN_CODEC_CLTK },
+				      .nan_rank = -1, .die_rank = -1,
+				      .timeout_ms = 3000 };
+		struct job_out *out;
+
+		s.env[1] = env1[i];
+		out = job_run(&s, 30);
+		ASSERT_NE(NULL, out);
+		for (r = 0; r < 2; r++) {
+			ASSERT_EQ(-EPROTO, out->rc[r][0]) TH_LOG("rank %d: %s", r, out->msg[r]);
+			ASSERT_NE(NULL, strstr(out->msg[r], word[i][r])) TH_LOG("%s", out->msg[r]);
+			ASSERT_NE(NULL, strstr(out->msg[r], r ? "rank 0" : "rank 1"))
+				TH_LOG("%s", out->msg[r]);
+		}
+		job_free(&s, out);
+	}
 }
 
 TEST(codec_mismatch)

@@ -378,6 +378,66 @@ static inline long job_slice(const struct gn_codec_ops *c,
 }
 
 /*
+ * One chunk of a codec with an index round (CLT-k), as the collective
+ * composes it: chunk @g's leader at step @no (steps of the registration
+ * before it: @no - 1) selects the set from its x + m (its memory written
+ * to a copy: the selection alone), then every rank, the owner first,
+ * encodes its values at that set (memory updated) and the owner adds
+ * them at the set; the owner's result at the set is decoded into @res.
+ */
+static inline void job_index_chunk(const struct gn_codec_ops *c,
+				   struct gn_codec_call call, float **g,
+				   float **e, u32 g_no, int owner, u64 off,
+				   u32 len, u32 id, u32 no, u32 job,
+				   float *acc, float *res, u8 *scratch,
+				   u8 *body, u64 cap)
+{
+	size_t sb = c->scratch(call.p, len);
+	u32 k = c->index_len(call.p, no - 1, len), aux, used, *idx = NULL;
+	float *tmp = malloc(len * sizeof(float));
+	int W = (int)call.world, L = (int)((no - 1 + g_no) % call.world), i, r;
+	long bl;
+
+	call.step = no - 1;
+	if (k < len) {
+		idx = malloc(k * sizeof(u32));
+		call.seed = gn_draw_seed(job, id, no, (u32)L, 0);
+		if (c->encode(&call, g[L] + off, e[L] + off, tmp, len, len, off,
+			      scratch, sb, &aux))
+			abort();
+		memcpy(idx, c->index_set(scratch), k * sizeof(u32));
+	}
+	call.idx = idx;
+	call.nidx = k;
+	for (i = 0; i < W; i++) {
+		r = i ? (i <= owner ? i - 1 : i) : owner;
+		call.seed = gn_draw_seed(job, id, no, (u32)r, 0);
+		if (c->encode(&call, g[r] + off, e[r] + off, e[r] + off, len, len,
+			      off, scratch, sb, &aux) || aux != k)
+			abort();
+		if (r == owner) {
+			c->own(&call, scratch, aux, acc + off, len);
+			continue;
+		}
+		bl = c->slice(call.p, scratch, aux, g[r] + off, len, 0, body,
+			      (u32)cap, &used);
+		if (bl < 0 || used != k)
+			abort();
+		c->add(&call, acc + off, len, 0, k, aux, body, (u32)bl);
+	}
+	call.seed = gn_draw_seed(job, id, no, (u32)owner, 1);
+	if (c->result(&call, acc + off, NULL, NULL, len, off, scratch, &aux))
+		abort();
+	bl = c->slice(call.p, scratch, aux, acc + off, len, 0, body, (u32)cap,
+		      &used);
+	if (bl < 0 || used != k)
+		abort();
+	c->decode(&call, res + off, len, 0, k, aux, body, (u32)bl);
+	free(idx);
+	free(tmp);
+}
+
+/*
  * The single-process reference of one tensor, chunk by chunk as the
  * collective composes the codec's operations: the owner's sum starts as
  * its own share (as it is, or as its encoding stands for it); every other
@@ -419,7 +479,7 @@ static inline void job_reference(const struct job_spec *s, int k,
 		e_try[r] = malloc(n * sizeof(float));
 	}
 	for (step = 0; step < s->steps; step++) {
-		u32 no = (u32)step + 1, id = 100 + (u32)k;
+		u32 no = (u32)step + 1, id = 100 + (u32)k, gno = 0;
 
 		for (r = 0; r < W; r++) {
 			if (s->grad)
@@ -443,6 +503,13 @@ static inline void job_reference(const struct job_spec *s, int k,
 				u32 aux, used;
 				long bl;
 
+				if (c->flags & GN_CODEC_INDEX_ROUND) {
+					job_index_chunk(c, call, g, e_try,
+							gno++, j, off, len, id, no,
+							s->job_id, acc, res,
+							scratch, body, cap);
+					continue;
+				}
 				memcpy(acc + off, g[j] + off, len * sizeof(float));
 				call.seed = gn_draw_seed(s->job_id, id, no, (u32)j, 0);
 				if ((c->flags & GN_CODEC_OWN_ENCODED) && c->own) {

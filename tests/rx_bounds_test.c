@@ -2,8 +2,9 @@
 /*
  * rx_bounds_test.c - what a peer's packets may make a rank hold: a DATA
  * packet's npkts is bounded by its chunk before anything is sized by it,
- * dense values must be finite, and descriptors of tensors not registered
- * yet are kept only up to a bound. Runs on a context without a network or
+ * dense values must be finite, descriptors of tensors not registered yet
+ * are kept only up to a bound, and a CLT-k index set is taken only from
+ * its chunk's leader, well formed, whole and increasing. Runs on a context without a network or
  * progress thread (gn_test_ctx_new()), fed sealed packets as rank 1 or 2.
  */
 #include <errno.h>
@@ -25,6 +26,8 @@
 #define PENDING_DESCS 4096	/* GN_PENDING_DESCS in lib/collective/core.h */
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "rx bounds test k";
+/* 3LC's parameter block with its default s = 1. */
+static const uint32_t tlc_params[GN_WIRE_PARAM_WORDS] = { 0x3f800000u };
 
 struct rig {
 	struct gn_ctx *ctx;
@@ -39,9 +42,13 @@ static void deliver(struct rig *r, int from, uint8_t *pkt, size_t body_end)
 	gn_test_packet_in(r->ctx, from, pkt, len);
 }
 
-/* Peer @from registered tensor @id: its TENSOR control message. */
+/*
+ * Peer @from registered tensor @id as this rank did (@params: the
+ * parameter block this rank's registration resolved to): its TENSOR
+ * control message.
+ */
 static void desc_from(struct rig *r, int from, uint32_t id, uint64_t elems,
-		      uint8_t codec)
+		      uint8_t codec, const uint32_t *params)
 {
 	uint8_t pkt[GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN + GN_WIRE_TAG];
 	struct gn_wire_hdr h = {
@@ -51,10 +58,9 @@ static void desc_from(struct rig *r, int from, uint32_t id, uint64_t elems,
 	};
 	struct gn_wire_ctrl c = {
 		.seq = ++r->seq[from], .kind = GN_CTRL_TENSOR, .value = elems,
-		/* 3LC's s = 1, its default: word 0 of the parameter block. */
-		.params = { codec == GN_CODEC_3LC ? 0x3f800000u : 0 },
 	};
 
+	memcpy(c.params, params, sizeof(c.params));
 	gn_wire_hdr_put(&h, pkt);
 	gn_wire_ctrl_put(&c, pkt);
 	deliver(r, from, pkt, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN);
@@ -69,30 +75,36 @@ static void rig_open(struct __test_metadata *_metadata, struct rig *r)
 	ASSERT_EQ(MAX_PKT, r->ctx->max_pkt);
 }
 
-/* Tensor @id registered everywhere, step 1 started here on @x. */
+/*
+ * Tensor @id registered everywhere (@params: the codec's, or NULL), step 1
+ * started here on @x.
+ */
 static void rig_tensor(struct __test_metadata *_metadata, struct rig *r,
-		       uint32_t id, size_t elems, uint8_t codec, float *x)
+		       uint32_t id, size_t elems, uint8_t codec,
+		       const char *params, float *x)
 {
-	GN_OPTS(gn_tensor_opts, o, .id = id, .elems = elems, .codec = codec);
+	GN_OPTS(gn_tensor_opts, o, .id = id, .elems = elems, .codec = codec,
+		.params = params);
 	size_t i;
 
 	ASSERT_EQ(0, gn_tensor_register(r->ctx, &o));
-	desc_from(r, 1, id, elems, codec);
-	desc_from(r, 2, id, elems, codec);
+	/* The newest registration heads the context's list. */
+	desc_from(r, 1, id, elems, codec, r->ctx->tensors->params.w);
+	desc_from(r, 2, id, elems, codec, r->ctx->tensors->params.w);
 	for (i = 0; i < elems; i++)
 		x[i] = (float)(i % 7) * 0.25f;
 	ASSERT_EQ(0, gn_allreduce_start(r->ctx, id, x));
 }
 
-/* A DATA packet from rank 1 of tensor @id, step 1, phase @phase. */
-static void data_from1(struct rig *r, uint32_t id, uint8_t codec, uint8_t phase,
-		       const struct gn_wire_data *d, const void *body,
-		       uint16_t blen)
+/* A DATA packet from rank @from of tensor @id, step 1, phase @phase. */
+static void data_from(struct rig *r, int from, uint32_t id, uint8_t codec,
+		      uint8_t phase, const struct gn_wire_data *d,
+		      const void *body, uint16_t blen)
 {
 	uint8_t pkt[GN_WIRE_MAX_PKT];
 	struct gn_wire_hdr h = {
 		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
-		.type = GN_PKT_DATA, .src = 1,
+		.type = GN_PKT_DATA, .src = (uint16_t)from,
 		.dst = phase == GN_PHASE_REDUCE ? 0 : GN_RANK_ALL,
 		.job = JOB, .tensor = id, .step = 1, .body_len = blen,
 		.phase = phase, .codec = codec,
@@ -101,7 +113,14 @@ static void data_from1(struct rig *r, uint32_t id, uint8_t codec, uint8_t phase,
 	gn_wire_hdr_put(&h, pkt);
 	gn_wire_data_put(d, pkt);
 	memcpy(pkt + GN_WIRE_DATA_HDR, body, blen);
-	deliver(r, 1, pkt, GN_WIRE_DATA_HDR + blen);
+	deliver(r, from, pkt, GN_WIRE_DATA_HDR + blen);
+}
+
+static void data_from1(struct rig *r, uint32_t id, uint8_t codec, uint8_t phase,
+		       const struct gn_wire_data *d, const void *body,
+		       uint16_t blen)
+{
+	data_from(r, 1, id, codec, phase, d, body, blen);
 }
 
 static uint64_t drops(struct gn_ctx *ctx, int reason)
@@ -132,7 +151,7 @@ static void npkts_case(struct __test_metadata *_metadata, uint8_t codec)
 
 	ASSERT_NE(NULL, x);
 	rig_open(_metadata, &r);
-	rig_tensor(_metadata, &r, 7, 3 * CHUNK, codec, x);
+	rig_tensor(_metadata, &r, 7, 3 * CHUNK, codec, NULL, x);
 	rx = &r.ctx->tensors->cur->red[1 * r.ctx->tensors->chunks[0] + 0];
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		before = drops(r.ctx, GN_DROP_MALFORMED);
@@ -186,7 +205,7 @@ TEST(dense_result_nan_dropped)
 	ASSERT_NE(NULL, x);
 	ASSERT_NE(NULL, v);
 	rig_open(_metadata, &r);
-	rig_tensor(_metadata, &r, 8, 9000, GN_CODEC_NONE, x);
+	rig_tensor(_metadata, &r, 8, 9000, GN_CODEC_NONE, NULL, x);
 	rx = &r.ctx->tensors->cur->gat[r.ctx->tensors->gat_off[1]];
 	for (i = 0; i < per; i++)
 		v[i] = __builtin_nanf("");
@@ -227,7 +246,7 @@ TEST(dense_contribution_nan_dropped)
 
 	ASSERT_NE(NULL, x);
 	rig_open(_metadata, &r);
-	rig_tensor(_metadata, &r, 9, 9000, GN_CODEC_NONE, x);
+	rig_tensor(_metadata, &r, 9, 9000, GN_CODEC_NONE, NULL, x);
 	rx = &r.ctx->tensors->cur->red[1 * r.ctx->tensors->chunks[0] + 0];
 	data_from1(&r, 9, GN_CODEC_NONE, GN_PHASE_REDUCE, &d, nan4, 16);
 	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
@@ -237,6 +256,103 @@ TEST(dense_contribution_nan_dropped)
 	ASSERT_EQ(1, rx->m.got);
 	gn_test_ctx_free(r.ctx);
 	free(x);
+}
+
+/*
+ * CLT-k, three shards of one chunk each (4096 values, a set of k = 41):
+ * at step 1 (the registration's first, s = 0) chunk g is led by rank g.
+ * A set of chunk 1 is the positions 97 j, one varint each after the first.
+ */
+#define SET_K 41
+
+static void set_body(uint8_t *b, uint32_t count, uint32_t pos0)
+{
+	uint32_t j;
+
+	b[0] = (uint8_t)pos0;	/* pos0 < 128 */
+	for (j = 1; j < count; j++)
+		b[j] = 96;
+}
+
+static void set_from(struct rig *r, int from, uint32_t id, uint32_t aux,
+		     uint32_t first, uint32_t count, uint32_t pkt,
+		     uint32_t npkts, const uint8_t *body, uint16_t blen)
+{
+	struct gn_wire_data d = {
+		.chunk_off = CHUNK, .chunk_len = CHUNK, .first = first,
+		.count = count, .aux = aux, .pkt = pkt, .npkts = npkts,
+	};
+
+	data_from(r, from, id, GN_CODEC_CLTK, GN_PHASE_INDEX, &d, body, blen);
+}
+
+/*
+ * Refused before anything is taken: a set from a rank that does not lead
+ * the chunk, of another size than the step's k, with a position past the
+ * chunk or more entries than the set; taken: the leader's set, whole.
+ */
+TEST(cltk_index_set_refusals)
+{
+	float *x = malloc(3 * CHUNK * sizeof(float));
+	uint8_t body[64], far[8] = { 0x80, 0x20 };	/* 4096 */
+	struct gn_step *st;
+	struct rig r;
+
+	ASSERT_NE(NULL, x);
+	rig_open(_metadata, &r);
+	rig_tensor(_metadata, &r, 10, 3 * CHUNK, GN_CODEC_CLTK, NULL, x);
+	st = r.ctx->tensors->cur;
+	set_body(body, SET_K, 0);
+	set_from(&r, 2, 10, SET_K, 0, SET_K, 0, 1, body, SET_K);
+	ASSERT_EQ(1, drops(r.ctx, GN_DROP_MALFORMED));
+	set_from(&r, 1, 10, SET_K - 1, 0, SET_K - 1, 0, 1, body, SET_K - 1);
+	ASSERT_EQ(2, drops(r.ctx, GN_DROP_MALFORMED));
+	memcpy(body, far, 2);
+	set_from(&r, 1, 10, SET_K, 0, SET_K, 0, 1, body, SET_K + 1);
+	ASSERT_EQ(3, drops(r.ctx, GN_DROP_MALFORMED));
+	set_body(body, SET_K + 1, 0);
+	set_from(&r, 1, 10, SET_K, 0, SET_K + 1, 0, 1, body, SET_K + 1);
+	ASSERT_EQ(4, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(0, st->irx[1].m.got);
+	ASSERT_EQ(0, st->ixs[1] & GN_IX_KNOWN);
+	/* The leader's set: known, and this rank's share at it taken up. */
+	set_body(body, SET_K, 5);
+	set_from(&r, 1, 10, SET_K, 0, SET_K, 0, 1, body, SET_K);
+	ASSERT_EQ(4, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(GN_IX_KNOWN | GN_IX_CLAIMED, st->ixs[1] & (GN_IX_KNOWN | GN_IX_CLAIMED));
+	ASSERT_EQ(5 + 97 * (SET_K - 1), st->ix[r.ctx->tensors->ix_off[1] + SET_K - 1]);
+	gn_test_ctx_free(r.ctx);
+	free(x);
+}
+
+/*
+ * A set of 2048 entries (density 0.5), which a leader cuts into two
+ * packets at this MTU, in two slices that are each sound but do not
+ * increase across them (the second starts at position 5): the step fails
+ * with -EBADMSG, naming the leader.
+ */
+TEST(cltk_index_set_not_increasing)
+{
+	float *x = malloc(3 * CHUNK * sizeof(float));
+	uint8_t *body = calloc(1024, 1);
+	struct rig r;
+	int err = 0;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, body);
+	rig_open(_metadata, &r);
+	rig_tensor(_metadata, &r, 11, 3 * CHUNK, GN_CODEC_CLTK, "density=0.5", x);
+	set_from(&r, 1, 11, 2048, 0, 1024, 0, 2, body, 1024);
+	body[0] = 5;
+	set_from(&r, 1, 11, 2048, 1024, 1024, 1, 2, body, 1024);
+	ASSERT_EQ(0, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(1, gn_core_allreduce_done(r.ctx, 11, &err));
+	ASSERT_EQ(-EBADMSG, err);
+	ASSERT_NE(NULL, strstr(gn_core_api_errmsg(r.ctx), "rank 1"))
+		TH_LOG("%s", gn_core_api_errmsg(r.ctx));
+	gn_test_ctx_free(r.ctx);
+	free(x);
+	free(body);
 }
 
 static unsigned int pending_of(const struct gn_ctx *ctx, int peer)
@@ -300,19 +416,19 @@ TEST(pending_descriptors_bounded)
 	rig_open(_metadata, &r);
 	p1 = &r.ctx->dl.peers[1];
 	for (i = 0; i < n; i++)
-		desc_from(&r, 1, 1000 + i, 10, GN_CODEC_3LC);
+		desc_from(&r, 1, 1000 + i, 10, GN_CODEC_3LC, tlc_params);
 	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
 	ASSERT_EQ(PENDING_DESCS, r.ctx->pending_descs[1]);
 	ASSERT_EQ(PENDING_DESCS, p1->ctrl_seen_base);
 	ASSERT_LT(0, drops(r.ctx, GN_DROP_TENSOR));
 	/* Rank 2's descriptors are not crowded out by rank 1's. */
-	desc_from(&r, 2, 5, 10, GN_CODEC_3LC);
+	desc_from(&r, 2, 5, 10, GN_CODEC_3LC, tlc_params);
 	ASSERT_EQ(1, pending_of(r.ctx, 2));
 	/* Registering takes one off; rank 1's next repetition fits. */
 	ASSERT_EQ(0, gn_tensor_register(r.ctx, &o));
 	ASSERT_EQ(PENDING_DESCS - 1, pending_of(r.ctx, 1));
 	r.seq[1] = PENDING_DESCS;
-	desc_from(&r, 1, 1000 + PENDING_DESCS, 10, GN_CODEC_3LC);
+	desc_from(&r, 1, 1000 + PENDING_DESCS, 10, GN_CODEC_3LC, tlc_params);
 	ASSERT_EQ(PENDING_DESCS, pending_of(r.ctx, 1));
 	ASSERT_EQ(PENDING_DESCS + 1, p1->ctrl_seen_base);
 	gn_test_ctx_free(r.ctx);

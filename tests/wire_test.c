@@ -101,8 +101,12 @@ TEST(header_rejects)
 	q[3] = 99;		/* unknown type */
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
 	memcpy(q, p, len);
-	q[22] = 2;		/* phase */
+	q[22] = GN_PHASE_INDEX + 1;	/* phase */
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
+	memcpy(q, p, len);
+	q[22] = GN_PHASE_INDEX;
+	ASSERT_EQ(0, gn_wire_hdr_get(q, len, &h));
+	ASSERT_EQ(GN_PHASE_INDEX, h.phase);
 	memcpy(q, p, len);
 	q[20] = 21;		/* body length disagrees with the packet */
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));

@@ -3,12 +3,13 @@
  * gradnet-codec.c - any registered codec on files, for scripts and for
  * looking at what a codec does to real gradients:
  *
- *   gradnet-codec encode [--codec SPEC] [-s S] [--seed K] [--ef FILE] IN.f32 OUT
+ *   gradnet-codec encode [--codec SPEC] [-s S] [--seed K] [--step T] [--ef FILE] IN.f32 OUT
  *	IN.f32 (raw little-endian float32) as one chunk stream of the codec
  *	(its word, then its slice over the whole chunk; for 3LC the stream
  *	of gn_tlc_encode()); with --ef, FILE is the float32 error-feedback
  *	buffer, zeros if it does not exist, and is replaced by the new one
- *	once OUT is written. K keys the generator of stochastic codecs.
+ *	once OUT is written. K keys the generator of stochastic codecs;
+ *	T is the step (CLT-k's warm-up; the encoder leads the chunk).
  *   gradnet-codec decode [--codec SPEC] -n N IN OUT.f32
  *	the chunk stream IN of N values, decoded as float32.
  *   gradnet-codec list
@@ -55,13 +56,14 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: gradnet-codec encode [--codec SPEC] [-s S] [--seed K] [--ef FILE] IN.f32 OUT\n"
+		"usage: gradnet-codec encode [--codec SPEC] [-s S] [--seed K] [--step T] [--ef FILE] IN.f32 OUT\n"
 		"       gradnet-codec decode [--codec SPEC] -n N IN OUT.f32\n"
 		"       gradnet-codec list   (the codecs and their parameters)\n"
 		"       gradnet-codec isa    (the instruction sets this CPU runs)\n"
 		"  SPEC: NAME[:KEY=VALUE,...], as GN_CODEC takes it (default 3lc)\n"
 		"  S: 3LC's sparsity multiplier, 1 <= S < 2 (SPEC's s=S)\n"
 		"  K: the generator's key for stochastic codecs (default 0)\n"
+		"  T: steps before this one (cltk's warm-up; default 0)\n"
 		"  --ef FILE: float32 error-feedback buffer, read (zeros if the\n"
 		"             file does not exist) and replaced after encoding\n"
 		"  N: number of values the stream holds\n"
@@ -293,12 +295,13 @@ static int cmd_encode(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "codec", required_argument, NULL, 'c' },
 		{ "seed", required_argument, NULL, 'k' },
+		{ "step", required_argument, NULL, 't' },
 		{ "ef", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *ef = NULL, *s_arg = NULL, *spec_arg = NULL, *in, *out;
-	unsigned long long seed = 0;
+	unsigned long long seed = 0, step = 0;
 	const struct gn_codec_ops *codec;
 	struct gn_codec_spec spec;
 	struct gn_codec_call call = { .p = &spec.p, .world = 1 };
@@ -323,6 +326,14 @@ static int cmd_encode(int argc, char **argv)
 			seed = strtoull(optarg, &end, 0);
 			if (errno || end == optarg || *end)
 				return usage_error("--seed '%s' is not a number",
+						   optarg);
+			break;
+		case 't':
+			errno = 0;
+			step = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end || *optarg == '-' ||
+			    step > 0xffffffffu)
+				return usage_error("--step '%s' is not a step number (0 to 2^32 - 1)",
 						   optarg);
 			break;
 		case 'e':
@@ -387,6 +398,7 @@ static int cmd_encode(int argc, char **argv)
 		goto out;
 	}
 	call.seed = seed;
+	call.step = (u32)step;
 	call.ef_len = n;
 	cap = gn_codec_stream_bound(codec, &spec.p, (u32)n);
 	stream = cap < SIZE_MAX ? malloc((size_t)cap) : NULL;

@@ -2,8 +2,9 @@
 /*
  * gradnet/codec.h - gradnet's compressors, specified: 3LC (three-value
  * quantization with sparsity multiplication and error feedback, quartic
- * encoding and zero-run encoding), QSGD and top-k, and the generator the
- * stochastic ones draw from. The functions below are 3LC's; every codec is
+ * encoding and zero-run encoding), QSGD, top-k and CLT-k (with its index
+ * round), and the generator the stochastic ones draw from. The functions
+ * below are 3LC's; every codec is
  * reached through the registry (lib/codec/codec.h). Freestanding: the same
  * code runs in libgradnet, the DPDK path and the kernel module.
  *
@@ -165,6 +166,80 @@
  * or too few, a norm is not finite or has its sign bit set, a code has a
  * sign with level 0 or a level under a norm of +0, padding bits are not
  * 0, or a float32 value is not finite.
+ *
+ * ==== CLT-k: cyclic local top-k (codec "cltk", ScaleCom) ====
+ *
+ * Parameters: density (0 < d <= 1, default 0.01), beta (0 < beta <= 1,
+ * default 1), warmup (steps, default 0), bits (0: float32 values, the
+ * default; 2, 4 or 8: QSGD values), bucket and norm (QSGD's, for its
+ * values). Ranks that disagree on any of them refuse the tensor.
+ *
+ * Step and chunks. s counts the steps of the tensor's registration
+ * before this one: 0 for its first step (the generator's step, above, is
+ * the wire's, which counts from 1 and goes on across registrations).
+ * The tensor's chunks are numbered g = 0, 1, ... in the tensor's order
+ * (shard 0's chunks first). A chunk of n values has a set of k entries:
+ * k = n while s < warmup, else k = ceil(d * n) exactly as top-k's (at
+ * least 1). While k = n the set is the whole chunk, in order, and there
+ * is no index round; the rest holds with I_j = j.
+ *
+ * The leader of chunk g at step s is rank (s + g) mod W. With a memory m
+ * (its error feedback) of its own, zeros at registration, every rank i
+ * forms p = x + m (float32; any p of the chunk not finite is -EDOM, the
+ * step skipped on every rank and m left as it was). The leader selects
+ * I = the k entries of largest |p|, ties to the lower index (top-k's
+ * selection, one block), in increasing position order, and sends I to
+ * every rank (the index round, below). Then every rank, the leader too:
+ *   values v_j = p[I_j], j = 0 .. k-1;
+ *   r = p, except +0 at the positions of I;
+ *   m = r if beta = 1, else c * m + beta * r with c = 1 - beta, each in
+ *	float32: c first, then the two products, then their sum (a new m
+ *	that is not finite is -EDOM, as above).
+ * With bits > 0 the values are QSGD's sequence of k values, drawn under
+ * the rank's key (phase 0) at the chunk's offset, counter j for v_j; the
+ * memory does not see QSGD's rounding (it is unbiased).
+ *
+ * The owner adds the contributions exactly: its own share as what its
+ * values stand for (v_j, or their QSGD values) at I_j and 0 elsewhere,
+ * then the others' values in rank order, acc[I_j] += value_j. Every
+ * contribution has the same support, so the sum needs no selection: its
+ * values at I, s_j = acc[I_j], are the result (with bits > 0 drawn anew
+ * as a QSGD sequence under the owner's key, phase 1, at the chunk's
+ * offset), and every rank, the owner included, sets the chunk to value_j
+ * at I_j (divided by (float)W for an average) and +0 elsewhere. A sum
+ * that is not finite anywhere in the chunk is -EDOM.
+ *
+ * Values streams (contributions and results). The chunk's word is k.
+ * Units are the set's entries: a slice covers entries [first, first +
+ * count) and holds their values, count float32, or (QSGD) the buckets of
+ * B entries of the sequence of k values as codec "qsgd" holds buckets of
+ * n (first a multiple of B, count too unless first + count = k). A
+ * message goes as WHOLE packets only when k = n (a WHOLE packet's count
+ * is the chunk's values). Decoding a result slice sets the positions from
+ * I_{first-1} + 1 (0 for first = 0) through I_{first+count-1} (through
+ * n - 1 when first + count = k): the entries' values there, 0 between.
+ * A slice is refused if k is 0 or above n, first + count exceeds k, the
+ * body is not exactly its values, a float32 value is not finite or a
+ * QSGD bucket is refused as "qsgd"'s are; a receiver also refuses a
+ * slice whose word is not its chunk's k at that step.
+ *
+ * The index round (any codec with an index round, GN_PHASE_INDEX). The
+ * leader sends I to every rank as DATA packets of phase 2 (never WHOLE)
+ * whose word is k and whose slices cover entries [first, first + count)
+ * of I: the body is count varints, I_first, then I_j - I_{j-1} - 1 for
+ * the next ones (varints as top-k's). A slice is refused if a varint is
+ * malformed or a position reaches n, first + count exceeds k, the body
+ * has bytes left over, the sender is not the chunk's leader at that step,
+ * the chunk has no round at that step, or the word is not k. A rank takes
+ * I only whole: a set whose slices do not cover every entry once or whose
+ * positions do not increase across slices fails the step (-EBADMSG,
+ * naming the leader). A rank sends its values only once it has I, and an
+ * owner adds a share only once it has I; a set that never comes fails
+ * the step at the step timeout, naming the leader.
+ *
+ * One-chunk stream (gradnet-codec; the encoder leads the chunk, its step
+ * s is --step): the word k (u32), then, when k < n, one index slice of
+ * all k entries, then one values slice of all k entries.
  *
  * Return values: a byte or element count, or a negative errno.
  */

@@ -87,6 +87,9 @@ enum gn_codec {
 				   values), bucket, norm */
 	GN_CODEC_QSGD = 4,	/* QSGD: stochastic levels per bucket; bits,
 				   bucket, norm */
+	GN_CODEC_CLTK = 5,	/* ScaleCom's cyclic local top-k: a leader's
+				   index set per chunk, low-pass memory;
+				   density, beta, warmup, bits, bucket, norm */
 };
 
 /* gn_ctx_opts.flags */

@@ -82,11 +82,17 @@ enum gn_pkt_type {
 	GN_PKT_WHOLE = 8,	/* a whole chunk in one packet, short header */
 };
 
-/* Phases of an allreduce: contributions to a shard's owner, then the
- * owner's result to every rank. */
+/*
+ * Phases of an allreduce: contributions to a shard's owner, then the
+ * owner's result to every rank; for a codec with an index round (CLT-k),
+ * first a chunk's index set from its leader to every rank: DATA packets
+ * whose aux is the set's size and whose slices cover entries of the set
+ * (<gradnet/codec.h>, "The index round").
+ */
 enum gn_phase {
 	GN_PHASE_REDUCE = 0,
 	GN_PHASE_GATHER = 1,
+	GN_PHASE_INDEX = 2,
 };
 
 /*

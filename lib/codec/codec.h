@@ -21,6 +21,14 @@
  * result stream and rewrites the sum with what every receiver will decode,
  * so the owner's values are bit-identical to everyone else's.
  *
+ * A codec with GN_CODEC_INDEX_ROUND (CLT-k) has its contributions and
+ * results at an index set I of each chunk that one rank, the chunk's
+ * leader, picks: the leader sends I to every rank first (the index round,
+ * the stream of gn_index_slice()), and a chunk's values are then the
+ * values at I, entry by entry: its units are I's entries, its word is
+ * |I|. A chunk whose set is the whole chunk (index_len() == len) has no
+ * index round: its units are its values.
+ *
  * FPU rule: the operations marked "float" run inside one FPU section of the
  * caller (lib/collective/fp.c) and their files are FPU units in the kernel
  * build; the others are integer-only and run anywhere.
@@ -78,6 +86,12 @@ struct gn_codec_call {
 	size_t ef_len;		/* values of the whole error buffer the call
 				   writes (a codec that streams long buffers
 				   past the caches decides by it) */
+	u32 step;		/* steps of the tensor's registration before
+				   this one (0 for its first) */
+	const u32 *idx;		/* GN_CODEC_INDEX_ROUND: the chunk's index
+				   set, nidx increasing positions; NULL: the
+				   whole chunk, or (encode) this rank leads */
+	u32 nidx;
 };
 
 /* struct gn_codec_ops.flags */
@@ -93,6 +107,8 @@ struct gn_codec_call {
 #define GN_CODEC_ELEMENTWISE	(1u << 4)	/* each value coded alone: chunk
 						   bounds change no value */
 #define GN_CODEC_STOCHASTIC	(1u << 5)	/* uses the seeded generator */
+#define GN_CODEC_INDEX_ROUND	(1u << 6)	/* values at an index set the
+						   chunk's leader sends first */
 
 /*
  * struct gn_codec_ops - one compressor
@@ -146,6 +162,15 @@ struct gn_codec_call {
  * @add: a contribution's slice, added into the owner's @acc (the chunk).
  * @decode: a result's slice: its units of @out (the chunk) overwritten
  *	with what it stands for, divided by the world size if @c->average.
+ *
+ * The index round (GN_CODEC_INDEX_ROUND, else NULL; integer): @c->idx
+ * and @c->nidx give the chunk's set to @encode (one chunk a call; NULL:
+ * this rank leads and selects it), @result, @add and @decode; a slice's
+ * word is the set's size, which the collective checks against
+ * @index_len before @check_slice.
+ * @index_len: entries of the set of a chunk of @len values at step
+ *	@step (struct gn_codec_call's); @len: the whole chunk, no round.
+ * @index_set: the set a leader's @encode selected, in its @scratch.
  */
 struct gn_codec_ops {
 	const char *name;
@@ -184,6 +209,9 @@ struct gn_codec_ops {
 		    u32 first, u32 count, u32 aux, const u8 *body, u32 blen);
 	void (*decode)(const struct gn_codec_call *c, float *out, u32 len,
 		       u32 first, u32 count, u32 aux, const u8 *body, u32 blen);
+
+	u32 (*index_len)(const struct gn_codec_params *p, u32 step, u32 len);
+	const u32 *(*index_set)(const void *scratch);
 };
 
 /*
@@ -220,6 +248,17 @@ long gn_codec_stream_encode(const struct gn_codec_ops *c,
 int gn_codec_stream_decode(const struct gn_codec_ops *c,
 			   const struct gn_codec_call *call, const u8 *src,
 			   size_t len, float *out, u32 n);
+
+/*
+ * index/round.c: the index round's stream (<gradnet/codec.h>): a slice of
+ * a chunk's index set, entries [first, first + count), as varints.
+ * Integer-only.
+ */
+long gn_index_slice(const u32 *idx, u32 n, u32 at, u8 *dst, u32 cap,
+		    u32 *units);
+long gn_index_check(u32 len, u32 count, const u8 *body, u32 blen);
+void gn_index_take(u32 count, const u8 *body, u32 *idx);
+u32 gn_index_pkts_max(u32 n, u32 cap);
 
 /* registry.c */
 const struct gn_codec_ops *gn_codec_find(u32 id);

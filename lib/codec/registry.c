@@ -12,6 +12,7 @@ extern const struct gn_codec_ops gn_codec_dense;
 extern const struct gn_codec_ops gn_codec_tlc;
 extern const struct gn_codec_ops gn_codec_qsgd;
 extern const struct gn_codec_ops gn_codec_topk;
+extern const struct gn_codec_ops gn_codec_cltk;
 
 /* enum gn_codec values are the index: the id the wire and the ioctls carry. */
 static const struct gn_codec_ops *const codecs[] = {
@@ -19,6 +20,7 @@ static const struct gn_codec_ops *const codecs[] = {
 	[GN_CODEC_3LC] = &gn_codec_tlc,
 	[GN_CODEC_TOPK] = &gn_codec_topk,
 	[GN_CODEC_QSGD] = &gn_codec_qsgd,
+	[GN_CODEC_CLTK] = &gn_codec_cltk,
 };
 
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))

@@ -65,6 +65,12 @@ struct gn_step {
 	/* Results from every owner. */
 	struct gn_rx *gat;		/* [t->gat_off[owner] + c] */
 	u32 gat_left;			/* chunks not yet fully decoded */
+	/* The index round (index.c), by chunk g = t->gat_off[owner] + c. */
+	u32 *ix;			/* [t->ix_off[g] ...]: chunk g's set */
+	u8 *ixs;			/* [g]: GN_IX_* */
+	struct gn_rx *irx;		/* [g]: its leader's index message */
+	u32 *encq;			/* chunks to encode when polled */
+	u32 encq_n;
 	void *mem;			/* the arrays above, one block */
 	size_t mem_len;
 };
@@ -166,6 +172,11 @@ struct gn_tensor {
 	u8 *scratch;			/* a span's encoded chunks (caller) */
 	size_t stride;			/* bytes of one chunk's scratch */
 	u32 *aux;			/* a span's chunk words (caller) */
+	/* The index round (index.c): chunk g's set is at ix_off[g] of a
+	 * step's; a leader's messages by step parity at [g / world]. */
+	u32 *ix_off;
+	u32 ipkts_cap;
+	struct gn_txmsg **imsg[2];
 	/* [peer]: it registered this tensor and has our registration */
 	u8 *ready;
 	u32 *desc_seq;			/* [peer]: our descriptor's seq until acked */
@@ -239,6 +250,7 @@ void gn_abort_peers(struct gn_ctx *ctx, struct gn_step *st, int err,
 		    int culprit);
 void gn_fail_all(struct gn_ctx *ctx, int err, const char *msg);
 struct gn_txmsg *gn_step_msg(struct gn_ctx *ctx, struct gn_step *st, u32 idx);
+struct gn_txmsg *gn_slot_msg(struct gn_ctx *ctx, struct gn_txmsg **slot);
 
 /* pack.c */
 struct msg_shape {
@@ -252,10 +264,54 @@ struct msg_shape {
 int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	    u32 stepno, const struct msg_shape *ms, const void *scratch,
 	    const float *x);
+int gn_pack_index(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
+		  u32 stepno, const struct msg_shape *ms, const u32 *idx);
 void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
 		     const struct msg_shape *ms);
 void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st);
 void gn_want_work(struct gn_ctx *ctx, struct gn_step *st, u32 c);
+
+/*
+ * index.c: the index round of codecs with GN_CODEC_INDEX_ROUND. A chunk's
+ * state in its step (st->ixs): its set is known here, its contribution's
+ * encoding is taken by a thread, the contribution is out (for the own
+ * shard: in place, ready to be added).
+ */
+#define GN_IX_KNOWN	(1u << 0)
+#define GN_IX_CLAIMED	(1u << 1)
+#define GN_IX_SENT	(1u << 2)
+
+static inline bool gn_index_round(const struct gn_tensor *t)
+{
+	return t->cd->flags & GN_CODEC_INDEX_ROUND;
+}
+
+/* Steps of the registration before @st: the codec call's step. */
+static inline u32 gn_index_step(const struct gn_step *st)
+{
+	return st->no - st->t->base - 1;
+}
+
+int gn_index_alloc(struct gn_ctx *ctx, struct gn_tensor *t);
+void gn_index_free(struct gn_ctx *ctx, struct gn_tensor *t);
+void gn_index_step_init(struct gn_ctx *ctx, struct gn_step *st);
+long gn_index_chunk(const struct gn_ctx *ctx, const struct gn_tensor *t,
+		    const struct gn_wire_data *d);
+bool gn_index_set(const struct gn_ctx *ctx, const struct gn_step *st, u64 off,
+		  u32 len, struct gn_codec_call *c);
+bool gn_index_aux_ok(const struct gn_ctx *ctx, const struct gn_step *st,
+		     const struct gn_wire_data *d);
+bool gn_index_own_ready(const struct gn_ctx *ctx, const struct gn_step *st,
+			u32 c);
+void gn_index_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
+		 const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		 struct gn_buf *b);
+void gn_index_encode_all(struct gn_ctx *ctx, struct gn_step *st);
+void gn_index_work(struct gn_ctx *ctx, struct gn_step *st,
+		   unsigned int *budget);
+void gn_index_release(struct gn_ctx *ctx, struct gn_step *st);
+void gn_index_drop_msgs(struct gn_ctx *ctx, struct gn_step *st);
+int gn_index_missing(const struct gn_ctx *ctx, const struct gn_step *st);
 
 /* spread.c: codec work in parts for the env's workers (gn_env_run()) */
 int gn_spread_init(struct gn_ctx *ctx);
@@ -272,6 +328,7 @@ void gn_spread_take(struct gn_ctx *ctx, struct gn_step *st,
 		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
 		    struct gn_buf *b, bool last);
 void gn_spread_flush(struct gn_ctx *ctx);
+u8 *gn_spread_slots(const struct gn_ctx *ctx, size_t *stride);
 
 /* reduce.c */
 int gn_turn_rank(const struct gn_ctx *ctx, unsigned int turn);
@@ -289,6 +346,7 @@ bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 		    struct gn_tensor *t, struct gn_rx *rx,
 		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
 		    const u8 *body);
+bool gn_rx_covers(const struct gn_rx *rx, u32 n);
 bool gn_rx_whole(const struct gn_rx *rx);
 
 /* gather.c */
@@ -321,6 +379,9 @@ void gn_ctrl_acked(void *up, struct gn_peer *p, u32 seq);
 int gn_fp_encode(const struct gn_ctx *ctx, const struct gn_step *st,
 		 size_t off, size_t len, size_t chunk, void *scratch,
 		 u32 *aux);
+int gn_fp_encode_at(const struct gn_ctx *ctx, const struct gn_step *st,
+		    size_t off, size_t len, const u32 *idx, u32 nidx,
+		    void *scratch, u32 *aux);
 void gn_fp_own(const struct gn_ctx *ctx, const struct gn_step *st,
 	       const void *scratch, u32 aux, size_t off, size_t len);
 int gn_fp_result(const struct gn_ctx *ctx, const struct gn_step *st,

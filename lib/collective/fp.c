@@ -23,6 +23,7 @@ static struct gn_codec_call call_of(const struct gn_ctx *ctx,
 	struct gn_codec_call c = {
 		.p = &t->params, .world = (u32)ctx->world,
 		.average = t->flags & GN_TENSOR_AVERAGE, .ef_len = ef_len,
+		.step = gn_index_step(st),
 	};
 
 	if (t->cd->flags & GN_CODEC_STOCHASTIC)
@@ -57,6 +58,28 @@ int gn_fp_encode(const struct gn_ctx *ctx, const struct gn_step *st,
 	return r;
 }
 
+/*
+ * One chunk of a codec with an index round: at the set @idx of @nidx
+ * entries, or (NULL) the leader's selection or the whole chunk.
+ */
+int gn_fp_encode_at(const struct gn_ctx *ctx, const struct gn_step *st,
+		    size_t off, size_t len, const u32 *idx, u32 nidx,
+		    void *scratch, u32 *aux)
+{
+	const struct gn_tensor *t = st->t;
+	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_REDUCE, t->n);
+	int r;
+
+	c.idx = idx;
+	c.nidx = nidx;
+	gn_simd_begin();
+	r = t->cd->encode(&c, st->data + off, t->e_rs[t->e_cur] + off,
+			  t->e_rs[!t->e_cur] + off, len, len, off, scratch,
+			  t->stride, aux);
+	gn_simd_end();
+	return r;
+}
+
 /* The owner's own share of a chunk, as its encoding stands for it. */
 void gn_fp_own(const struct gn_ctx *ctx, const struct gn_step *st,
 	       const void *scratch, u32 aux, size_t off, size_t len)
@@ -87,6 +110,7 @@ int gn_fp_result(const struct gn_ctx *ctx, const struct gn_step *st,
 					 ef ? own : 0);
 	int r;
 
+	gn_index_set(ctx, st, off, (u32)len, &c);
 	gn_simd_begin();
 	r = t->cd->result(&c, st->data + off,
 			  ef ? t->e_ag[t->e_cur] + rel : NULL,
@@ -115,6 +139,7 @@ void gn_fp_add_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 {
 	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_REDUCE, 0);
 
+	gn_index_set(ctx, st, d->chunk_off, d->chunk_len, &c);
 	gn_simd_begin();
 	st->t->cd->add(&c, acc, (u32)len, d->first, d->count, d->aux, body,
 		       blen);
@@ -128,6 +153,7 @@ void gn_fp_result_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 {
 	struct gn_codec_call c = call_of(ctx, st, GN_PHASE_GATHER, 0);
 
+	gn_index_set(ctx, st, d->chunk_off, d->chunk_len, &c);
 	gn_simd_begin();
 	st->t->cd->decode(&c, out, d->chunk_len, d->first, d->count, d->aux,
 			  body, blen);

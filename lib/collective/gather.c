@@ -19,8 +19,14 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		gn_dl_drop(&ctx->dl, p, GN_DROP_TENSOR);
 		return;
 	}
-	if (!st->started) {
-		/* No result before this rank sent its part: not plausible. */
+	if (!gn_index_aux_ok(ctx, st, d)) {
+		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
+		return;
+	}
+	/* No result before this rank sent its part (which took the set): not
+	 * plausible. */
+	if (!st->started ||
+	    (gn_index_round(t) && !(st->ixs[t->gat_off[p->rank] + c] & GN_IX_SENT))) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_REPLAY);
 		return;
 	}
@@ -44,6 +50,8 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 void gn_implied_acks(struct gn_ctx *ctx, struct gn_peer *p,
 		     const struct gn_wire_hdr *h, const struct gn_wire_data *d)
 {
+	if (h->phase == GN_PHASE_INDEX)
+		return;
 	if (h->phase == GN_PHASE_GATHER)
 		gn_dl_ack_implied(&ctx->dl, p, h->tensor, h->step,
 				  GN_PHASE_REDUCE, d->chunk_off);
@@ -59,6 +67,7 @@ void gn_implied_acks(struct gn_ctx *ctx, struct gn_peer *p,
  * went out), or this rank has started a step after the one that sent it
  * (so it went out, or that step failed on every rank and nothing is owed;
  * the sender's retries of a step that is over are acknowledged at once).
+ * Index sets are acknowledged as they come: nothing implies them.
  */
 bool gn_ack_implied(void *up, const struct gn_ackq *q)
 {
@@ -67,7 +76,7 @@ bool gn_ack_implied(void *up, const struct gn_ackq *q)
 	u32 by = q->phase == GN_PHASE_REDUCE ? q->step : q->step + 1;
 	struct gn_txmsg *m;
 
-	if (!t || q->step <= t->base)
+	if (!t || q->step <= t->base || q->phase == GN_PHASE_INDEX)
 		return false;
 	if (t->stepno > by)
 		return true;
@@ -115,6 +124,8 @@ void gn_data_in(void *up, struct gn_peer *p, const struct gn_wire_hdr *h,
 	}
 	if (h->phase == GN_PHASE_REDUCE)
 		gn_reduce_in(ctx, p, st, h, &d, b);
-	else
+	else if (h->phase == GN_PHASE_GATHER)
 		gn_gather_in(ctx, p, st, h, &d, b);
+	else
+		gn_index_in(ctx, p, st, h, &d, b);
 }

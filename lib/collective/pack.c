@@ -48,6 +48,14 @@ static int take_bufs(struct gn_ctx *ctx, struct gn_txmsg *m, u32 n)
 	return 0;
 }
 
+/* A message's units: its chunk's, or (index round) the word's entries. */
+static u32 msg_units(const struct gn_tensor *t, const struct msg_shape *ms)
+{
+	if (t->cd->flags & GN_CODEC_INDEX_ROUND)
+		return ms->aux;
+	return t->cd->units(ms->chunk_len);
+}
+
 /*
  * A chunk whose stream is bound to fit one WHOLE packet: its one slice
  * straight behind the short header.
@@ -57,7 +65,7 @@ static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
 		      const struct msg_shape *ms, const void *scratch,
 		      const float *x)
 {
-	u32 units = t->cd->units(ms->chunk_len), used = 0;
+	u32 units = msg_units(t, ms), used = 0;
 	long len;
 
 	if (take_bufs(ctx, m, 1))
@@ -73,29 +81,39 @@ static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
 	return 0;
 }
 
+/* What cuts a message's slices: the codec's slicer, or an index set. */
+struct cutter {
+	const struct gn_tensor *t;
+	const struct msg_shape *ms;
+	const void *scratch;
+	const float *x;
+	const u32 *idx;			/* an index set: its slices */
+};
+
+static long cut(const struct cutter *k, u32 at, u8 *dst, u32 cap, u32 *used)
+{
+	if (k->idx)
+		return gn_index_slice(k->idx, k->ms->aux, at, dst, cap, used);
+	return k->t->cd->slice(&k->t->params, k->scratch, k->ms->aux, k->x,
+			       k->ms->chunk_len, at, dst, cap, used);
+}
+
 /*
- * gn_pack() - the packets of one chunk's message: the codec's slices cut
- * greedily to the MTU, each straight into its buffer
- * @scratch, @x: the chunk's encoding and its values, for the codec's slicer
- *
- * Headers and tags are written once the packet count is known; until then
- * a slice's first unit waits where its header goes.
- * Return: 0, -ENOMEM (no buffers) or -EINVAL (the codec broke its bounds).
+ * Slices cut greedily to the MTU, each straight into its buffer, at most
+ * @most of them over @units units. Headers and tags are written once the
+ * packet count is known; until then a slice's first unit waits where its
+ * header goes.
  */
-int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
-	    u32 stepno, const struct msg_shape *ms, const void *scratch,
-	    const float *x)
+static int pack_cut(struct gn_ctx *ctx, struct gn_txmsg *m,
+		    struct gn_tensor *t, u32 stepno, const struct cutter *k,
+		    u32 units, u32 most)
 {
 	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, at = 0, n = 0, i;
-	u32 units = t->cd->units(ms->chunk_len);
-	u32 most = gn_pkts_max(ctx, t, ms->chunk_len);
+	const struct msg_shape *ms = k->ms;
 
 	if (most > m->cap)
 		return -EINVAL;
-	if (t->cd->whole_bytes(&t->params, scratch, ms->aux, ms->chunk_len) <=
-	    whole_cap(ctx))
-		return pack_whole(ctx, m, t, stepno, ms, scratch, x);
-	m->stream_bytes = t->cd->stream_extra;
+	m->stream_bytes = k->idx ? 0 : t->cd->stream_extra;
 	while (at < units) {
 		u32 used = 0;
 		long len;
@@ -104,9 +122,7 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 			return -EINVAL;
 		if (take_bufs(ctx, m, n + 1))
 			return -ENOMEM;
-		len = t->cd->slice(&t->params, scratch, ms->aux, x,
-				   ms->chunk_len, at,
-				   m->pkt[n]->data + GN_WIRE_DATA_HDR, cap, &used);
+		len = cut(k, at, m->pkt[n]->data + GN_WIRE_DATA_HDR, cap, &used);
 		if (len < 0 || !used || used > units - at)
 			return -EINVAL;
 		gn_put_le32(at, m->pkt[n]->data);
@@ -123,6 +139,44 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 			   end - first, m->pkt[i]->len, i, n);
 	}
 	return 0;
+}
+
+/*
+ * gn_pack() - the packets of one chunk's message: the codec's slices cut
+ * greedily to the MTU, each straight into its buffer
+ * @scratch, @x: the chunk's encoding and its values, for the codec's slicer
+ *
+ * Return: 0, -ENOMEM (no buffers) or -EINVAL (the codec broke its bounds).
+ */
+int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
+	    u32 stepno, const struct msg_shape *ms, const void *scratch,
+	    const float *x)
+{
+	struct cutter k = { t, ms, scratch, x, NULL };
+
+	if (gn_pkts_max(ctx, t, ms->chunk_len) > m->cap)
+		return -EINVAL;
+	if (t->cd->whole_bytes(&t->params, scratch, ms->aux, ms->chunk_len) <=
+	    whole_cap(ctx))
+		return pack_whole(ctx, m, t, stepno, ms, scratch, x);
+	return pack_cut(ctx, m, t, stepno, &k, msg_units(t, ms),
+			gn_pkts_max(ctx, t, ms->chunk_len));
+}
+
+/*
+ * gn_pack_index() - a leader's index message: the chunk's set @idx of
+ * @ms->aux entries, as slices of the index round's stream (never WHOLE:
+ * that would say the set is the whole chunk)
+ * Return: as gn_pack().
+ */
+int gn_pack_index(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
+		  u32 stepno, const struct msg_shape *ms, const u32 *idx)
+{
+	struct cutter k = { t, ms, NULL, NULL, idx };
+
+	return pack_cut(ctx, m, t, stepno, &k, ms->aux,
+			gn_index_pkts_max(ms->aux, ctx->max_pkt -
+						   GN_WIRE_DATA_OVERHEAD));
 }
 
 void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
@@ -222,6 +276,10 @@ void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st)
 	u32 c0, most = 0, batch = gn_encode_batch(ctx);
 	int i;
 
+	if (gn_index_round(t)) {
+		gn_index_encode_all(ctx, st);
+		return;
+	}
 	for (i = 0; i < ctx->world; i++)
 		most = t->chunks[i] > most ? t->chunks[i] : most;
 	for (c0 = 0; c0 < most; c0 += batch) {

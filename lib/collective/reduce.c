@@ -34,11 +34,26 @@ static bool claim_range(u64 *bits, u32 first, u32 count)
  * codec's check, with the tensor's parameters (every index, length and
  * value a decoder could misbehave on, and values no honest rank sends).
  */
-static bool body_ok(const struct gn_tensor *t, const struct gn_wire_data *d,
-		    const u8 *body, u16 len)
+static bool body_ok(const struct gn_tensor *t, const struct gn_wire_hdr *h,
+		    const struct gn_wire_data *d, const u8 *body)
 {
+	/* An index slice: entries of a set of aux, each below the chunk's end. */
+	if (h->phase == GN_PHASE_INDEX)
+		return (u64)d->first + d->count <= d->aux &&
+		       gn_index_check(d->chunk_len, d->count, body,
+				      h->body_len) == h->body_len;
 	return !t->cd->check_slice(&t->params, d->chunk_len, d->first,
-				   d->count, d->aux, body, len);
+				   d->count, d->aux, body, h->body_len);
+}
+
+/* Most packets of @d's message: a chunk's, or an index set's. */
+static u32 pkts_max(const struct gn_ctx *ctx, const struct gn_tensor *t,
+		    const struct gn_wire_hdr *h, const struct gn_wire_data *d)
+{
+	if (h->phase == GN_PHASE_INDEX)
+		return gn_index_pkts_max(d->aux, ctx->max_pkt -
+						 GN_WIRE_DATA_OVERHEAD);
+	return gn_pkts_max(ctx, t, d->chunk_len);
 }
 
 /*
@@ -60,7 +75,7 @@ bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 
 	/* Before the message's state is sized by it (d->chunk_len is the
 	 * chunk's: gn_chunk_of() said so). */
-	if (d->npkts > gn_pkts_max(ctx, t, d->chunk_len)) {
+	if (d->npkts > pkts_max(ctx, t, h, d)) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
 		return false;
 	}
@@ -69,7 +84,7 @@ bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_dl_drop(&ctx->dl, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
 		return false;
 	}
-	if (!body_ok(t, d, body, h->body_len) ||
+	if (!body_ok(t, h, d, body) ||
 	    !claim_range(rx->cover, d->first, d->count)) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
 		return false;
@@ -77,6 +92,17 @@ bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 	gn_dl_rx_take(&rx->m, d->pkt);
 	gn_dl_account(&ctx->dl, &ev);
 	return true;
+}
+
+/* The first @n units of @rx's message are all in. */
+bool gn_rx_covers(const struct gn_rx *rx, u32 n)
+{
+	u32 w;
+
+	for (w = 0; w < n / 64; w++)
+		if (rx->cover[w] != ~0ull)
+			return false;
+	return n % 64 ? (rx->cover[w] | ~0ull << (n % 64)) == ~0ull : true;
 }
 
 /* Every packet of a message is in. */
@@ -108,6 +134,10 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 
 	if (c < 0 || h->dst != ctx->rank) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_TENSOR);
+		return;
+	}
+	if (!gn_index_aux_ok(ctx, st, d)) {
+		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
 		return;
 	}
 	rx = &st->red[(size_t)p->rank * t->chunks[ctx->rank] + (size_t)c];
@@ -221,6 +251,8 @@ void gn_run_work(struct gn_ctx *ctx, unsigned int budget)
 		struct gn_step *st = t->cur;
 		u32 c = 0;
 
+		if (st && st->encq_n)
+			gn_index_work(ctx, st, &budget);
 		while (st && st->started && !st->err && st->todo_n && budget &&
 		       c < t->chunks[ctx->rank]) {
 			for (n = 0; c < t->chunks[ctx->rank] && n < max && budget; c++) {

@@ -117,6 +117,16 @@ u32 gn_spread_work_max(const struct gn_ctx *ctx)
 	return ctx->spread->work_max;
 }
 
+/*
+ * The work slots' scratch, gn_spread_work_max() of them @stride apart,
+ * for other work of the progress side between batches.
+ */
+u8 *gn_spread_slots(const struct gn_ctx *ctx, size_t *stride)
+{
+	*stride = ctx->spread->gq_stride;
+	return ctx->spread->gq;
+}
+
 /* Chunks the caller's side encodes per span: ENCODE_BATCH per worker. */
 u32 gn_encode_batch(const struct gn_ctx *ctx)
 {
@@ -266,7 +276,7 @@ static void plan_chunk(struct gn_ctx *ctx, struct gn_step *st,
 	for (; turn < (u32)ctx->world; turn++) {
 		int k = gn_turn_rank(ctx, turn);
 
-		if (k == ctx->rank && w->c >= st->own_done)
+		if (k == ctx->rank && !gn_index_own_ready(ctx, st, w->c))
 			break;
 		if (k != ctx->rank && !gn_rx_whole(&st->red[(size_t)k * nc + w->c])) {
 			w->partial = true;

@@ -27,6 +27,8 @@ struct gn_step *gn_step_new(struct gn_ctx *ctx, struct gn_tensor *t, u32 no)
 	st->no = no;
 	st->live = true;
 	st->gat_left = t->chunks_total;
+	if (gn_index_round(t))
+		gn_index_step_init(ctx, st);
 	return st;
 }
 
@@ -48,6 +50,8 @@ static void step_release_rx(struct gn_ctx *ctx, struct gn_step *st)
 	ctx->work_n -= st->todo_n;
 	st->todo_n = 0;
 	memset(st->todo, 0, own);
+	if (gn_index_round(t))
+		gn_index_release(ctx, st);
 }
 
 /*
@@ -68,6 +72,8 @@ static void step_drop_msgs(struct gn_ctx *ctx, struct gn_step *st)
 			continue;
 		gn_dl_msg_cancel(&ctx->dl, m);
 	}
+	if (gn_index_round(t))
+		gn_index_drop_msgs(ctx, st);
 }
 
 void gn_step_free(struct gn_ctx *ctx, struct gn_step *st)
@@ -88,8 +94,13 @@ void gn_step_free(struct gn_ctx *ctx, struct gn_step *st)
  */
 struct gn_txmsg *gn_step_msg(struct gn_ctx *ctx, struct gn_step *st, u32 idx)
 {
-	struct gn_tensor *t = st->t;
-	struct gn_txmsg *m = t->msg[st->no & 1][idx], *fresh;
+	return gn_slot_msg(ctx, &st->t->msg[st->no & 1][idx]);
+}
+
+/* The message in @slot, cleared, or a fresh one if that one is owed. */
+struct gn_txmsg *gn_slot_msg(struct gn_ctx *ctx, struct gn_txmsg **slot)
+{
+	struct gn_txmsg *m = *slot, *fresh;
 
 	if (!m->busy) {
 		gn_dl_msg_clear(&ctx->dl, m);
@@ -101,7 +112,7 @@ struct gn_txmsg *gn_step_msg(struct gn_ctx *ctx, struct gn_step *st, u32 idx)
 	m->up_next = ctx->orphans;
 	ctx->orphans = m;
 	ctx->orphans_made++;
-	t->msg[st->no & 1][idx] = fresh;
+	*slot = fresh;
 	return fresh;
 }
 
@@ -364,20 +375,35 @@ int gn_core_allreduce_done(struct gn_ctx *ctx, u32 id, int *err)
 	return 1;
 }
 
+/* What a step waits for, in gn_step_deadlines()'s messages. */
+enum waiting {
+	WAIT_SHARE,
+	WAIT_RESULT,
+	WAIT_INDEX,
+};
+
 /*
- * Peers this rank still waits for in @st, as names in @who: first those
- * whose share of this rank's shard is incomplete; if none, owners that
- * sent no result at all. Returns the first such peer, or -1. @results
- * tells which kind it found.
+ * Peers this rank still waits for in @st, as names in @who: first a
+ * leader whose index set has not come (every share of its chunk waits
+ * for it), then those whose share of this rank's shard is incomplete; if
+ * none, owners that sent no result at all. Returns the first such peer,
+ * or -1. @kind tells which kind it found.
  */
 static int waiting_for(const struct gn_ctx *ctx, const struct gn_step *st,
-		       char *who, size_t cap, bool *results)
+		       char *who, size_t cap, enum waiting *kind)
 {
 	const struct gn_tensor *t = st->t;
 	u32 nc = t->chunks[ctx->rank], c;
 	int j, first = -1, more = 0;
 
-	*results = false;
+	*kind = WAIT_INDEX;
+	if (gn_index_round(t))
+		first = gn_index_missing(ctx, st);
+	if (first >= 0) {
+		snprintf(who, cap, "%s", ctx->dl.peers[first].name);
+		return first;
+	}
+	*kind = WAIT_SHARE;
 	for (j = 0; j < ctx->world; j++) {
 		if (j == ctx->rank)
 			continue;
@@ -397,7 +423,7 @@ static int waiting_for(const struct gn_ctx *ctx, const struct gn_step *st,
 			;
 		if (c == t->chunks[j]) {
 			first = j;
-			*results = true;
+			*kind = WAIT_RESULT;
 		}
 	}
 	if (first >= 0)
@@ -428,7 +454,7 @@ void gn_step_deadlines(struct gn_ctx *ctx)
 		struct gn_step *st = t->cur;
 		u64 age, ms = ctx->step_timeout_ns / 1000000;
 		char who[GN_ERRMSG_LEN / 2], msg[GN_ERRMSG_LEN];
-		bool results;
+		enum waiting kind;
 		int j;
 
 		if (!st || !st->started || st->done || st->err)
@@ -436,12 +462,14 @@ void gn_step_deadlines(struct gn_ctx *ctx)
 		age = now - st->start_ns;
 		if (age <= ctx->step_timeout_ns)
 			continue;
-		j = waiting_for(ctx, st, who, sizeof(who), &results);
-		if (j < 0 || (results && age <= ctx->step_timeout_ns * 3 / 2))
+		j = waiting_for(ctx, st, who, sizeof(who), &kind);
+		if (j < 0 || (kind == WAIT_RESULT &&
+			      age <= ctx->step_timeout_ns * 3 / 2))
 			continue;
 		snprintf(msg, sizeof(msg),
-			 results ? "tensor %u step %u: no result from %s within %llu ms; step failed on every rank"
-				 : "tensor %u step %u: no share from %s within %llu ms (is it calling allreduce for this tensor?); step failed on every rank",
+			 kind == WAIT_RESULT ? "tensor %u step %u: no result from %s within %llu ms; step failed on every rank" :
+			 kind == WAIT_INDEX ? "tensor %u step %u: no index set from its leader %s within %llu ms (is it calling allreduce for this tensor?); step failed on every rank" :
+			 "tensor %u step %u: no share from %s within %llu ms (is it calling allreduce for this tensor?); step failed on every rank",
 			 t->id, st->no, who, (unsigned long long)ms);
 		gn_step_fail(ctx, st, -ETIMEDOUT, msg);
 		gn_abort_peers(ctx, st, -ETIMEDOUT, j);

@@ -166,6 +166,20 @@ size_t gn_step_carve(const struct gn_ctx *ctx, const struct gn_tensor *t,
 	CARVE(st->gat, t->chunks_total + 1, struct gn_rx);
 	CARVE(st->turn, own + 1, u16);
 	CARVE(st->todo, own + 1, u8);
+	if (gn_index_round(t)) {
+		CARVE(st->ix, t->ix_off[t->chunks_total] + 1, u32);
+		CARVE(st->ixs, t->chunks_total + 1, u8);
+		CARVE(st->encq, t->chunks_total + 1, u32);
+		CARVE(st->irx, t->chunks_total + 1, struct gn_rx);
+		for (i = 0; i < t->chunks_total; i++) {
+			struct gn_rx scratch, *rx = base ? &st->irx[i] : &scratch;
+			u32 n = t->ix_off[i + 1] - t->ix_off[i];
+
+			rx->m.cap = t->ipkts_cap;
+			CARVE(rx->m.seen, ((size_t)t->ipkts_cap + 7) / 8, u8);
+			CARVE(rx->cover, ((size_t)n + 63) / 64 + 1, u64);
+		}
+	}
 	for (i = 0; i < nrx; i++) {
 		/* Sizing only: the same carves, into a struct nobody keeps. */
 		struct gn_rx scratch, *rx = &scratch;
@@ -210,6 +224,8 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 		t->chunks_total += t->chunks[j];
 	}
 	t->pkts_cap = gn_pkts_max(ctx, t, ctx->chunk);
+	if (gn_index_round(t) && gn_index_alloc(ctx, t))
+		return -ENOMEM;
 	for (k = 0; k < 2; k++) {
 		if (t->cd->flags & GN_CODEC_EF_REDUCE) {
 			t->e_rs[k] = gn_alloc_array(ctx->env, t->n, sizeof(float));
@@ -250,6 +266,12 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 	t->reserved_msgs = 2 * t->chunks_total;
 	t->reserved_acks = 2 * ((u32)ctx->world * t->chunks[ctx->rank] +
 				t->chunks_total);
+	/* The index round: a leader's messages, every chunk's set received. */
+	if (gn_index_round(t)) {
+		t->reserved_msgs += 2 * ((t->chunks_total + (u32)ctx->world - 1) /
+					 (u32)ctx->world);
+		t->reserved_acks += 2 * t->chunks_total;
+	}
 	return gn_dl_reserve(&ctx->dl, t->reserved_msgs, t->reserved_acks);
 }
 
@@ -268,6 +290,7 @@ static void tensor_free(struct gn_ctx *ctx, struct gn_tensor *t)
 			gn_dl_msg_free(&ctx->dl, t->msg[k][i]);
 		gn_free(ctx->env, t->msg[k]);
 	}
+	gn_index_free(ctx, t);
 	gn_free(ctx->env, t->scratch);
 	gn_free(ctx->env, t->aux);
 	gn_free(ctx->env, t->lo);

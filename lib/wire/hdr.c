@@ -86,7 +86,7 @@ int gn_wire_hdr_get(const u8 *b, size_t len, struct gn_wire_hdr *h)
 	if (fixed < 0 ||
 	    len != (size_t)GN_WIRE_HDR_LEN + fixed + h->body_len + GN_WIRE_TAG)
 		return -EBADMSG;
-	if (h->phase > GN_PHASE_GATHER)
+	if (h->phase > GN_PHASE_INDEX)
 		return -EBADMSG;
 	return 0;
 }
@@ -212,7 +212,7 @@ int gn_wire_ack_entry_get(const u8 *b, size_t left, struct gn_wire_ack *a)
 	a->base = gn_get_le32(b + 20);
 	a->phase = b[24];
 	a->bytes = gn_get_le16(b + 26);
-	if (b[25] || a->phase > GN_PHASE_GATHER || !a->npkts ||
+	if (b[25] || a->phase > GN_PHASE_INDEX || !a->npkts ||
 	    (size_t)GN_WIRE_ACK_ENTRY + a->bytes > left)
 		return -EBADMSG;
 	/* "All of it", or a bitmap window that starts inside the message. */

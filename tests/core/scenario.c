@@ -38,6 +38,13 @@ const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
 	{ "topk-qsgd-avg", { .codec = GN_CODEC_TOPK, .given = 5,
 			     .p = { .w = { 0x3d4ccccdu, 0, 4 } } },
 	  GN_TENSOR_AVERAGE },
+	/* CLT-k at 5%: the leaders' index sets, rotating over the steps. */
+	{ "cltk-sum", { .codec = GN_CODEC_CLTK, .given = 1,
+			.p = { .w = { 0x3d4ccccdu } } }, 0 },
+	/* With beta 0.5, a dense first step and QSGD values of 4 bits. */
+	{ "cltk-warm-qsgd-avg", { .codec = GN_CODEC_CLTK, .given = 0xf,
+				  .p = { .w = { 0x3d4ccccdu, 0x3f000000u, 1, 4 } } },
+	  GN_TENSOR_AVERAGE },
 };
 
 /*

@@ -19,7 +19,7 @@
 struct gn_event;
 
 #define GN_SCN_WORLD	3
-#define GN_SCN_CASES	8
+#define GN_SCN_CASES	10
 #define GN_SCN_STEPS	3
 /* Not a multiple of the chunk or of the world: shards are uneven. */
 #define GN_SCN_ELEMS	10000u

@@ -233,6 +233,9 @@ static void codec_seeds(const char *file, size_t max_n)
 		{ "topk", 1, { 0x3c23d70au } },			/* 1% */
 		{ "topk", 5, { 0x3d4ccccdu, 0, 4 } },		/* 5%, 4 bits */
 		{ "topk", 3, { 0x3f800000u, 512 } },		/* 100%: dense */
+		{ "cltk", 1, { 0x3f800000u } },			/* the whole chunk */
+		{ "cltk", 11, { 0x3d4ccccdu, 0x3f000000u, 0, 4 } }, /* 5%, beta
+								      0.5, 4 bits */
 	};
 	char rel[256], name[160];
 	uint8_t hdr[39 + 12];

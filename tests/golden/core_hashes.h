@@ -25,6 +25,8 @@ static const struct gn_core_golden {
 	{ "topk-sum", { 0xd4da05ef70377a25ull, 0x90deff77425e17a6ull, 0x60b9190108f63736ull } },
 	{ "topk-block-avg", { 0x336905ceaf41d64bull, 0xc70fd04ddc009426ull, 0xa97b8a16c3bb9ca1ull } },
 	{ "topk-qsgd-avg", { 0x752564ba2d2466d5ull, 0xe2a8c2e991e1be21ull, 0xfa64969b2f3dc9e6ull } },
+	{ "cltk-sum", { 0x94215219d561c841ull, 0x22642d7906355636ull, 0x869cd5bb149eb499ull } },
+	{ "cltk-warm-qsgd-avg", { 0xa50c9ec07634ce25ull, 0x2f26997baf889ca2ull, 0x2d343810b5b20912ull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

@@ -6,7 +6,8 @@
  *	GN_TEST_FAULTS=loss=0.01,dup=0.05,reorder=0.05,seed=7
  * (probabilities per packet). Reordered packets are held back (a
  * reference, not a copy) and go out after the packets of a later send
- * call, or when the driver next waits.
+ * call, or when the driver next waits. phase=N limits the faults to the
+ * data packets of that phase (2: CLT-k's index sets).
  *
  * For tests of freshness across runs, record=PATH appends every packet
  * this rank sends (le16 peer, le16 length, the bytes) to PATH, and
@@ -29,6 +30,7 @@
 struct fault {
 	struct gn_transport inner;
 	double loss, dup, reorder;
+	int phase;			/* faults only for data of this phase; -1: all */
 	u64 rng;
 	char record[128], replay[128];
 	FILE *rec;
@@ -60,6 +62,7 @@ static int parse(struct fault *f, const char *spec)
 
 	snprintf(buf, sizeof(buf), "%s", spec);
 	f->rng = 0x9e3779b97f4a7c15ull;
+	f->phase = -1;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		double v;
@@ -78,6 +81,8 @@ static int parse(struct fault *f, const char *spec)
 			f->dup = v;
 		else if (!strcmp(tok, "reorder"))
 			f->reorder = v;
+		else if (!strcmp(tok, "phase"))
+			f->phase = (int)v;
 		else if (!strcmp(tok, "seed"))
 			f->rng ^= (u64)v * 0xbf58476d1ce4e5b9ull;
 		else
@@ -179,6 +184,16 @@ static void release_held(struct fault *f, int n)
 	f->held_n -= n;
 }
 
+/* Is @b one the faults are for? */
+static bool faulty(const struct fault *f, const struct gn_buf *b)
+{
+	if (f->phase < 0)
+		return true;
+	return b->len > GN_WIRE_HDR_LEN &&
+	       (b->data[3] == GN_PKT_DATA || b->data[3] == GN_PKT_WHOLE) &&
+	       b->data[22] == f->phase;
+}
+
 /* Every packet counts as sent: what is lost or held is the network's. */
 static int fault_send(void *state, struct gn_buf *const *b, int n)
 {
@@ -191,18 +206,21 @@ static int fault_send(void *state, struct gn_buf *const *b, int n)
 	for (i = 0; i < n; i++) {
 		if (f->rec)
 			record(f, b[i]);
-		if (unit(f) < f->loss)
+		if (!faulty(f, b[i])) {
+			f->out[k++] = b[i];
+		} else if (unit(f) < f->loss) {
 			continue;
-		if (f->held_n < HELD_MAX && unit(f) < f->reorder) {
+		} else if (f->held_n < HELD_MAX && unit(f) < f->reorder) {
 			in->hold(f->inner.state, b[i]);
 			f->held[f->held_n].b = b[i];
 			f->held[f->held_n].peer = b[i]->peer;
 			f->held_n++;
 			continue;
-		}
-		f->out[k++] = b[i];
-		if (unit(f) < f->dup && k < HELD_MAX * 2)
+		} else {
 			f->out[k++] = b[i];
+			if (unit(f) < f->dup && k < HELD_MAX * 2)
+				f->out[k++] = b[i];
+		}
 		if (k >= HELD_MAX * 2 - 1) {
 			in->send(f->inner.state, f->out, k);
 			k = 0;

@@ -15,9 +15,16 @@ qsgd: quantized with the owner's key, phase 1; topk: the sum's nonzero
 values as entries, in the smaller form, QSGD values drawn with the
 owner's key) and every rank, the owner included, decodes that result,
 divided by W for an average. Steps are numbered from 1.
+
+cltk differs in who selects: chunk g (the tensor's chunks numbered in
+order) has a leader at step s (s = the step - 1), rank (s + g) mod W,
+which selects the set from its own x + m; every rank, the owner too,
+contributes its values at that set and updates its memory; the owner's
+sum at the set is the result (QSGD values drawn anew with its key).
 """
 import numpy as np
 
+import cltk
 import gnrng
 import models
 import qsgd
@@ -61,8 +68,10 @@ class Tensor:
         self.step += 1
         out = np.zeros(self.n, dtype=F)
         reduce = getattr(self, '_' + self.codec.name.replace('3lc', 'tlc'))
-        for owner, off, ln in chunks(self.n, self.world, self.chunk):
+        for g, (owner, off, ln) in enumerate(chunks(self.n, self.world,
+                                                     self.chunk)):
             sl = slice(off, off + ln)
+            self.g = g
             out[sl] = reduce(owner, off, sl, [np.asarray(g, F)[sl]
                                               for g in grads])
         return out
@@ -114,3 +123,22 @@ class Tensor:
         idx = np.flatnonzero(acc.view(np.uint32) != 0)
         _, res = topk.stream(idx, acc[idx], ln, p, self._key(owner, 1, off))
         return (res / F(self.world)).astype(F) if self.average else res
+
+    def _cltk(self, owner, off, sl, g):
+        p = self.codec.p
+        s, ln = self.step - 1, g[owner].size
+        idx = None
+        if cltk.set_len(p, s, ln) < ln:
+            lead = cltk.leader(s, self.g, self.world)
+            idx = cltk.select(g[lead], self.e[lead][sl], p)
+        at = np.arange(ln) if idx is None else idx
+        acc = np.zeros(ln, dtype=F)
+        for r in [owner] + self._others(owner):
+            v, self.e[r][sl] = cltk.contribute(g[r], self.e[r][sl], p, idx)
+            _, dec = cltk.values(v, p, self._key(r, 0, off))
+            # The owner's share is its values as they stand; others add.
+            acc[at] = dec if r == owner else (acc[at] + dec).astype(F)
+        _, res = cltk.values(acc[at], p, self._key(owner, 1, off))
+        out = np.zeros(ln, dtype=F)
+        out[at] = (res / F(self.world)).astype(F) if self.average else res
+        return out

@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
+import cltk  # noqa: E402
 import models  # noqa: E402
 import qsgd  # noqa: E402
 import topk  # noqa: E402
@@ -83,12 +84,27 @@ def topk_sets():
                   'density=0.75', 'density=0.5,block=64']
 
 
+def cltk_sets():
+    out = []
+    for d in ('0.001', '0.01', '0.1', '1.0'):
+        for beta in ('1', '0.5', '0.1'):
+            base = 'density=%s,beta=%s' % (d, beta)
+            out.append(base)
+            out += ['%s,bits=%d,norm=%s' % (base, b, nm)
+                    for b in (2, 4, 8) for nm in ('l2', 'max')][::3]
+    # A warm-up step (dense values, no set), buckets not the default.
+    return out + ['density=0.01,warmup=1', 'density=0.05,warmup=3,bits=4',
+                  'density=0.3,beta=0.75,bits=8,bucket=16',
+                  'density=0.2,beta=0.999,bits=2,bucket=128']
+
+
 # Parameter sets per codec, as gradnet-codec --codec NAME:SETTING takes them.
 PARAMS = {
     'none': [''],
     '3lc': ['s=1', 's=1.5'],
     'qsgd': qsgd_sets(),
     'topk': topk_sets(),
+    'cltk': cltk_sets(),
 }
 
 
@@ -415,6 +431,56 @@ def crafted_topk(p, n):
     return out
 
 
+def crafted_cltk(p, n):
+    """Hand-made one-chunk streams of a cltk chunk of n values (a set of
+    two entries at 3 and 4 unless the warm-up sends it whole)."""
+    v = varint.encode
+    if not p.bits:
+        vals2 = f32(1.5) + f32(-2.0)
+    else:
+        s1 = 1 << (p.bits - 1)
+        vals2 = f32(1.0) + qsgd.pack([1, 1 | s1], p.bits)
+    good = le32(2) + v([3, 0]) + vals2
+    out = [('a well-formed stream of two entries', good),
+           ('word 0', le32(0) + vals2),
+           ('word n + 1', le32(n + 1) + v([3, 0]) + vals2),
+           ('word 0xffffffff', le32(0xffffffff) + v([3, 0]) + vals2),
+           ('a position at n', le32(2) + v([3, n - 4]) + vals2),
+           ('a first position at n', le32(2) + v([n, 0]) + vals2),
+           ('a gap far past n', le32(2) + v([3, 0xffffffff]) + vals2),
+           ('varint of 6 bytes', le32(2) + b'\x83\x80\x80\x80\x80\x00' +
+            v([0]) + vals2),
+           ('varint with a superfluous final 0 byte',
+            le32(2) + b'\x83\x00' + v([0]) + vals2),
+           ('varint of 5 bytes above 32 bits',
+            le32(2) + b'\x83\x80\x80\x80\x10' + v([0]) + vals2),
+           ('one byte left over', good + b'\0'),
+           ('one value byte short', good[:-1]),
+           ('the set cut short', le32(2) + v([3])),
+           ('whole, one value short', le32(n) + b'\0' * (4 * n - 4)
+            if not p.bits else le32(n) + b'\0' * 4)]
+    if not p.bits:
+        for bad in (np.nan, np.inf, -np.inf):
+            out.append(('value %r' % bad, le32(2) + v([3, 0]) + f32(1.5) +
+                        f32(bad)))
+        return out
+    s1 = 1 << (p.bits - 1)
+    for what, nv in (('NaN', np.nan), ('inf', np.inf), ('-1', -1.0),
+                     ('-0', -0.0)):
+        out.append(('norm %s' % what, le32(2) + v([3, 0]) + f32(nv) +
+                    qsgd.pack([1, 1 | s1], p.bits)))
+    out.append(('sign on a zero level', le32(2) + v([3, 0]) + f32(1.0) +
+                qsgd.pack([1, s1], p.bits)))
+    out.append(('a nonzero level under a zero norm', le32(2) + v([3, 0]) +
+                f32(0.0) + qsgd.pack([1, 0], p.bits)))
+    if (2 * p.bits) % 8:
+        codes = bytearray(qsgd.pack([1, 1], p.bits))
+        codes[-1] |= 0x80
+        out.append(('nonzero padding bits', le32(2) + v([3, 0]) + f32(1.0) +
+                    bytes(codes)))
+    return out
+
+
 def crafted_qsgd(p, n):
     b = p.bucket
     s1 = 1 << (p.bits - 1)
@@ -475,7 +541,10 @@ def hostile(tap, tool, name, rng):
             'qsgd': ['bits=2', 'bits=4,bucket=16', 'bits=8,norm=max'],
             'topk': ['density=0.1', 'density=0.1,bits=4',
                      'density=0.3,bits=2,bucket=16', 'density=1.0',
-                     'density=1.0,bits=8']}[name]
+                     'density=1.0,bits=8'],
+            'cltk': ['density=0.1', 'density=0.1,beta=0.5,bits=4',
+                     'density=0.3,bits=2,bucket=16', 'density=1.0',
+                     'density=0.1,warmup=1,bits=8']}[name]
     for setting in sets:
         spec = name + (':' + setting if setting else '')
         m = models.model(spec)
@@ -486,6 +555,8 @@ def hostile(tap, tool, name, rng):
         cases = list(mutations(base, rng))
         if name == 'topk':
             cases += crafted_topk(m.p, n)
+        elif name == 'cltk':
+            cases += crafted_cltk(m.p, n)
         elif name == 'qsgd':
             cases += crafted_qsgd(m.p, n)
         elif name == '3lc':
@@ -529,6 +600,12 @@ def encode_refusals(tap, tool, name):
     if name == '3lc':
         cases += [(name, 'x + e overflows', big, big),
                   ('3lc:s=1.5', 'M = s max|t| overflows', big, zero)]
+    elif name == 'cltk':
+        cases += [(name, 'x + m overflows', big, big),
+                  ('cltk:density=0.5,beta=0.5', 'x + m overflows under the '
+                   'filter', big, big),
+                  ('cltk:density=0.5,bits=4', 'the L2 norm of the values '
+                   'overflows', big, zero)]
     elif name == 'topk':
         cases += [(name, 'x + e overflows', big, big),
                   ('topk:density=0.5,bits=4', 'the L2 norm of the '

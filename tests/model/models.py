@@ -5,6 +5,7 @@ GN_CODEC take them. A codec the registry has and this table lacks has
 no model: the conformance suite fails on it rather than skip it."""
 import numpy as np
 
+import cltk
 import gnrng
 import qsgd
 import tlc
@@ -92,7 +93,26 @@ class Topk(Codec):
         return topk.decode(data, n, self.p, world, average)
 
 
-MODELS = {c.name: c for c in (Dense, Tlc, Qsgd, Topk)}
+class Cltk(Codec):
+    """A one-chunk stream is the chunk's leader's, at step 0 (gradnet-codec
+    without --step)."""
+    name = 'cltk'
+    ef = True
+
+    def __init__(self, kv):
+        super().__init__(kv)
+        self.p = cltk.Params(kv.get('density', '0.01'), kv.get('beta', '1'),
+                             int(kv.get('warmup', 0)), int(kv.get('bits', 0)),
+                             int(kv.get('bucket', 0)), kv.get('norm', 'l2'))
+
+    def encode(self, x, e, key):
+        return cltk.encode(x, e, self.p, key)
+
+    def decode(self, data, n, world=1, average=False):
+        return cltk.decode(data, n, self.p, world, average)
+
+
+MODELS = {c.name: c for c in (Dense, Tlc, Qsgd, Topk, Cltk)}
 
 
 def model(spec):

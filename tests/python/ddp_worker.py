@@ -13,6 +13,8 @@ and gradnet's hook, recording every bucket the hook saw, in and out):
   unused   a model with a parameter no step uses (find_unused_parameters)
   members  as 3lc, with member_scales: each DDP bucket a gradnet bucket of
            its gradients, replayed through gn_bucket_register()
+  cltk     as 3lc, with codec="cltk", density=0.1, beta=0.5 (ScaleCom's
+           CLT-k: leaders' index sets, a low-pass memory)
   nan      a loss scaler (GradScaler's algorithm); rank 1's loss is NaN
            at step 2
   float16, bfloat16
@@ -144,8 +146,10 @@ def main():
     dist._DEFAULT_FIRST_BUCKET_BYTES = 4096
     model = DDP(net, bucket_cap_mb=0.01,
                 find_unused_parameters=scenario == "unused")
-    codec = "none" if scenario == "dense" else "3lc"
-    state = gt.init(codec=codec, member_scales=scenario == "members")
+    codec = {"dense": "none", "cltk": "cltk"}.get(scenario, "3lc")
+    params = {"density": 0.1, "beta": 0.5} if scenario == "cltk" else {}
+    state = gt.init(codec=codec, member_scales=scenario == "members",
+                    **params)
     log = []
     model.register_comm_hook(state, recording(log))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -187,8 +191,8 @@ def main():
     out["stats"] = state.stats()
 
     # The same inputs through the plain binding, on a second context.
-    if scenario in ("3lc", "unused", "members") or dtype is not None:
-        ref = gt.init(codec=codec)
+    if scenario in ("3lc", "unused", "members", "cltk") or dtype is not None:
+        ref = gt.init(codec=codec, **params)
         ctx, sizes, res = ref.ctx, {}, []
         for (idx, x_in, _), members in zip(out["log"], out["sizes"]):
             n = members if scenario == "members" else x_in.numel()
@@ -198,7 +202,8 @@ def main():
                 if scenario == "members":
                     ctx.register_bucket(idx, n, codec=codec, average=True)
                 else:
-                    ctx.register(idx, n, codec=codec, average=True)
+                    ctx.register(idx, n, codec=codec, average=True,
+                                 **params)
                 sizes[idx] = n
             # In float32, rounded back to the bucket's dtype.
             x = x_in.to(torch.float32)

@@ -3,7 +3,8 @@
 127.0.0.1 (one thread and one gradnet.Context each) against the numpy
 model of the whole sharded allreduce (tests/model/allreduce.py, written
 from include/gradnet/codec.h): for none, 3lc, qsgd, topk and topk with
-QSGD values, summed and averaged, over several steps of real gradients
+QSGD values, and CLT-k (its leaders' index sets, the filtered memory, a
+warm-up), summed and averaged, over several steps of real gradients
 (data/gradients/mlp-small-seq), every rank's result equals the model's
 value for value, bit for bit. The model keeps each rank's error feedback
 across steps and keys the generator with the job id, the tensor id, the
@@ -51,6 +52,17 @@ TENSORS = [
     # chunk's first entry (e0 > 0), QSGD buckets cut between slices.
     (15, "topk:density=0.45,bits=8,bucket=16", "fc1.weight", True),
     (16, "topk:density=0.3", "fc1.weight", False),
+    # CLT-k: the leader's set rotating over chunks and steps, the memory
+    # filtered (beta < 1), QSGD values, a dense warm-up, a set of several
+    # packets, a tensor shorter than a chunk.
+    (17, "cltk:density=0.01", "fc1.weight", True),
+    (18, "cltk:density=0.05,beta=0.5", "fc1.weight", False),
+    (19, "cltk:density=0.02,beta=0.9,bits=4", "fc1.weight", True),
+    (20, "cltk:density=0.1,warmup=2,bits=2,bucket=16,norm=max", "fc3.weight",
+     False),
+    (21, "cltk:density=0.3,beta=0.75", "fc1.weight", True),
+    (22, "cltk:density=0.2", "fc2.bias", False),
+    (23, "cltk:density=0.5,bits=8", "zeros", True),
 ]
 
 

@@ -101,6 +101,23 @@ def test_3lc_hook_equals_c_api_bit_for_bit(world, tmp_path):
     same_everywhere(outs, "grads")
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_cltk_hook_equals_c_api_bit_for_bit(world, tmp_path):
+    """codec="cltk", density=..., beta=... through the hook: the same bits
+    as the plain binding's allreduce of the same buckets, on every rank."""
+    outs = run_job("cltk", world, tmp_path)
+    for o in outs:
+        for (_, x, got), want in zip(o["log"], o["replay"]):
+            assert torch.equal(got, want)
+            # At most ceil(0.1 n) entries a chunk: sparse, as selected.
+            assert int((got != 0).sum()) <= -(-x.numel() // 10) + 4
+        assert o["stats"]["allreduces"] == len(o["log"])
+    for o in outs[1:]:
+        for (i0, _, a), (i1, _, b) in zip(outs[0]["log"], o["log"]):
+            assert i0 == i1 and torch.equal(a, b)
+    same_everywhere(outs, "params")
+
+
 def test_member_scales_hook_equals_bucket_api(tmp_path):
     outs = run_job("members", 2, tmp_path)
     for o in outs:

@@ -168,14 +168,24 @@ static u32 select_block(struct gn_topk_chunk *ck, const struct blk_sel *bs,
 	return first + take;
 }
 
-/*
+/**
+ * gn_topk_select() - a chunk's top-k entries, exactly
+ * @t: the parameters (density, block)
+ * @ck: the chunk's scratch (gn_topk_chunk_at()), @ck->len set
+ * @x: the chunk's values
+ * @e_in: its error feedback
+ * @e_out: out: a = x + e except +0 at the entries (may be @e_in)
+ * @nt: write @e_out with non-temporal stores (scan.h)
+ *
  * a = x + e into val[], each block's first histogram, and the check that
  * every a is finite: nothing is written to e_out before that is known.
- * Then each block's selection. Return: the entry count, or -EDOM.
+ * Then each block's selection: the entries at idx[]/val[] in position
+ * order. CLT-k's leaders select with it too.
+ *
+ * Return: the entry count, or -EDOM.
  */
-static long select_chunk(const struct gn_topk *t, struct gn_topk_chunk *ck,
-			 const float *x, const float *e_in, float *e_out,
-			 bool nt)
+long gn_topk_select(const struct gn_topk *t, struct gn_topk_chunk *ck,
+		    const float *x, const float *e_in, float *e_out, bool nt)
 {
 	u32 blk = t->block ? t->block : ck->len, lo, n = 0, b = 0, bad = 0;
 	gn_topk_scan_fn *scan = gn_topk_scan_of(gn_codec_isa_default());
@@ -283,7 +293,7 @@ int gn_topk_op_encode(const struct gn_codec_call *c, const float *x,
 		gn_topk_chunk_at(&t, s, (u32)chunk, &ck);
 		ck.len = n;
 		/* As 3LC's: a long double-buffered error streams past. */
-		sel = select_chunk(&t, &ck, x + at, e_in + at, e_out + at,
+		sel = gn_topk_select(&t, &ck, x + at, e_in + at, e_out + at,
 				   e_out != e_in && c->ef_len >= GN_TLC_NT_MIN);
 		if (sel < 0)
 			return (int)sel;

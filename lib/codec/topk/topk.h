@@ -73,6 +73,8 @@ int gn_topk_check_slice(const struct gn_codec_params *p, u32 len, u32 first,
 			u32 count, u32 aux, const u8 *body, u32 blen);
 
 /* Float operations (select_fp.c, ops_fp.c), named by the table (ops.c). */
+long gn_topk_select(const struct gn_topk *t, struct gn_topk_chunk *ck,
+		    const float *x, const float *e_in, float *e_out, bool nt);
 int gn_topk_op_encode(const struct gn_codec_call *c, const float *x,
 		      const float *e_in, float *e_out, size_t len, size_t chunk,
 		      u64 off, void *scratch, size_t stride, u32 *aux);

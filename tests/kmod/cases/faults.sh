@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # faults.sh - the module's fault injection (its drop, duplicate and reorder
 # parameters) on three kmod ranks: results bit-identical to the reference,
-# and the ranks retransmitted.
+# and the ranks retransmitted; CLT-k's index sets too.
 # ref: r3f 3 2 1:3lc:sum,5:3lc:avg,1000003:3lc:sum,4:none:avg,1000003:none:avg
+# ref: r3fk 3 2 1000003:cltk/density=0.02/beta=0.5:sum,70001:cltk/density=0.1/bits=8:avg 7003
 # shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
@@ -31,13 +32,22 @@ echo "# set: $(for p in $drop $dup $reorder; do
 gn_net_setup 3
 kt_job r3f /tmp/f kmod kmod kmod
 rc=$?
+kt_job r3fk /tmp/fk kmod kmod kmod
+rck=$?
 kt_faults 0 0 0
-ok "$rc" "3 kmod ranks under injected drops, duplicates and reordering finished ($rc failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/f.0 /tmp/f.1 /tmp/f.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/f.$k" r3f
-	ok $? "rank $k: results bit-identical to the reference despite the faults"
-done
+# faults_ok RC PREFIX NAME WHAT: the job's outcome and every rank exact.
+faults_ok() {
+	local k
+
+	ok "$1" "3 kmod ranks of $4 under injected drops, duplicates and reordering finished ($1 failed)"
+	[ "$1" -eq 0 ] || kt_show "$2.0" "$2.1" "$2.2"
+	for k in 0 1 2; do
+		kt_same_as_ref "$2.$k" "$3"
+		ok $? "rank $k: $4 results bit-identical to the reference despite the faults"
+	done
+}
+faults_ok "$rc" /tmp/f r3f "3LC and dense"
+faults_ok "$rck" /tmp/fk r3fk CLT-k
 re=$(cat /tmp/f.[012] | sed -n 's/^retransmits //p' | awk '{ s += $1 } END { print s + 0 }')
 ok $((re == 0)) "the ranks retransmitted ($re packets): the faults took effect"
 kt_refcnt_zero
