@@ -80,7 +80,7 @@ BENCH_SPECS = {"none": "none", "3lc": "3lc", "topk": "topk:density=0.01",
 def codec_rows(d):
     rows = d["codecs"]
     for r in rows:
-        for k in ("encode_gbps", "decode_gbps", "add_gbps"):
+        for k in ("encode_gbps", "decode_gbps"):
             assert set(r[k]) == {"cache", "dram"}, (r["label"], k, r[k])
         assert r["params"].startswith(r["spec"].split(":")[0]), r
     return {r["label"]: r for r in rows}

@@ -196,31 +196,9 @@ static void reg_decode(struct reg_run *r)
 	}
 }
 
-/*
- * Every chunk's stream added into the sum, as the owner adds a
- * contribution: the slice checked, then added.
- */
-static void reg_add(struct reg_run *r)
-{
-	const struct gn_codec_ops *c = r->row->ops;
-	size_t k;
-
-	for (k = 0; k < r->chunks; k++) {
-		const uint8_t *s = r->buf + k * r->bound;
-		u32 n = (u32)run_len(r, k), aux = gn_get_le32(s);
-		u32 blen = (u32)(r->len[k] - GN_CODEC_STREAM_AUX);
-
-		s += GN_CODEC_STREAM_AUX;
-		if (c->check_slice(&r->row->p, n, 0, c->units(n), aux, s, blen))
-			bench_die("%s: a stream its check refuses", r->row->label);
-		c->add(&r->call, r->out + k * r->chunk, n, 0, c->units(n), aux,
-		       s, blen);
-	}
-}
-
 /* The fastest of a row's runs, in seconds. */
 struct reg_best {
-	double encode, decode, add;
+	double encode, decode;
 };
 
 static double timed_min(double best, double t0)
@@ -231,13 +209,13 @@ static double timed_min(double best, double t0)
 }
 
 /*
- * Every row at @n values, in rounds: each round encodes, decodes and adds
+ * Every row at @n values, in rounds: each round encodes and decodes
  * twice per codec in turn, and each keeps its fastest run, so a shared
  * host's noise hits every codec alike. Each codec first encodes three
  * times to its error feedback's steady state; the rounds go on for at
  * least three times @secs per codec, and at least three rounds. The
- * codecs share the stream buffer and the output (a round decodes and adds
- * the stream it just encoded) and each keeps its own error feedback.
+ * codecs share the stream buffer and the output (a round decodes the
+ * stream it just encoded) and each keeps its own error feedback.
  * Fills @best[k] and @ratio[k]: input bytes over the stream bytes of the
  * third encode, the same step whatever the rounds.
  */
@@ -282,7 +260,7 @@ static void measure_rows(const struct bench_codecs *set, const float *x,
 		}
 		for (i = 0; i < 3; i++)
 			ratio[k] = (double)bytes / (double)reg_encode(&r[k]);
-		best[k] = (struct reg_best){ 1e30, 1e30, 1e30 };
+		best[k] = (struct reg_best){ 1e30, 1e30 };
 	}
 	start = bench_now();
 	for (rounds = 0; rounds < 3 ||
@@ -300,12 +278,6 @@ static void measure_rows(const struct bench_codecs *set, const float *x,
 
 				reg_decode(&r[k]);
 				best[k].decode = timed_min(best[k].decode, t0);
-			}
-			for (i = 0; i < 2; i++) {
-				double t0 = bench_now();
-
-				reg_add(&r[k]);
-				best[k].add = timed_min(best[k].add, t0);
 			}
 		}
 	}
@@ -338,12 +310,11 @@ void bench_codecs_measure(struct bench_codecs *set, size_t n, size_t chunk,
 	measure_rows(set, x, n, chunk, secs, best, ratio);
 	for (k = 0; k < set->n; k++) {
 		struct bench_codec_row *row = &set->row[k];
-		struct bench_speed *sp[3] = { &row->encode, &row->decode,
-					      &row->add };
-		double t[3] = { best[k].encode, best[k].decode, best[k].add };
+		struct bench_speed *sp[2] = { &row->encode, &row->decode };
+		double t[2] = { best[k].encode, best[k].decode };
 		int i;
 
-		for (i = 0; i < 3; i++)
+		for (i = 0; i < 2; i++)
 			*(dram ? &sp[i]->dram : &sp[i]->cache) = gb / t[i];
 		if (dram)
 			row->ratio = ratio[k];
