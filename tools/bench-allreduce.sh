@@ -1,23 +1,37 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# bench-allreduce.sh - `gradnet-bench allreduce`: gradnet (3LC), gradnet with
-# codec none, and Open MPI's MPI_Allreduce on the same topology in the same
-# run: one rank per network namespace on a bridge (tests/net/lib.sh), links
-# unshaped or limited by tc tbf, optional packet loss on gradnet's UDP ports
-# (tc BPF, tests/net/gn-loss). Tensors hold real gradient values (the
-# mlp-small-seq samples step after step, tiled), error feedback carried.
+# bench-allreduce.sh - `gradnet-bench allreduce`: gradnet with each codec
+# of a list (default 3LC and codec none) and Open MPI's MPI_Allreduce on
+# the same topology in the same run: one rank per network namespace on a
+# bridge (tests/net/lib.sh), links unshaped or limited by tc tbf, optional
+# packet loss on gradnet's UDP ports (tc BPF, tests/net/gn-loss). Tensors
+# hold real gradient values (the mlp-small-seq samples step after step,
+# tiled), error feedback carried.
 #
 # usage: bench-allreduce.sh [--ranks 2,4] [--link none,1gbit,10gbit]
 #                           [--elems 1048576,26214400] [--loss 0,0.01]
-#                           [--steps K] [--mtu M] [--no-mpi] [--no-dense]
+#                           [--codec LIST]... [--steps K] [--mtu M]
+#                           [--no-mpi] [--no-dense]
 #                           [--workers 1,2] [--transport udp,dpdk,af_xdp]
 #                           [--memif-zero-copy] [--af-xdp-dpdk 1,2]
 #                           [--json] [--build DIR] [--rank-bin P]
 #                           [--mpi-bin P] [--loss-bin P] [--where]
 # Each value list is swept; every configuration gets a fresh topology.
-# --workers sets each gradnet rank's GN_CODEC_WORKERS (gradnet 3LC and
-# dense alike; default 1).
+# --codec names the gradnet jobs of every configuration, one per item, in
+# order (default 3lc,none). An item is a codec spec as GN_CODEC takes it,
+# NAME[:KEY=VALUE,...], or LABEL=SPEC; items are separated by commas, and
+# the first item with parameters (a colon) takes the rest of its argument
+# as its parameter list, so give such an item last or in a --codec of its
+# own: --codec none,3lc,topk:density=0.05,bits=8 or --codec none
+# --codec t5=topk:density=0.05 --codec 3lc. Labels name the row's entries
+# and must be unique; an item without one is labelled by its text. Three
+# labels stand for the settings of the compressor benchmarks: topk is
+# topk:density=0.01, topk-qsgd topk:density=0.01,bits=4 and qsgd
+# qsgd:bits=4 (LABEL=SPEC overrides). The job labelled none is the dense
+# baseline of the ratios, and --no-dense drops it. Every spec is tried on
+# a one-rank job first, so a bad one stops the run before it starts.
+# --workers sets each gradnet rank's GN_CODEC_WORKERS (default 1).
 # --transport dpdk adds, for each size, 2 ranks on the DPDK transport over
 # a net_memif pair (no hugepages, rank k's poll loop on the k-th CPU this
 # script may use; no link, loss or MPI there): rows with "transport":
@@ -37,20 +51,32 @@
 # "link": "af_xdp-mixed" ("af_xdp" when N is every rank). Each job gets
 # a topology of its own; an XDP program still on a DPDK rank's eth0 once
 # the rank has exited is reported on stderr.
-# Every row has pps (packets sent per second of allreduce) and cpu_s (CPU
-# seconds per allreduce, all threads of a rank), means over the ranks.
-# retransmits and dense_retransmits are the data packets the ranks of the
-# 3LC and the dense job sent again, summed over ranks and all steps
-# (warmup included).
 # gradnet-bench allreduce runs this with the paths of gradnet-rank,
 # mpi-allreduce and gn-loss, in the build tree or where they are installed
 # (--build DIR takes them from a build directory); --where prints the
 # paths and stops.
-# gradnet_nomac_s is the same job without a key, so the MAC's share shows.
-# Times are the slowest rank's median seconds per allreduce; bytes are UDP
-# payload bytes per rank per allreduce (gradnet's own counters): wire_bytes
-# of data packets, stream_bytes what they carry as bare chunk streams,
-# ctl_bytes of acknowledgements and control.
+#
+# A row is one configuration. Its "codecs" array has an entry per job:
+# label, spec, time_s (the slowest rank's median seconds per allreduce),
+# wire_bytes, stream_bytes and ctl_bytes (UDP payload bytes per rank per
+# allreduce, gradnet's own counters: data packets, what they carry as
+# bare chunk streams, acknowledgements and control), retransmits (data
+# packets sent again, summed over ranks and all steps, warmup included),
+# pps (packets sent per second of allreduce) and cpu_s (CPU seconds per
+# allreduce, all threads of a rank), both means over the ranks; and the
+# ratios of the same run: speedup (the dense job's time over this one's),
+# bytes_x (the dense job's sent bytes, wire plus control, over this
+# one's), ring_x (ring_bytes over this job's sent bytes) and
+# wire_per_stream (wire_bytes over stream_bytes). ring_bytes is what a
+# dense ring allreduce's payload takes per rank, 8 (R - 1) / R bytes per
+# float. The row keeps the fields of the 3lc and none jobs under their
+# old names: gradnet_s, wire_bytes, stream_bytes, ctl_bytes, retransmits,
+# pps and cpu_s of the job labelled 3lc; dense_s, dense_bytes (wire),
+# dense_pps, dense_cpu_s and dense_retransmits of the one labelled none
+# (null without them). gradnet_nomac_s is the 3lc job again without a
+# key, so the MAC's share shows; mpi_s is MPI_Allreduce's time.
+# Without --json each row is printed as it finishes, and a table of every
+# job follows at the end.
 
 set -eu
 
@@ -82,6 +108,7 @@ dense=1
 transport_list=udp
 memif_zc=
 xdp_dpdk_list=1
+codec_args=()
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -100,6 +127,7 @@ while [ $# -gt 0 ]; do
 	--json)		json=1; shift ;;
 	--no-mpi)	mpi=; shift ;;
 	--no-dense)	dense=; shift ;;
+	--codec)	codec_args+=("$2"); shift 2 ;;
 	--transport)	transport_list=$2; shift 2 ;;
 	--memif-zero-copy) memif_zc=1; shift ;;
 	--af-xdp-dpdk)	xdp_dpdk_list=$2; shift 2 ;;
@@ -152,6 +180,86 @@ for ranks in "${R[@]}"; do
 		echo "bench-allreduce.sh: --af-xdp-dpdk $n: not 1..$ranks (--ranks $ranks)" >&2
 		exit 2
 	done
+done
+
+# The spec a label stands for: the compressor benchmarks' settings.
+builtin_spec() {
+	case $1 in
+	topk)		echo "topk:density=0.01" ;;
+	topk-qsgd)	echo "topk:density=0.01,bits=4" ;;
+	qsgd)		echo "qsgd:bits=4" ;;
+	*)		echo "$1" ;;
+	esac
+}
+
+# add_codecs ARG: the items of one --codec argument appended to LBL[] and
+# SPEC[]; a malformed item is a usage error.
+add_codecs() {
+	local rest=$1 head item label spec k
+
+	while :; do
+		head=${rest%%[,:]*}
+		case ${rest:${#head}:1} in
+		,)	item=$head rest=${rest:$((${#head} + 1))}
+			if [ -z "$rest" ]; then
+				echo "bench-allreduce.sh: --codec $1: the list ends in a comma" >&2
+				exit 2
+			fi ;;
+		*)	item=$rest rest= ;;
+		esac
+		head=${item%%:*}
+		if [[ $head == *=* ]]; then
+			label=${item%%=*} spec=${item#*=}
+		else
+			label=$item spec=$(builtin_spec "$item")
+		fi
+		if [ -z "$label" ] || [ -z "$spec" ]; then
+			echo "bench-allreduce.sh: --codec $1: an empty label or spec" >&2
+			exit 2
+		fi
+		if [[ $label$spec == *[!A-Za-z0-9._:=,+-]* ]]; then
+			echo "bench-allreduce.sh: --codec $1: \"$item\" has a character other than letters, digits and ._:=,+-" >&2
+			exit 2
+		fi
+		for k in "${!LBL[@]}"; do
+			if [ "${LBL[k]}" = "$label" ]; then
+				echo "bench-allreduce.sh: --codec: label $label is given twice" >&2
+				exit 2
+			fi
+		done
+		LBL+=("$label")
+		SPEC+=("$spec")
+		[ -n "$rest" ] || return 0
+	done
+}
+
+LBL=() SPEC=()
+[ ${#codec_args[@]} -gt 0 ] || codec_args=("3lc,none")
+for a in "${codec_args[@]}"; do
+	add_codecs "$a"
+done
+if [ -z "$dense" ]; then
+	for k in "${!LBL[@]}"; do
+		[ "${LBL[k]}" != none ] || unset 'LBL[k]' 'SPEC[k]'
+	done
+	LBL=("${LBL[@]}") SPEC=("${SPEC[@]}")
+fi
+if [ ${#LBL[@]} -eq 0 ]; then
+	echo "bench-allreduce.sh: no gradnet job left (--codec none with --no-dense)" >&2
+	exit 2
+fi
+# Each spec on a one-rank job of its own first: the library checks it as
+# it will in the sweep (the MTU bounds some parameters), and a bad one is
+# refused now, with the library's message, rather than halfway through.
+for k in "${!LBL[@]}"; do
+	if ! err=$(env GN_INSECURE=1 GN_RANK=0 GN_WORLD_SIZE=1 \
+		GN_PEERS=127.0.0.1:0 GN_MTU="$mtu" "$rank_bin" --elems 4096 \
+		--steps 1 --warmup 0 --codec "${SPEC[k]}" 2>&1 >/dev/null); then
+		a=${LBL[k]}
+		[ "$a" = "${SPEC[k]}" ] || a+="=${SPEC[k]}"
+		echo "bench-allreduce.sh: --codec $a: $err" >&2
+		exit 2
+	fi
 done
 
 gn_require_net
@@ -316,21 +424,62 @@ run_af_xdp() {
 	rm -rf /var/run/dpdk/gnbench$$.*
 }
 
-# add_row HEAD STEPS WARMUP G D NOMAC_S MPI_S: append the row of the 3LC
-# job whose JSON lines are G and the dense job's D (empty: none ran), HEAD
-# the fields before "steps"; print it unless --json.
-add_row() {
-	local head=$1 st=$2 n=$(($2 + $3)) g=$4 d=$5 is=$6 ms=$7
-	local ds=null dbytes=null dp=null dc=null dr=null
+# ratio A B: A / B to four significant digits, null if either is.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a == "null" || b == "null" || b + 0 == 0) print "null"
+		else printf "%.4g\n", a / b }'
+}
 
-	if [ -n "$d" ]; then
-		ds=$(echo "$d" | slowest)
-		dbytes=$(echo "$d" | per_step wire_bytes "$n")
-		dp=$(echo "$d" | mean pps)
-		dc=$(echo "$d" | mean cpu_s)
-		dr=$(echo "$d" | total retransmits)
+# add_row HEAD TRANSPORT LINK RANKS ELEMS STEPS WARMUP NOMAC_S MPI_S:
+# append the row of the jobs whose JSON lines are OUT[k], one per codec of
+# LBL[]/SPEC[] (empty: that job did not run), HEAD the fields before
+# "steps"; print it unless --json, and add its jobs to the table.
+add_row() {
+	local head=$1 tr=$2 lk=$3 ranks=$4 elems=$5 st=$6 n=$(($6 + $7))
+	local is=$8 ms=$9
+	local k o t wb sb cb rt pp cs sent ring cod='' g=() d=()
+	local ds=null dsent=null
+
+	ring=$(awk -v r="$ranks" -v n="$elems" 'BEGIN { printf "%.0f", 8 * (r - 1) / r * n }')
+	for k in "${!LBL[@]}"; do
+		if [ "${LBL[k]}" = none ] && [ -n "${OUT[k]}" ]; then
+			ds=$(echo "${OUT[k]}" | slowest)
+			dsent=$(($(echo "${OUT[k]}" | per_step wire_bytes "$n") +
+				 $(echo "${OUT[k]}" | per_step ctl_bytes "$n")))
+		fi
+	done
+	for k in "${!LBL[@]}"; do
+		o=${OUT[k]}
+		[ -n "$o" ] || continue
+		t=$(echo "$o" | slowest)
+		wb=$(echo "$o" | per_step wire_bytes "$n")
+		sb=$(echo "$o" | per_step stream_bytes "$n")
+		cb=$(echo "$o" | per_step ctl_bytes "$n")
+		rt=$(echo "$o" | total retransmits)
+		pp=$(echo "$o" | mean pps)
+		cs=$(echo "$o" | mean cpu_s)
+		sent=$((wb + cb))
+		cod+="${cod:+, }{\"label\": \"${LBL[k]}\", \"spec\": \"${SPEC[k]}\", \"time_s\": $t, \"wire_bytes\": $wb, \"stream_bytes\": $sb, \"ctl_bytes\": $cb, \"retransmits\": $rt, \"pps\": $pp, \"cpu_s\": $cs, \"speedup\": $(ratio "$ds" "$t"), \"bytes_x\": $(ratio "$dsent" "$sent"), \"ring_x\": $(ratio "$ring" "$sent"), \"wire_per_stream\": $(ratio "$wb" "$sb")}"
+		table+=("$(printf '%-6s %-5s %-13s %10s %-12s %10.2f %8s %12.3f %8s %8s %8s %7.3f' \
+			"$tr" "$ranks" "$lk" "$elems" "${LBL[k]}" \
+			"$(awk -v t="$t" 'BEGIN { print t * 1000 }')" "$(ratio "$ds" "$t")" \
+			"$(awk -v b="$sent" 'BEGIN { print b / 1e6 }')" \
+			"$(ratio "$dsent" "$sent")" "$(ratio "$ring" "$sent")" \
+			"$(ratio "$wb" "$sb")" "$cs")")
+		case ${LBL[k]} in
+		3lc)	g=("$t" "$wb" "$sb" "$cb" "$rt" "$pp" "$cs") ;;
+		none)	d=("$t" "$wb" "$pp" "$cs" "$rt") ;;
+		esac
+	done
+	[ ${#g[@]} -gt 0 ] || g=(null null null null null null null)
+	[ ${#d[@]} -gt 0 ] || d=(null null null null null)
+	if [ "$ms" != null ]; then
+		table+=("$(printf '%-6s %-5s %-13s %10s %-12s %10.2f %8s' \
+			"$tr" "$ranks" "$lk" "$elems" mpi \
+			"$(awk -v t="$ms" 'BEGIN { print t * 1000 }')" "$(ratio "$ds" "$ms")")")
 	fi
-	rows+=("{$head, \"steps\": $st, \"gradnet_s\": $(echo "$g" | slowest), \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": $ds, \"wire_bytes\": $(echo "$g" | per_step wire_bytes "$n"), \"stream_bytes\": $(echo "$g" | per_step stream_bytes "$n"), \"ctl_bytes\": $(echo "$g" | per_step ctl_bytes "$n"), \"dense_bytes\": $dbytes, \"retransmits\": $(echo "$g" | total retransmits), \"pps\": $(echo "$g" | mean pps), \"cpu_s\": $(echo "$g" | mean cpu_s), \"dense_pps\": $dp, \"dense_cpu_s\": $dc, \"dense_retransmits\": $dr}")
+	rows+=("{$head, \"steps\": $st, \"gradnet_s\": ${g[0]}, \"gradnet_nomac_s\": $is, \"mpi_s\": $ms, \"dense_s\": ${d[0]}, \"wire_bytes\": ${g[1]}, \"stream_bytes\": ${g[2]}, \"ctl_bytes\": ${g[3]}, \"dense_bytes\": ${d[1]}, \"retransmits\": ${g[4]}, \"pps\": ${g[5]}, \"cpu_s\": ${g[6]}, \"dense_pps\": ${d[2]}, \"dense_cpu_s\": ${d[3]}, \"dense_retransmits\": ${d[4]}, \"ring_bytes\": $ring, \"codecs\": [$cod]}")
 	if [ -z "$json" ]; then
 		echo "${rows[-1]}"
 	fi
@@ -347,24 +496,22 @@ finished() {
 	return 1
 }
 
-# dpdk_rows HEAD RANKS RUN [ARG...]: for each size, the 3LC and (unless
-# --no-dense) dense jobs of `RUN ARG... ELEMS CODEC STEPS WARMUP` with
-# RANKS ranks, and their row; HEAD the row's fields before "elems".
+# dpdk_rows HEAD LINK RANKS RUN [ARG...]: for each size, a job of `RUN
+# ARG... ELEMS SPEC STEPS WARMUP` with RANKS ranks per codec, and their
+# row; HEAD the row's fields before "elems", LINK its link.
 dpdk_rows() {
-	local head=$1 ranks=$2 elems g d
+	local head=$1 lk=$2 ranks=$3 elems k
 
-	shift 2
+	shift 3
 	for elems in "${E[@]}"; do
 		pick_steps "$elems"
-		g=$("$@" "$elems" 3lc "$st" "$wu")
-		finished "gradnet (dpdk)" "$ranks" "$g" || exit 1
-		d=
-		if [ -n "$dense" ]; then
-			d=$("$@" "$elems" none "$st" "$wu")
-			finished "gradnet (dpdk, dense)" "$ranks" "$d" || exit 1
-		fi
+		OUT=()
+		for k in "${!LBL[@]}"; do
+			OUT[k]=$("$@" "$elems" "${SPEC[k]}" "$st" "$wu")
+			finished "gradnet ${LBL[k]} ($lk)" "$ranks" "${OUT[k]}" || exit 1
+		done
 		add_row "$head, \"elems\": $elems, \"loss\": 0, \"mtu\": $mtu" \
-			"$st" "$wu" "$g" "$d" null null
+			dpdk "$lk" "$ranks" "$elems" "$st" "$wu" null null
 	done
 }
 
@@ -398,7 +545,7 @@ attach_loss() {
 	done
 }
 
-rows=()
+rows=() table=()
 IFS=, read -r -a L <<<"$link_list"
 IFS=, read -r -a E <<<"$elems_list"
 IFS=, read -r -a P <<<"$loss_list"
@@ -414,18 +561,16 @@ for workers in "${W[@]}"; do
 	pick_steps "$elems"
 	gn_net_setup "$ranks" --rate "$link" --mtu "$mtu"
 	attach_loss "$ranks" "$ppm"
-	job=$((job + 2))
-	g=$(run_gradnet "$ranks" "$elems" 3lc "$st" "$wu" "$job")
-	if echo "$g" | grep -q '"error"'; then
-		echo "gradnet failed: $g" >&2
-		exit 1
-	fi
-	ms=null d=
-	i=$(run_gradnet "$ranks" "$elems" 3lc "$st" "$wu" $((job + 100000)) insecure)
-	is=$(echo "$i" | slowest)
-	if [ -n "$dense" ]; then
-		d=$(run_gradnet "$ranks" "$elems" none "$st" "$wu" $((job + 1)))
-	fi
+	OUT=() ms=null is=null
+	for k in "${!LBL[@]}"; do
+		OUT[k]=$(run_gradnet "$ranks" "$elems" "${SPEC[k]}" "$st" "$wu" $((job + k)))
+		finished "gradnet ${LBL[k]}" "$ranks" "${OUT[k]}" || exit 1
+		if [ "${LBL[k]}" = 3lc ]; then
+			is=$(run_gradnet "$ranks" "$elems" "${SPEC[k]}" "$st" "$wu" \
+				$((job + 100000)) insecure | slowest)
+		fi
+	done
+	job=$((job + ${#LBL[@]}))
 	if [ -n "$mpi" ] && [ "$ppm" -eq 0 ] && [ "$workers" = "${W[0]}" ]; then
 		ms=$(run_mpi "$ranks" "$elems" "$it" "$wu")
 		[ -n "$ms" ] || ms=null
@@ -433,7 +578,7 @@ for workers in "${W[@]}"; do
 	cleanup
 	trap - EXIT
 	add_row "\"transport\": \"udp\", \"ranks\": $ranks, \"link\": \"$link\", \"elems\": $elems, \"loss\": $loss, \"workers\": $workers, \"mtu\": $mtu" \
-		"$st" "$wu" "$g" "$d" "$is" "$ms"
+		udp "$link" "$ranks" "$elems" "$st" "$wu" "$is" "$ms"
 done
 done
 done
@@ -441,7 +586,8 @@ done
 done
 
 if has_transport dpdk; then
-	dpdk_rows "\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif${memif_zc:+-zc}\"" 2 run_dpdk
+	dpdk_rows "\"transport\": \"dpdk\", \"ranks\": 2, \"link\": \"memif${memif_zc:+-zc}\"" \
+		"memif${memif_zc:+-zc}" 2 run_dpdk
 fi
 
 # The af_xdp jobs' ranks take the first --workers value.
@@ -452,7 +598,7 @@ for n in "${X[@]}"; do
 	link=af_xdp-mixed
 	[ "$n" -lt "$ranks" ] || link=af_xdp
 	dpdk_rows "\"transport\": \"dpdk\", \"ranks\": $ranks, \"dpdk_ranks\": $n, \"link\": \"$link\", \"workers\": $workers" \
-		"$ranks" run_af_xdp "$ranks" "$n"
+		"$link" "$ranks" run_af_xdp "$ranks" "$n"
 done
 done
 
@@ -462,4 +608,14 @@ if [ -n "$json" ]; then
 		printf '  %s%s\n' "${rows[k]}" "$([ $k -lt $((${#rows[@]} - 1)) ] && echo ,)"
 	done
 	printf ']\n'
+fi
+if [ -z "$json" ] && [ ${#table[@]} -gt 0 ]; then
+	echo "# Every job: ms per allreduce (slowest rank's median), speedup over"
+	echo "# dense, MB sent per rank per allreduce (wire + control), bytes_x"
+	echo "# (dense's sent bytes over these), ring_x (a dense ring's payload"
+	echo "# over these), wire/stream, CPU seconds per allreduce (mean of ranks)"
+	printf '%-6s %-5s %-13s %10s %-12s %10s %8s %12s %8s %8s %8s %7s\n' \
+		transport ranks link elems codec ms speedup MB/rank bytes_x \
+		ring_x w/stream cpu_s
+	printf '%s\n' "${table[@]}"
 fi

@@ -87,7 +87,7 @@ struct bench_codec_row {
 	char text[256];
 	const struct gn_codec_ops *ops;
 	struct gn_codec_params p;
-	struct bench_speed encode, decode, add;
+	struct bench_speed encode, decode;
 	double ratio;			/* input bytes over stream bytes */
 };
 

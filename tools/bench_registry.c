@@ -138,7 +138,6 @@ struct reg_run {
 	uint8_t *buf;			/* [chunks][bound] */
 	size_t *len;			/* [chunks] */
 	float *out;
-	u32 *idx;			/* an index set, as the owner takes it */
 };
 
 static size_t run_len(const struct reg_run *r, size_t k)
@@ -197,97 +196,99 @@ static void reg_decode(struct reg_run *r)
 	}
 }
 
-/*
- * Every chunk's stream added into the sum, as the owner adds a
- * contribution: the slice checked, then added. A codec with an index
- * round: the leader's set taken first, as the owner takes it from the
- * round, then the values added at it.
- */
-static void reg_add(struct reg_run *r)
+/* The fastest of a row's runs, in seconds. */
+struct reg_best {
+	double encode, decode;
+};
+
+static double timed_min(double best, double t0)
 {
-	const struct gn_codec_ops *c = r->row->ops;
-	struct gn_codec_call call = r->call;
-	size_t k;
+	double dt = bench_now() - t0;
 
-	for (k = 0; k < r->chunks; k++) {
-		const uint8_t *s = r->buf + k * r->bound;
-		u32 n = (u32)run_len(r, k), aux = gn_get_le32(s);
-		u32 units = c->units(n);
-		u32 blen = (u32)(r->len[k] - GN_CODEC_STREAM_AUX);
-		long il = 0;
-
-		s += GN_CODEC_STREAM_AUX;
-		call.idx = NULL;
-		if (c->flags & GN_CODEC_INDEX_ROUND && aux < n) {
-			il = gn_index_check(n, aux, s, blen);
-			if (il < 0)
-				bench_die("%s: an index set its check refuses",
-					  r->row->label);
-			gn_index_take(aux, s, r->idx);
-			call.idx = r->idx;
-			call.nidx = aux;
-			units = aux;
-			s += il;
-			blen -= (u32)il;
-		}
-		if (c->check_slice(&r->row->p, n, 0, units, aux, s, blen))
-			bench_die("%s: a stream its check refuses", r->row->label);
-		c->add(&call, r->out + k * r->chunk, n, 0, units, aux, s, blen);
-	}
+	return dt < best ? dt : best;
 }
 
 /*
- * One row at @n values: three encodes to the error feedback's steady
- * state, then the timed encodes (error double-buffered), the decode and
- * the add of the stream that follows the warm-up. @gbps: encode, decode,
- * add.
+ * Every row at @n values, in rounds: each round encodes and decodes
+ * twice per codec in turn, and each keeps its fastest run, so a shared
+ * host's noise hits every codec alike. Each codec first encodes three
+ * times to its error feedback's steady state; the rounds go on for at
+ * least three times @secs per codec, and at least three rounds. The
+ * codecs share the stream buffer and the output (a round decodes the
+ * stream it just encoded) and each keeps its own error feedback.
+ * Fills @best[k] and @ratio[k]: input bytes over the stream bytes of the
+ * third encode, the same step whatever the rounds.
  */
-static void measure_row(const struct bench_codec_row *row, const float *x,
-			size_t n, size_t chunk, double secs, double gbps[3],
-			double *ratio)
+static void measure_rows(const struct bench_codecs *set, const float *x,
+			 size_t n, size_t chunk, double secs,
+			 struct reg_best *best, double *ratio)
 {
-	const struct gn_codec_ops *c = row->ops;
-	size_t bytes = n * sizeof(float), i, total = 0;
-	struct reg_run r = {
-		.row = row, .n = n, .chunk = chunk, .x = x,
-		.chunks = (n + chunk - 1) / chunk,
-		.call = { .p = &row->p, .seed = 0x6772616469656e74ull,
-			  .world = 1, .ef_len = n },
-	};
-	float *e0 = NULL;
+	struct reg_run r[BENCH_MAX_CODECS];
+	size_t bytes = n * sizeof(float), chunks = (n + chunk - 1) / chunk;
+	size_t k, i, bound = 0, scratch = 1;
+	uint8_t *buf;
+	size_t *len = bench_alloc(chunks * sizeof(size_t));
+	float *out = bench_alloc(bytes);
+	void *sc;
+	double start;
+	int rounds;
 
-	r.bound = (size_t)gn_codec_stream_bound(c, &row->p, (u32)chunk);
-	r.scratch = bench_alloc(c->scratch(&row->p, (u32)chunk));
-	r.buf = bench_alloc(r.chunks * r.bound);
-	r.len = bench_alloc(r.chunks * sizeof(size_t));
-	r.out = bench_alloc(bytes);
-	r.idx = bench_alloc(chunk * sizeof(u32));
-	if (c->flags & GN_CODEC_EF_REDUCE) {
-		r.e = bench_alloc(bytes);
-		r.e_out = bench_alloc(bytes);
-		e0 = bench_alloc(bytes);
+	for (k = 0; k < set->n; k++) {
+		const struct bench_codec_row *row = &set->row[k];
+		size_t b = (size_t)gn_codec_stream_bound(row->ops, &row->p,
+							 (u32)chunk);
+		size_t c = row->ops->scratch(&row->p, (u32)chunk);
+
+		bound = b > bound ? b : bound;
+		scratch = c > scratch ? c : scratch;
 	}
-	for (i = 0; i < 3; i++)
-		total = reg_encode(&r);
-	*ratio = (double)bytes / (double)total;
-	if (r.e)
-		memcpy(e0, r.e, bytes);
-	BENCH_TIME(gbps[0], bytes, secs, reg_encode(&r));
-	/* Decode what the step after the warm-up sends, whatever ran since. */
-	if (r.e)
-		memcpy(r.e, e0, bytes);
-	reg_encode(&r);
-	BENCH_TIME(gbps[1], bytes, secs, reg_decode(&r));
-	memset(r.out, 0, bytes);
-	BENCH_TIME(gbps[2], bytes, secs, reg_add(&r));
-	free(r.scratch);
-	free(r.buf);
-	free(r.len);
-	free(r.out);
-	free(r.idx);
-	free(r.e);
-	free(r.e_out);
-	free(e0);
+	buf = bench_alloc(chunks * bound);
+	sc = bench_alloc(scratch);
+	for (k = 0; k < set->n; k++) {
+		const struct bench_codec_row *row = &set->row[k];
+
+		r[k] = (struct reg_run){
+			.row = row, .n = n, .chunk = chunk, .x = x,
+			.chunks = chunks, .bound = bound, .scratch = sc,
+			.buf = buf, .len = len, .out = out,
+			.call = { .p = &row->p, .seed = 0x6772616469656e74ull,
+				  .world = 1, .ef_len = n },
+		};
+		if (row->ops->flags & GN_CODEC_EF_REDUCE) {
+			r[k].e = bench_alloc(bytes);
+			r[k].e_out = bench_alloc(bytes);
+		}
+		for (i = 0; i < 3; i++)
+			ratio[k] = (double)bytes / (double)reg_encode(&r[k]);
+		best[k] = (struct reg_best){ 1e30, 1e30 };
+	}
+	start = bench_now();
+	for (rounds = 0; rounds < 3 ||
+	     bench_now() - start < 3 * secs * (double)set->n; rounds++) {
+		for (k = 0; k < set->n; k++) {
+			/* Twice each: a cache-sized tensor is hot the second time. */
+			for (i = 0; i < 2; i++) {
+				double t0 = bench_now();
+
+				reg_encode(&r[k]);
+				best[k].encode = timed_min(best[k].encode, t0);
+			}
+			for (i = 0; i < 2; i++) {
+				double t0 = bench_now();
+
+				reg_decode(&r[k]);
+				best[k].decode = timed_min(best[k].decode, t0);
+			}
+		}
+	}
+	for (k = 0; k < set->n; k++) {
+		free(r[k].e);
+		free(r[k].e_out);
+	}
+	free(buf);
+	free(sc);
+	free(len);
+	free(out);
 }
 
 /**
@@ -295,30 +296,28 @@ static void measure_row(const struct bench_codec_row *row, const float *x,
  * @set: the codecs
  * @n: values of the tiled gradient tensor
  * @chunk: values per chunk
- * @secs: the shortest time each measurement runs
+ * @secs: each codec's measurements run at least three times this long
  * @dram: fill the rows' dram speeds (else their cache speeds)
  */
 void bench_codecs_measure(struct bench_codecs *set, size_t n, size_t chunk,
 			  double secs, int dram)
 {
 	float *x = bench_tiled_gradients(n);
+	struct reg_best best[BENCH_MAX_CODECS];
+	double ratio[BENCH_MAX_CODECS], gb = (double)n * sizeof(float) / 1e9;
 	size_t k;
 
+	measure_rows(set, x, n, chunk, secs, best, ratio);
 	for (k = 0; k < set->n; k++) {
 		struct bench_codec_row *row = &set->row[k];
-		double g[3], ratio;
+		struct bench_speed *sp[2] = { &row->encode, &row->decode };
+		double t[2] = { best[k].encode, best[k].decode };
+		int i;
 
-		measure_row(row, x, n, chunk, secs, g, &ratio);
-		if (dram) {
-			row->encode.dram = g[0];
-			row->decode.dram = g[1];
-			row->add.dram = g[2];
-			row->ratio = ratio;
-		} else {
-			row->encode.cache = g[0];
-			row->decode.cache = g[1];
-			row->add.cache = g[2];
-		}
+		for (i = 0; i < 2; i++)
+			*(dram ? &sp[i]->dram : &sp[i]->cache) = gb / t[i];
+		if (dram)
+			row->ratio = ratio[k];
 	}
 	free(x);
 }
