@@ -8,14 +8,7 @@
  * <gradnet/codec.h> gives ("The model-updating step"), no contraction.
  */
 #include "core.h"
-
-static float f_of(u32 b)
-{
-	float f;
-
-	memcpy(&f, &b, sizeof(f));
-	return f;
-}
+#include "codec/f32.h"
 
 /*
  * What an encoded chunk stands for, into @out (@len values): its whole
@@ -81,7 +74,7 @@ int gn_fp_model_encode(const struct gn_ctx *ctx, const struct gn_step *st,
 	bool ef = t->cd->flags & GN_CODEC_EF_REDUCE;
 	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_REDUCE,
 					    ef ? t->n : 0);
-	float alpha = f_of(m->alpha), *x = st->data + off, *h0, *h1;
+	float alpha = gn_f32_of(m->alpha), *x = st->data + off, *h0, *h1;
 	int cur = t->e_cur, r;
 	const float *e_in;
 	float *e_out;
@@ -133,9 +126,9 @@ int gn_fp_model_result(const struct gn_ctx *ctx, const struct gn_step *st,
 	size_t own = t->lo[ctx->rank + 1] - t->lo[ctx->rank];
 	struct gn_codec_call c = gn_fp_call(ctx, st, GN_PHASE_GATHER,
 					    m->ef[0] ? own : 0);
-	float w = (float)ctx->world, lr = f_of(st->lr);
-	float alpha = f_of(m->alpha), eta = f_of(m->eta);
-	float mu = f_of(m->momentum), wd = f_of(m->weight_decay);
+	float w = (float)ctx->world, lr = gn_f32_of(st->lr);
+	float alpha = gn_f32_of(m->alpha), eta = gn_f32_of(m->eta);
+	float mu = gn_f32_of(m->momentum), wd = gn_f32_of(m->weight_decay);
 	float *s = st->data + off;
 	const float *x = st->params + off, *e_in;
 	int cur = t->e_cur, r;
@@ -185,7 +178,7 @@ int gn_fp_model_result(const struct gn_ctx *ctx, const struct gn_step *st,
  */
 void gn_fp_model_commit(const struct gn_step *st, size_t off, size_t len)
 {
-	float beta = f_of(st->t->model->beta), *x = st->params + off;
+	float beta = gn_f32_of(st->t->model->beta), *x = st->params + off;
 	const float *q = st->data + off;
 	size_t i;
 

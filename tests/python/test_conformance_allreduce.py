@@ -81,10 +81,11 @@ def gradient(name, rank, step):
                                     % (k, name)), dtype="<f4")
 
 
-def run_job(world, job_id):
-    """Every rank's results: out[rank][step][tensor id]."""
+def run_ranks(world, job_id, body, timeout=180):
+    """body(rank, ctx) on every rank of a job on 127.0.0.1, each in its
+    thread; their results."""
     peers = ",".join("127.0.0.1:%d" % p for p in free_udp_ports(world))
-    out = [[{} for _ in range(STEPS)] for _ in range(world)]
+    out = [None] * world
     errs = []
 
     def rank(r):
@@ -92,17 +93,7 @@ def run_job(world, job_id):
             with gradnet.Context(rank=r, world_size=world, peers=peers,
                                  insecure=True, timeout_ms=30000,
                                  job_id=job_id, chunk=CHUNK) as c:
-                bufs = {}
-                for tid, spec, name, avg in TENSORS:
-                    n = gradient(name, 0, 1).size
-                    c.register(tid, n, codec=spec, average=avg)
-                for step in range(1, STEPS + 1):
-                    for tid, spec, name, avg in TENSORS:
-                        bufs[tid] = gradient(name, r, step).copy()
-                        c.start(tid, bufs[tid])
-                    for tid, _, _, _ in TENSORS:
-                        c.wait(tid)
-                        out[r][step - 1][tid] = bufs[tid].copy()
+                out[r] = body(r, c)
         except Exception as e:      # reported by the main thread
             errs.append((r, e))
 
@@ -110,10 +101,30 @@ def run_job(world, job_id):
     for t in ts:
         t.start()
     for t in ts:
-        t.join(120)
+        t.join(timeout)
     assert not any(t.is_alive() for t in ts), "a rank hangs"
     assert not errs, errs
     return out
+
+
+def run_job(world, job_id):
+    """Every rank's results: out[rank][step][tensor id]."""
+    def body(r, c):
+        res = [{} for _ in range(STEPS)]
+        bufs = {}
+        for tid, spec, name, avg in TENSORS:
+            n = gradient(name, 0, 1).size
+            c.register(tid, n, codec=spec, average=avg)
+        for step in range(1, STEPS + 1):
+            for tid, spec, name, avg in TENSORS:
+                bufs[tid] = gradient(name, r, step).copy()
+                c.start(tid, bufs[tid])
+            for tid, _, _, _ in TENSORS:
+                c.wait(tid)
+                res[step - 1][tid] = bufs[tid].copy()
+        return res
+
+    return run_ranks(world, job_id, body, 120)
 
 
 def first_difference(got, want):

@@ -14,7 +14,6 @@ peer)."""
 import errno
 import os
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -25,8 +24,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "model"))
 sys.dont_write_bytecode = True
 import gradnet  # noqa: E402
 import dore  # noqa: E402
-from test_conformance_allreduce import gradient  # noqa: E402
-from test_transport import free_udp_ports  # noqa: E402
+from test_conformance_allreduce import (  # noqa: E402
+    first_difference, gradient, run_ranks)
 
 STEPS = 5
 CHUNK = 2000
@@ -76,41 +75,6 @@ def model_of(tid, up, down, name, opts, world, job_id, first_step=1,
                       first_step=first_step, **kw)
 
 
-def run_ranks(world, body):
-    """body(rank, ctx) on every rank, each in its thread; their results."""
-    out = [None] * world
-    errs = []
-    job = body.job_id
-    peers = ",".join("127.0.0.1:%d" % p for p in free_udp_ports(world))
-
-    def rank(r):
-        try:
-            with gradnet.Context(rank=r, world_size=world, peers=peers,
-                                 insecure=True, timeout_ms=30000,
-                                 job_id=job, chunk=CHUNK) as c:
-                out[r] = body(r, c)
-        except Exception as e:      # reported by the main thread
-            errs.append((r, e))
-
-    ts = [threading.Thread(target=rank, args=(r,)) for r in range(world)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(180)
-    assert not any(t.is_alive() for t in ts), "a rank hangs"
-    assert not errs, errs
-    return out
-
-
-def first_difference(got, want):
-    bad = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
-    if not bad.size:
-        return None
-    i = int(bad[0])
-    return "%d of %d values differ; first at %d: %r, the model %r" % (
-        bad.size, got.size, i, got[i], want[i])
-
-
 def register(c, tid, up, down, opts):
     c.register_model(tid, start_params(NAMES[tid]).size, codec=up,
                      down_codec=down, **opts)
@@ -137,7 +101,7 @@ def test_job_equals_model(world):
             hist.append({tid: x.copy() for tid, x in xs.items()})
         return hist
     body.job_id = 0xd03e0000 + world
-    out = run_ranks(world, body)
+    out = run_ranks(world, body.job_id, body)
     wrong = []
     for tid, up, down, name, opts in TENSORS:
         m = model_of(tid, up, down, name, opts, world, body.job_id)
@@ -182,7 +146,7 @@ def test_nan_skips_the_step_everywhere():
             hist.append(x.copy())
         return hist, errs
     body.job_id = 0xd03e0100
-    out = run_ranks(world, body)
+    out = run_ranks(world, body.job_id, body)
     m = model_of(tid, up, down, name, opts, world, body.job_id)
     for step in range(1, STEPS + 1):
         if step == NAN_STEP:
@@ -221,7 +185,7 @@ def test_registration_again_starts_from_zero():
         hist.append(x.copy())
         return hist
     body.job_id = 0xd03e0200
-    out = run_ranks(world, body)
+    out = run_ranks(world, body.job_id, body)
     m = model_of(tid, up, down, name, first, world, body.job_id)
     for step in range(1, 4):
         m.step([gradient(name, r, step) for r in range(world)], lr_of(step))
@@ -264,7 +228,7 @@ def test_registrations_that_differ_are_refused(case):
             return e.errno, e.strerror, x
         return 0, "", x
     body.job_id = 0xd03e0300
-    out = run_ranks(world, body)
+    out = run_ranks(world, body.job_id, body)
     for r in range(world):
         err, msg, x = out[r]
         assert err == errno.EPROTO, (r, err, msg)
@@ -297,7 +261,7 @@ def test_bad_options_are_refused():
                 call()
             body_errs.append((None, ei.value.errno, ei.value.strerror))
     body.job_id = 0xd03e0400
-    run_ranks(1, body)
+    run_ranks(1, body.job_id, body)
     for opts, err, msg in body_errs:
         assert err == errno.EINVAL, (opts, err, msg)
     assert "momentum" in body_errs[0][2]

@@ -9,6 +9,7 @@
 #include <gradnet/codec.h>
 
 #include "cltk.h"
+#include "codec/f32.h"
 #include "codec/rng.h"
 
 static float f_at(const u8 *p)
@@ -20,14 +21,6 @@ static float f_at(const u8 *p)
 	return f;
 }
 
-static float f_of(u32 bits)
-{
-	float f;
-
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
 /*
  * m = (1 - beta) m + beta r over @n values, r the part of p not sent:
  * float32, 1 - beta first, the two products, then their sum (beta = 1
@@ -36,7 +29,7 @@ static float f_of(u32 bits)
 static int low_pass(const struct gn_cltk *k, const float *m, float *r,
 		    u32 n)
 {
-	float beta = f_of(k->beta), keep = 1.0f - beta;
+	float beta = gn_f32_of(k->beta), keep = 1.0f - beta;
 	u32 i;
 
 	if (k->beta == GN_CLTK_BETA_ONE)

@@ -5,23 +5,8 @@
  * slice's codes added into a sum or set as a result.
  */
 #include "qsgd_ops.h"
+#include "codec/f32.h"
 #include "codec/rng.h"
-
-static float f_of(u32 b)
-{
-	float f;
-
-	memcpy(&f, &b, sizeof(f));
-	return f;
-}
-
-static u32 bits_of(float f)
-{
-	u32 b;
-
-	memcpy(&b, &f, sizeof(b));
-	return b;
-}
 
 int gn_qsgd_op_encode(const struct gn_codec_call *c, const float *x,
 		      const float *e_in, float *e_out, size_t len, size_t chunk,
@@ -85,7 +70,7 @@ static inline float value_of(const u32 *mag, u32 code, u32 bits)
 	u32 sign = 1u << (bits - 1);
 
 	/* A code's sign is the magnitude's negation: its bit 31. */
-	return f_of(mag[code & (sign - 1)] | (code & sign) << (32 - bits));
+	return gn_f32_of(mag[code & (sign - 1)] | (code & sign) << (32 - bits));
 }
 
 /*
@@ -102,11 +87,11 @@ static void for_buckets(const struct gn_codec_call *c, float *out, u32 first,
 	gn_qsgd_params(c->p, &q);
 	while (n < count) {
 		u32 mb = count - n < q.bucket ? count - n : q.bucket;
-		float norm = f_of(gn_get_le32(body)), *o = out + first + n;
+		float norm = gn_f32_of(gn_get_le32(body)), *o = out + first + n;
 		const u8 *codes = body + 4;
 
 		for (j = 0; j <= q.s; j++)
-			mag[j] = bits_of(gn_qsgd_value(&q, norm, j));
+			mag[j] = gn_f32_bits(gn_qsgd_value(&q, norm, j));
 		if (add) {
 			for (j = 0; j < mb; j++)
 				o[j] += value_of(mag, gn_qsgd_code_at(&q, codes, j),

@@ -9,23 +9,8 @@
 
 #include "qsgd.h"
 #include "quant.h"
+#include "codec/f32.h"
 #include "codec/rng.h"
-
-static float f_of(u32 b)
-{
-	float f;
-
-	memcpy(&f, &b, sizeof(f));
-	return f;
-}
-
-static u32 bits_of(float f)
-{
-	u32 b;
-
-	memcpy(&b, &f, sizeof(b));
-	return b;
-}
 
 void gn_qsgd_sumsq_scalar(const float *w, u32 m, double l[8])
 {
@@ -52,7 +37,7 @@ void gn_qsgd_levels_scalar(const float *v, u32 m, float norm, u32 s,
 		p = r - (float)l;
 		if (l < s && (float)gn_draw_u24(key, j0 + j) * 0x1p-24f < p)
 			l++;
-		codes[j] = (u8)(l | (l && bits_of(v[j]) >> 31 ? sign : 0));
+		codes[j] = (u8)(l | (l && gn_f32_bits(v[j]) >> 31 ? sign : 0));
 	}
 }
 
@@ -77,11 +62,11 @@ static float bucket_norm(const struct gn_qsgd *q,
 
 	if (q->max_norm) {
 		for (j = 0; j < m; j++) {
-			u32 b = bits_of(w[j]) & 0x7fffffffu;
+			u32 b = gn_f32_bits(w[j]) & 0x7fffffffu;
 
 			top = b > top ? b : top;
 		}
-		return f_of(top);
+		return gn_f32_of(top);
 	}
 	k->sumsq(w, m, l);
 	a0 = l[0] + l[4];
@@ -110,7 +95,7 @@ int gn_qsgd_quantize(const struct gn_qsgd *q, const float *v, u32 m,
 		u32 mb = m - at < q->bucket ? m - at : q->bucket;
 		float norm = bucket_norm(q, k, v + at, mb);
 
-		if (bits_of(norm) >= 0x7f800000u)
+		if (gn_f32_bits(norm) >= 0x7f800000u)
 			return -EDOM;
 		norms[b] = norm;
 	}
