@@ -229,6 +229,7 @@ static void core_conf(const struct gradnet_open *o, struct gk_ctx *c,
 	conf->timeout_ns = (u64)(to ? to : 1) * NSEC_PER_MSEC;
 	conf->step_timeout_ns = (u64)step * NSEC_PER_MSEC;
 	conf->key = key;
+	conf->clear = o->flags & GRADNET_OPEN_CLEAR;
 	conf->account = gn_kmod_account;
 	conf->account_arg = &c->flow;
 }

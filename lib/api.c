@@ -484,7 +484,7 @@ static int read_codec(struct gn_core_conf *conf, const struct gn_ctx_opts *o)
 static int read_key(struct open_args *a, const struct gn_ctx_opts *o)
 {
 	const char *ins = getenv("GN_INSECURE"), *file = getenv("GN_KEY_FILE");
-	const char *fd = getenv("GN_KEY_FD");
+	const char *fd = getenv("GN_KEY_FD"), *enc = getenv("GN_ENCRYPT");
 	char *hex = getenv("GN_KEY");
 	u8 *key = a->key;
 	const u8 *given;
@@ -492,6 +492,11 @@ static int read_key(struct open_args *a, const struct gn_ctx_opts *o)
 
 	a->insecure = (OPT(o, flags) & GN_CTX_INSECURE) ||
 			(ins && !strcmp(ins, "1"));
+	if (enc && *enc && strcmp(enc, "0") && strcmp(enc, "1"))
+		return open_fail(-EINVAL, "GN_ENCRYPT=%s: use 1 (encrypt packet bodies, the default) or 0 (authenticate only)",
+				 enc);
+	a->conf.clear = (OPT(o, flags) & GN_CTX_CLEAR) ||
+			(enc && !strcmp(enc, "0"));
 	given = OPT(o, key);
 	if (!given && (!!(hex && *hex) + !!(file && *file) + !!(fd && *fd)) > 1)
 		return open_fail(-EINVAL,
@@ -858,7 +863,8 @@ int gn_ctx_open(const struct gn_ctx_opts *o, struct gn_ctx **out)
 		memcpy(&copy, o, o->sz < sizeof(copy) ? o->sz : sizeof(copy));
 		o = &copy;
 		if (o->flags & ~(GN_CTX_INSECURE | GN_CTX_RANK |
-				 GN_CTX_DPDK_PORT | GN_CTX_DPDK_QUEUE))
+				 GN_CTX_DPDK_PORT | GN_CTX_DPDK_QUEUE |
+				 GN_CTX_CLEAR))
 			return open_fail(-EINVAL, "gn_ctx_opts.flags %#x has bits this library does not know",
 					 o->flags);
 	}

@@ -145,7 +145,8 @@ static int join(int fd, const struct gn_core_conf *conf,
 		.codec = conf->codec == GN_WIRE_CODEC_NONE ? GRADNET_CODEC_NONE :
 							     GRADNET_CODEC_3LC,
 		.s_bits = conf->s_bits,
-		.flags = conf->key ? 0 : GRADNET_OPEN_INSECURE,
+		.flags = (conf->key ? 0 : GRADNET_OPEN_INSECURE) |
+			 (conf->clear ? GRADNET_OPEN_CLEAR : 0),
 		.peers = (__u64)(uintptr_t)peers,
 	};
 	int r = 0;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <gradnet/wire.h>
-#include "testlib.h"	/* gn_test_session_mac() */
+#include "testlib.h"	/* gn_test_session_key() */
 
 #include "kselftest_harness.h"
 #include "job.h"
@@ -357,7 +357,8 @@ struct insider {
 	const struct job_spec *s;
 	int fd, base;
 	uint32_t job;
-	struct gn_mac mac;
+	uint8_t key[GN_SEAL_KEY_LEN];	/* rank 1's, whom it poses as */
+	uint64_t pn;
 };
 
 /* Where rank 0 of an attacked job writes what its session key binds. */
@@ -368,20 +369,25 @@ static void session_file(char *path, size_t len, pid_t test)
 
 /*
  * An insider holds the job key and, as any rank could, learns the
- * instances of this run: it derives the session key as the ranks do.
+ * instances of this run: it derives the session key as the ranks do, and
+ * from it rank 1's sender key.
  */
 static int insider_open(struct insider *in, const struct job_spec *s, int base,
 			uint32_t job, const uint8_t *key)
 {
+	uint8_t session[GN_SEAL_KEY_LEN];
 	char path[64];
 	int r;
 
 	in->s = s;
 	in->base = base;
 	in->job = job;
+	in->pn = 0;
 	session_file(path, sizeof(path), getppid());
-	r = gn_test_session_mac(path, key, &in->mac);
+	r = gn_test_session_key(path, key, session);
 	unlink(path);
+	if (!r)
+		r = gn_wire_sender_key(in->key, session, 1);
 	if (r)
 		return -1;
 	in->fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
@@ -427,7 +433,13 @@ static void insider_data(struct insider *in, int k, uint32_t step, uint8_t phase
 	gn_wire_hdr_put(&h, pkt);
 	gn_wire_data_put(d, pkt);
 	memcpy(pkt + GN_WIRE_DATA_HDR, body, blen);
-	len = gn_mac_seal(&in->mac, pkt, GN_WIRE_DATA_HDR + blen);
+	/*
+	 * Low numbers, which rank 1 used long ago: DATA may repeat a number
+	 * (a retransmission does), and rank 0's window of rank 1's numbers
+	 * stays where rank 1 put it.
+	 */
+	len = gn_wire_seal(in->key, pkt, GN_WIRE_DATA_HDR + blen,
+			   1 + in->pn++ % 64, 0);
 	send_as(in->fd, in->base + 1, in->base, pkt, len);
 }
 

@@ -72,7 +72,7 @@ void bench_decode_chunk(const struct bench_enc *b, size_t k, float *acc);
 int bench_codec(int argc, char **argv);
 int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 			double secs, int json);
-int bench_mac(int argc, char **argv);
+int bench_seal(int argc, char **argv);
 int bench_udp(int argc, char **argv);
 
 /*

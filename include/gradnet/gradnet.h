@@ -81,6 +81,8 @@ enum gn_codec {
 #define GN_CTX_DPDK_PORT (1u << 2)	/* gn_ctx_opts.dpdk_port is set, even if 0 */
 #define GN_CTX_DPDK_QUEUE (1u << 3)	/* gn_ctx_opts.dpdk_queue is set: the
 					   application's port, this queue ours */
+#define GN_CTX_CLEAR	(1u << 4)	/* authenticate bodies, do not encrypt
+					   them (as GN_ENCRYPT=0) */
 
 /* gn_tensor_opts.flags (and gn_bucket_opts.flags) */
 #define GN_TENSOR_AVERAGE (1u << 0)	/* result is the mean, not the sum */
@@ -100,7 +102,9 @@ enum gn_codec {
  *	GN_KEY (32 hex digits), or GN_KEY_FILE (a file holding them, which
  *	only its owner may access: mode 0600 or stricter, else -EACCES), or
  *	GN_KEY_FD (a descriptor to read them from, a launcher's pipe; at
- *	most one of the three), GN_JOB (job id, decimal or 0x hex),
+ *	most one of the three), GN_ENCRYPT (1, the default: packet bodies
+ *	are encrypted; 0: only authenticated), GN_JOB (job id, decimal or
+ *	0x hex),
  *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (none or 3lc),
  *	GN_S, GN_INSECURE=1, GN_TRANSPORT (udp or dpdk); for dpdk also
  *	GN_DPDK_EAL (EAL arguments, space-separated), GN_DPDK_PORT (port id,
@@ -405,7 +409,8 @@ enum gn_drop {
 	GN_DROP_SOURCE,		/* not from a peer of this job */
 	GN_DROP_MAC,		/* authentication failed */
 	GN_DROP_REPLAY,		/* a step that is over, or too far ahead; a
-				   HELLO or PONG that is not fresh */
+				   HELLO that is not fresh; an ACK, PING or
+				   PONG whose packet number came before */
 	GN_DROP_DUPLICATE,	/* a packet already received */
 	GN_DROP_TENSOR,		/* unknown tensor or mismatched parameters */
 	GN_DROP_EARLY,		/* before this rank's handshake gave it the

@@ -31,6 +31,7 @@ struct gn_core_conf {
 	u64 timeout_ns;			/* a silent peer is dead after this */
 	u64 step_timeout_ns;		/* 0: steps wait for shares forever */
 	const u8 *key;			/* GN_MAC_KEY_LEN bytes; NULL: insecure */
+	bool clear;			/* bodies authenticated only (GN_ENCRYPT=0) */
 	u8 version;			/* wire version; 0: GN_WIRE_VERSION */
 	/* Told what the session key binds when the handshake is done (optional). */
 	void (*on_session)(const u8 *info, size_t len);

@@ -40,7 +40,8 @@ int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,
 		.mtu = conf->mtu, .max_pkt = conf->mtu - GN_WIRE_IPUDP,
 		.chunk = conf->chunk, .codec = conf->codec,
 		.s_bits = conf->s_bits, .timeout_ns = conf->timeout_ns,
-		.key = conf->key, .on_session = conf->on_session,
+		.key = conf->key, .clear = conf->clear,
+		.on_session = conf->on_session,
 	};
 	struct gn_ctx *ctx;
 	int r;

@@ -6,11 +6,15 @@
  */
 #include "core.h"
 
-/* @type GN_PKT_WHOLE: the message is this packet, the body at its offset. */
-static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
-		       const struct msg_shape *ms, struct gn_buf *b, u8 type,
-		       u32 first, u32 count, u32 body, u32 idx, u32 npkts)
+/*
+ * Packet @idx of @m; @type GN_PKT_WHOLE: the message is this packet, the
+ * body at its offset. Return: 0, or -EIO if it could not be sealed.
+ */
+static int put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
+		      const struct msg_shape *ms, struct gn_txmsg *m, u8 type,
+		      u32 first, u32 count, u32 body, u32 idx, u32 npkts)
 {
+	struct gn_buf *b = m->pkt[idx];
 	struct gn_wire_hdr h;
 	struct gn_wire_data d = {
 		.chunk_off = ms->chunk_off, .chunk_len = ms->chunk_len,
@@ -26,7 +30,8 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 	h.body_len = (u16)body;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_data_put(&d, b->data);
-	gn_dl_seal(&ctx->dl, b, (u16)(gn_wire_body_off(type) + body), ms->to);
+	return gn_dl_seal_msg(&ctx->dl, m, idx,
+			      (u16)(gn_wire_body_off(type) + body), ms->to);
 }
 
 /* Bytes of body a WHOLE packet holds. */
@@ -67,9 +72,8 @@ static int pack_3lc_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
 	if (len <= 0 || used != g)
 		return -EINVAL;
 	m->stream_bytes = GN_TLC_SCALE_BYTES + (u64)len;
-	put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, g,
-		   (u32)len, 0, 1);
-	return 0;
+	return put_packet(ctx, t, stepno, ms, m, GN_PKT_WHOLE, 0, g, (u32)len,
+			  0, 1);
 }
 
 /*
@@ -83,6 +87,7 @@ int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 {
 	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, at = 0, n = 0, i;
 	u32 most = gn_pkts_max(ctx, GN_WIRE_CODEC_3LC, ms->chunk_len);
+	int r = 0;
 
 	if (most > m->cap)
 		return -EINVAL;
@@ -103,14 +108,14 @@ int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		at += (u32)used;
 		n++;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; !r && i < n; i++) {
 		u32 first = gn_get_le32(m->pkt[i]->data);
 		u32 end = i + 1 < n ? gn_get_le32(m->pkt[i + 1]->data) : g;
 
-		put_packet(ctx, t, stepno, ms, m->pkt[i], GN_PKT_DATA, first,
-			   end - first, m->pkt[i]->len, i, n);
+		r = put_packet(ctx, t, stepno, ms, m, GN_PKT_DATA, first,
+			       end - first, m->pkt[i]->len, i, n);
 	}
-	return 0;
+	return r;
 }
 
 int gn_pack_dense(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
@@ -118,6 +123,7 @@ int gn_pack_dense(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 {
 	u32 per = (ctx->max_pkt - GN_WIRE_DATA_OVERHEAD) / 4, len = ms->chunk_len;
 	u32 n = gn_pkts_max(ctx, GN_WIRE_CODEC_NONE, len), i;
+	int r = 0;
 
 	if ((u64)len * 4 <= whole_cap(ctx))
 		n = 1;
@@ -126,19 +132,18 @@ int gn_pack_dense(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	m->stream_bytes = (u64)len * 4;
 	if (n == 1 && (u64)len * 4 <= whole_cap(ctx)) {
 		memcpy(m->pkt[0]->data + GN_WIRE_WHOLE_HDR, v, (size_t)len * 4);
-		put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, len,
-			   len * 4, 0, 1);
-		return 0;
+		return put_packet(ctx, t, stepno, ms, m, GN_PKT_WHOLE, 0, len,
+				  len * 4, 0, 1);
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; !r && i < n; i++) {
 		u32 count = len - i * per < per ? len - i * per : per;
 
 		memcpy(m->pkt[i]->data + GN_WIRE_DATA_HDR, v + (size_t)i * per,
 		       (size_t)count * 4);
-		put_packet(ctx, t, stepno, ms, m->pkt[i], GN_PKT_DATA, i * per,
-			   count, count * 4, i, n);
+		r = put_packet(ctx, t, stepno, ms, m, GN_PKT_DATA, i * per,
+			       count, count * 4, i, n);
 	}
-	return 0;
+	return r;
 }
 
 void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,

@@ -7,17 +7,44 @@
 
 #define HELLO_EVERY_NS 100000000ull
 #define MISMATCH_GRACE_NS 300000000ull
+/*
+ * HELLO answers to one peer: ANSWER_BURST in a row, then one every
+ * ANSWER_EVERY_NS. A peer's handshake asks once per HELLO_EVERY_NS, so
+ * this never holds a real answer back; it bounds what recorded or spoofed
+ * HELLOs, which anyone may send again, make this rank reflect.
+ */
+#define ANSWER_BURST 4
+#define ANSWER_EVERY_NS 25000000ull
 
 /* ---- handshake ------------------------------------------------------------ */
 
 /*
+ * May this rank answer a HELLO of @p now? The rate limit as a clock:
+ * answer_at runs ahead of now by what was answered, and falls behind it
+ * by at most the burst.
+ */
+static bool answer_allowed(struct gn_dl *dl, struct gn_peer *p)
+{
+	u64 floor = dl->now_ns > ANSWER_BURST * ANSWER_EVERY_NS ?
+			    dl->now_ns - ANSWER_BURST * ANSWER_EVERY_NS : 0;
+
+	if (p->answer_at < floor)
+		p->answer_at = floor;
+	if (p->answer_at > dl->now_ns)
+		return false;
+	p->answer_at += ANSWER_EVERY_NS;
+	return true;
+}
+
+/*
  * A HELLO to @p that names @echo as the instance we heard from it (0: none
- * yet). HELLOs are the only packets under the job key.
+ * yet). HELLOs are the only packets under the HELLO key; answers
+ * (GN_HELLO_ANSWER) are rate-limited.
  */
 static void send_hello(struct gn_dl *dl, struct gn_peer *p, u8 flags,
 		       u64 echo)
 {
-	struct gn_buf *b = gn_dl_buf(dl);
+	struct gn_buf *b;
 	bool reply = p->hello_in && echo == p->instance;
 	struct gn_wire_hello o = {
 		.world = (u16)dl->world,
@@ -32,14 +59,20 @@ static void send_hello(struct gn_dl *dl, struct gn_peer *p, u8 flags,
 	};
 	struct gn_wire_hdr h;
 
+	if (flags & GN_HELLO_ANSWER && !answer_allowed(dl, p))
+		return;
+	b = gn_dl_buf(dl);
 	if (!b)
 		return;
 	gn_dl_hdr_init(dl, &h, GN_PKT_HELLO, p->rank);
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_hello_put(&o, b->data);
+	if (gn_dl_seal_hello(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN,
+			     p->rank)) {
+		gn_dl_buf_put(dl, b);
+		return;
+	}
 	p->told_reply |= reply;
-	gn_dl_seal_with(dl->job_mac, b, GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN,
-			p->rank);
 	gn_dl_send_now(dl, b);
 }
 
@@ -147,7 +180,13 @@ void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
 		p->told_reply = false;
 	p->instance = p->heard = o.instance;
 	p->hello_in = true;
-	p->last_rx_ns = dl->now_ns;
+	/*
+	 * Once the session is up, only session packets with new numbers
+	 * count as signs of life (receive.c): a HELLO carries nothing that
+	 * tells a recording of this run from a fresh one.
+	 */
+	if (!dl->ready)
+		p->last_rx_ns = dl->now_ns;
 	if (o.flags & GN_HELLO_REPLY)
 		p->hello_acked = true;
 	/*
@@ -162,17 +201,18 @@ void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
 
 /*
  * The session key: the job key and every rank's instance of this run,
- * so no packet of another run authenticates in this one.
+ * so no packet of another run authenticates in this one; and from it
+ * every rank's sender key.
  */
 static int start_session(struct gn_dl *dl)
 {
 	size_t len = 8 + 8 * (size_t)dl->world;
-	u8 *info = dl->session_info;
+	u8 *info = dl->session_info, session[GN_SEAL_KEY_LEN];
 	int i, r;
 
-	if (!dl->job_mac)
+	if (!dl->keys)
 		return 0;
-	if (len > GN_MAC_INFO_MAX)
+	if (len > GN_WIRE_INFO_MAX)
 		return -E2BIG;
 	gn_put_le32(dl->job, info);
 	gn_put_le16((u16)dl->world, info + 4);
@@ -180,7 +220,11 @@ static int start_session(struct gn_dl *dl)
 	for (i = 0; i < dl->world; i++)
 		gn_put_le64(i == dl->rank ? dl->instance : dl->peers[i].instance,
 			    info + 8 + 8 * i);
-	r = gn_mac_session(dl->mac, dl->job_mac, info, len);
+	r = gn_wire_session_key(session, dl->keys->job, info, len);
+	for (i = 0; !r && i < dl->world; i++)
+		r = gn_wire_sender_key(dl->keys->sender[i], session, (u16)i);
+	/* The session key lives on only as the sender keys. */
+	gn_memzero_explicit(session, sizeof(session));
 	if (!r && dl->on_session)
 		dl->on_session(info, len);
 	return r;
@@ -283,8 +327,7 @@ static void send_ping(struct gn_dl *dl, struct gn_peer *p, u8 type, u64 stamp)
 	gn_dl_hdr_init(dl, &h, type, p->rank);
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_ping_put(&o, b->data);
-	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN, p->rank);
-	gn_dl_send_now(dl, b);
+	gn_dl_seal_send(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN, p->rank);
 }
 
 /*
