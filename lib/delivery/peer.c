@@ -20,13 +20,13 @@
 
 /*
  * May this rank answer a HELLO of @p now? The rate limit as a clock:
- * answer_at runs ahead of now by what was answered, and falls behind it
- * by at most the burst.
+ * answer_at is when the next answer is due, each answer moves it on by
+ * ANSWER_EVERY_NS, and it never lags now by more than the burst allows.
  */
 static bool answer_allowed(struct gn_dl *dl, struct gn_peer *p)
 {
-	u64 floor = dl->now_ns > ANSWER_BURST * ANSWER_EVERY_NS ?
-			    dl->now_ns - ANSWER_BURST * ANSWER_EVERY_NS : 0;
+	const u64 slack = (ANSWER_BURST - 1) * ANSWER_EVERY_NS;
+	u64 floor = dl->now_ns > slack ? dl->now_ns - slack : 0;
 
 	if (p->answer_at < floor)
 		p->answer_at = floor;
