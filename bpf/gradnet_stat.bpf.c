@@ -35,12 +35,17 @@
 /* Largest UDP GSO send: the kernel's UDP_MAX_SEGMENTS. */
 #define GN_STAT_MAX_SEGS	128
 
-/* The gradnet common header's fields (include/gradnet/wire.h). */
+/*
+ * The gradnet common header's fields (include/gradnet/wire.h), version 4.
+ * It travels in the clear as associated data: this program reads it but
+ * cannot check its tag (it has no key), so it counts headers that look
+ * right, forged ones too.
+ */
 #define GN_MAGIC_LO		0x47
 #define GN_MAGIC_HI		0x4e
 #define GN_PKT_DATA		2
 #define GN_PKT_WHOLE		8
-#define GN_HDR_LEN		24
+#define GN_HDR_LEN		32
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
