@@ -450,7 +450,7 @@ static size_t wt_build(const struct wt_run *run, const struct gn_golden_pkt *g)
 		       g->keyed ? gh->seal : 0);
 }
 
-/* 0 if the builders and the MAC make exactly @g's bytes, else 1. */
+/* 0 if the builders and the seal make exactly @g's bytes, else 1. */
 static int wt_check_build(const struct wt_run *run,
 			  const struct gn_golden_pkt *g)
 {

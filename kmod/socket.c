@@ -598,7 +598,7 @@ static int sock_bind(struct gk_sock *ks, const struct gradnet_peer *self)
  * @net: the namespace to bind in; a reference is taken
  * @peers: every rank's address (checked by the caller: one family)
  * @world, @rank: the job's size and this rank
- * @max_pkt: the largest packet, MAC tag included
+ * @max_pkt: the largest packet, tag included
  * @kick, @kick_arg: called (also in softirq) when the worker has work
  * @msg, @len: why it failed
  *

@@ -430,7 +430,7 @@ enum gn_drop {
  *	know
  * @tx_packets, @rx_packets: data packets sent and accepted
  * @raw_bytes: float32 bytes the packets stand for (4 per value)
- * @wire_bytes: UDP payload bytes sent (headers and MAC included)
+ * @wire_bytes: UDP payload bytes sent (headers and tag included)
  * @rx_wire_bytes: UDP payload bytes received and accepted
  * @retransmits: data packets sent again
  * @allreduces: allreduces completed (tensor and context stats)
