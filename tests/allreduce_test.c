@@ -854,6 +854,75 @@ TEST(replay_across_runs)
 	job_free(&s, out);
 }
 
+/*
+ * How many packets of the recording at @path (fault.c's record=: le16
+ * peer, le16 length, the bytes) say GN_SEAL_CLEAR, and how many not;
+ * -1 if it cannot be read or a packet does not parse.
+ */
+static int count_clear(const char *path, int *clear, int *sealed)
+{
+	static uint8_t pkt[GN_WIRE_MAX_PKT];
+	struct gn_wire_hdr h;
+	uint8_t hdr[4];
+	FILE *f = fopen(path, "rb");
+	size_t len;
+
+	*clear = *sealed = 0;
+	if (!f)
+		return -1;
+	while (fread(hdr, 1, 4, f) == 4) {
+		len = (size_t)hdr[2] | (size_t)hdr[3] << 8;
+		if (len > sizeof(pkt) || fread(pkt, 1, len, f) != len ||
+		    gn_wire_hdr_get(pkt, len, &h)) {
+			fclose(f);
+			return -1;
+		}
+		if (h.seal & GN_SEAL_CLEAR)
+			(*clear)++;
+		else
+			(*sealed)++;
+	}
+	fclose(f);
+	return 0;
+}
+
+/*
+ * GN_ENCRYPT is each rank's: rank 0 sends its bodies authenticated only,
+ * rank 1 encrypted too, and the job gives the reference's results; every
+ * packet each sent says which.
+ */
+TEST(encrypt_setting_per_rank)
+{
+	struct job_spec s = { .world = 2, .steps = 2, .ntensors = 2,
+			      .elems = { 100003, 5 },
+			      .codec = { GN_CODEC_NONE, GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = -1, .keyed = true };
+	char dir[] = "/tmp/gn-clear-XXXXXX", env[2][256], path[2][64];
+	int clear[2], sealed[2], r;
+	struct job_out *out;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (r = 0; r < 2; r++) {
+		snprintf(path[r], sizeof(path[r]), "%s/rank%d", dir, r);
+		snprintf(env[r], sizeof(env[r]), "GN_TEST_FAULTS=record=%s%s",
+			 path[r], r ? "" : ";GN_ENCRYPT=0");
+		s.env[r] = env[r];
+	}
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	for (r = 0; r < 2; r++) {
+		ASSERT_EQ(0, count_clear(path[r], &clear[r], &sealed[r]));
+		unlink(path[r]);
+	}
+	rmdir(dir);
+	ASSERT_LT(0, clear[0]);
+	ASSERT_EQ(0, sealed[0]);
+	ASSERT_EQ(0, clear[1]);
+	ASSERT_LT(0, sealed[1]);
+	job_free(&s, out);
+}
+
 /* Different keys: nobody authenticates anybody. */
 TEST(key_mismatch)
 {

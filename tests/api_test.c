@@ -459,6 +459,36 @@ TEST(key_env_removed)
 }
 
 /*
+ * GN_ENCRYPT: 0 and 1 are taken, and a rank of each setting share a job
+ * (rank 0 authenticates its bodies only, rank 1 encrypts them too);
+ * anything else is refused, naming the variable. GN_CTX_CLEAR is a flag
+ * this library knows.
+ */
+TEST(encrypt_setting)
+{
+	static const uint8_t key[16] = TEST_KEY;
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = "127.0.0.1:29955",
+		.key = key, .key_len = sizeof(key), .flags = GN_CTX_CLEAR);
+	struct gn_ctx *ctx;
+	char hex[40];
+
+	clear_key_env();
+	key_hex(hex, TEST_KEY);
+	setenv("GN_KEY", hex, 1);
+	setenv("GN_ENCRYPT", "2", 1);
+	ASSERT_EQ(-EINVAL, open_pair(29941));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_ENCRYPT=2"))
+		TH_LOG("%s", gn_last_errmsg());
+	setenv("GN_KEY", hex, 1);
+	setenv("GN_ENCRYPT", "0", 1);
+	ASSERT_EQ(0, open_pair(29953)) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_ENCRYPT");
+	clear_key_env();
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	gn_ctx_close(ctx);
+}
+
+/*
  * Nothing freed by the library holds the job key or a key derived from
  * it: free() is wrapped (-Wl,--wrap=free) to look for the job key in
  * every block freed while key_wiped_on_close runs (the keys the core
