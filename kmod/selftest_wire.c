@@ -133,24 +133,17 @@ static void wt_fpu_end(const struct wt_run *run)
 		kernel_fpu_end();
 }
 
-static int wt_aead_seal(const struct wt_run *run, const u8 *key, u64 nonce,
-			const u8 *ad, size_t ad_len, u8 *body, size_t len)
+/* gn_aead_seal() or gn_aead_open(), as @aead says, in this run's way. */
+static int wt_aead(const struct wt_run *run,
+		   int (*aead)(const u8 *key, u64 nonce, const u8 *ad,
+			       size_t ad_len, u8 *body, size_t len),
+		   const u8 *key, u64 nonce, const u8 *ad, size_t ad_len,
+		   u8 *body, size_t len)
 {
 	int ret;
 
 	wt_fpu_begin(run);
-	ret = gn_aead_seal(key, nonce, ad, ad_len, body, len);
-	wt_fpu_end(run);
-	return ret;
-}
-
-static int wt_aead_open(const struct wt_run *run, const u8 *key, u64 nonce,
-			const u8 *ad, size_t ad_len, u8 *body, size_t len)
-{
-	int ret;
-
-	wt_fpu_begin(run);
-	ret = gn_aead_open(key, nonce, ad, ad_len, body, len);
+	ret = aead(key, nonce, ad, ad_len, body, len);
 	wt_fpu_end(run);
 	return ret;
 }
@@ -204,6 +197,16 @@ static const u8 *wt_golden_key(const struct wt_run *run,
 	return ret ? NULL : k;
 }
 
+/* @aead of RFC 8439 A.5's @n bytes at @p, with its key, nonce and AAD. */
+static int wt_a5(const struct wt_run *run,
+		 int (*aead)(const u8 *key, u64 nonce, const u8 *ad,
+			     size_t ad_len, u8 *body, size_t len),
+		 u8 *p, size_t n)
+{
+	return wt_aead(run, aead, gn_rfc8439_a5_key, gn_rfc8439_a5_nonce,
+		       gn_rfc8439_a5_aad, sizeof(gn_rfc8439_a5_aad), p, n);
+}
+
 /* RFC 8439 A.5 both ways, and a changed tag refused. */
 static int wt_rfc8439(struct wt_run *run)
 {
@@ -214,24 +217,17 @@ static int wt_rfc8439(struct wt_run *run)
 	BUILD_BUG_ON(sizeof(gn_rfc8439_a5_out) != n + GN_WIRE_TAG);
 	memcpy(p, gn_rfc8439_a5_text, n);
 	bad = wt_ret(run, "seal", "rfc8439", "gn_aead_seal()", 0,
-		     wt_aead_seal(run, gn_rfc8439_a5_key, gn_rfc8439_a5_nonce,
-				  gn_rfc8439_a5_aad, sizeof(gn_rfc8439_a5_aad),
-				  p, n));
+		     wt_a5(run, gn_aead_seal, p, n));
 	bad |= wt_same(run, "seal", "rfc8439", "ciphertext and tag",
 		       gn_rfc8439_a5_out, p, n + GN_WIRE_TAG);
 	bad |= wt_ret(run, "seal", "rfc8439", "gn_aead_open()", 0,
-		      wt_aead_open(run, gn_rfc8439_a5_key, gn_rfc8439_a5_nonce,
-				   gn_rfc8439_a5_aad,
-				   sizeof(gn_rfc8439_a5_aad), p, n));
+		      wt_a5(run, gn_aead_open, p, n));
 	bad |= wt_same(run, "seal", "rfc8439", "plaintext", gn_rfc8439_a5_text,
 		       p, n);
 	memcpy(p, gn_rfc8439_a5_out, n + GN_WIRE_TAG);
 	p[n] ^= 1;
 	bad |= wt_ret(run, "seal", "rfc8439", "gn_aead_open() of a bad tag",
-		      -EBADMSG,
-		      wt_aead_open(run, gn_rfc8439_a5_key, gn_rfc8439_a5_nonce,
-				   gn_rfc8439_a5_aad,
-				   sizeof(gn_rfc8439_a5_aad), p, n));
+		      -EBADMSG, wt_a5(run, gn_aead_open, p, n));
 	return bad;
 }
 
@@ -257,6 +253,7 @@ static int wt_blake2s(struct wt_run *run)
 static int wt_aead_kat(struct wt_run *run, const struct gn_seal_kat *kat)
 {
 	size_t n = (size_t)kat->ad_len + kat->body_len, i;
+	const u8 *key = gn_seal_kat_key[kat->key];
 	u8 *msg = run->msg;
 	int bad;
 
@@ -265,18 +262,17 @@ static int wt_aead_kat(struct wt_run *run, const struct gn_seal_kat *kat)
 	for (i = 0; i < n; i++)
 		msg[i] = GN_SEAL_KAT_BYTE(kat->pattern, i);
 	bad = wt_ret(run, "seal", "aead", "gn_aead_seal()", 0,
-		     wt_aead_seal(run, gn_seal_kat_key[kat->key], kat->pn, msg,
-				  kat->ad_len, msg + kat->ad_len,
-				  kat->body_len));
+		     wt_aead(run, gn_aead_seal, key, kat->pn, msg, kat->ad_len,
+			     msg + kat->ad_len, kat->body_len));
 	if (!bad && memcmp(kat->tag, msg + n, GN_WIRE_TAG)) {
-		wt_fail(run, "seal", "aead", "key %u pattern %u, %u + %u bytes: tag differs",
+		wt_fail(run, "seal", "aead",
+			"key %u pattern %u, %u + %u bytes: tag differs",
 			kat->key, kat->pattern, kat->ad_len, kat->body_len);
 		bad = 1;
 	}
 	bad |= wt_ret(run, "seal", "aead", "gn_aead_open()", 0,
-		      wt_aead_open(run, gn_seal_kat_key[kat->key], kat->pn, msg,
-				   kat->ad_len, msg + kat->ad_len,
-				   kat->body_len));
+		      wt_aead(run, gn_aead_open, key, kat->pn, msg, kat->ad_len,
+			      msg + kat->ad_len, kat->body_len));
 	for (i = 0; !bad && i < n; i++)
 		bad = msg[i] != GN_SEAL_KAT_BYTE(kat->pattern, i);
 	if (bad)

@@ -34,8 +34,11 @@ int gn_aead_seal(const u8 *key, u64 nonce, const u8 *ad, size_t ad_len,
 int gn_aead_open(const u8 *key, u64 nonce, const u8 *ad, size_t ad_len,
 		 u8 *body, size_t len)
 {
-	return chacha20poly1305_decrypt(body, body, len + CHACHA20POLY1305_AUTHTAG_SIZE,
-					ad, ad_len, nonce, key) ? 0 : -EBADMSG;
+	bool ok = chacha20poly1305_decrypt(body, body,
+					   len + CHACHA20POLY1305_AUTHTAG_SIZE,
+					   ad, ad_len, nonce, key);
+
+	return ok ? 0 : -EBADMSG;
 }
 
 int gn_kdf(u8 *out, const u8 *key, size_t key_len, const u8 *a, size_t a_len,

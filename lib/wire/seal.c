@@ -8,9 +8,10 @@
  * Keys. The job key J (16 bytes, the same on every rank of every run of a
  * job) keys two derivations, and the session key one more, all keyed
  * BLAKE2s-256 with a label no other input starts with:
- *	hello key of rank r, instance i = BLAKE2s_J("gradnet hello" || le16(r) || le64(i))
- *	session key S = BLAKE2s_J("gradnet session" || info)
- *	sender key of rank r = BLAKE2s_S("gradnet sender" || le16(r))
+ *	HELLO key of rank r, instance i:
+ *		BLAKE2s_J("gradnet hello" || le16(r) || le64(i))
+ *	session key S:	BLAKE2s_J("gradnet session" || info)
+ *	sender key of rank r:	BLAKE2s_S("gradnet sender" || le16(r))
  * info is the job id, world size, protocol version and every rank's
  * instance (lib/delivery/peer.c), so S is new whenever one rank's random
  * instance is. A HELLO goes under its sender's hello key (the receiver
@@ -119,5 +120,7 @@ int gn_wire_open(const u8 *key, u8 *pkt, size_t len)
 	}
 	if (flags & GN_SEAL_CLEAR)
 		ad = len;
-	return gn_aead_open(key, pn, pkt, ad, pkt + ad, len - ad) ? -EBADMSG : 0;
+	if (gn_aead_open(key, pn, pkt, ad, pkt + ad, len - ad))
+		return -EBADMSG;
+	return 0;
 }
