@@ -46,7 +46,7 @@
 # mpi-allreduce and gn-loss, in the build tree or where they are installed
 # (--build DIR takes them from a build directory); --where prints the
 # paths and stops.
-# gradnet_nomac_s is the same job without a key, so the MAC's share shows.
+# gradnet_nomac_s is the same job without a key, so the seal's share shows.
 # Times are the slowest rank's median seconds per allreduce; bytes are UDP
 # payload bytes per rank per allreduce (gradnet's own counters): wire_bytes
 # of data packets, stream_bytes what they carry as bare chunk streams,
@@ -250,7 +250,7 @@ run_dpdk() {
 
 # run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [MODE]: one job, one rank
 # per host of the bridge, JSON lines out. MODE "insecure" runs it without
-# a key (no MAC), for the MAC's cost; "af_xdp:N" puts ranks 0..N-1 on the
+# a key (no seal), for the seal's cost; "af_xdp:N" puts ranks 0..N-1 on the
 # DPDK transport over net_af_xdp on their host's eth0.
 run_gradnet() {
 	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 mode=${7:-} peers= k
