@@ -152,7 +152,7 @@ static void put_data(struct forge *f, struct pkt *p, uint8_t phase, int dst,
 		.type = GN_PKT_DATA, .src = (uint16_t)f->as_rank,
 		.dst = (uint16_t)dst, .job = f->job, .tensor = f->tensor,
 		.step = f->step, .body_len = blen, .phase = phase,
-		.codec = f->codec,
+		.codec = f->codec, .pn = 1,	/* seal() numbers it again */
 	};
 
 	gn_wire_hdr_put(&h, p->buf);
@@ -262,11 +262,6 @@ static void set_dst(struct gn_wire_hdr *h, uint32_t v)
 static void set_job(struct gn_wire_hdr *h, uint32_t v)
 {
 	h->job = v;
-}
-
-static void set_type(struct gn_wire_hdr *h, uint32_t v)
-{
-	h->type = (uint8_t)v;
 }
 
 static void set_version(struct gn_wire_hdr *h, uint32_t v)
@@ -427,8 +422,6 @@ static void forge_one(struct forge *f, enum kind k, unsigned long i,
 	case K_MALFORMED:
 		if (i % 6 == 3)
 			edit_hdr(p, set_dst, (uint32_t)other_rank(f->to_rank));
-		else if (i % 6 == 4)
-			edit_hdr(p, set_type, 9);
 		else if (i % 6 == 5)
 			/* count = 0, sealed: caught only after the tag. */
 			memset(p->buf + GN_WIRE_HDR_LEN + 16, 0, 4);
@@ -469,6 +462,9 @@ static void forge_one(struct forge *f, enum kind k, unsigned long i,
 	case K_MALFORMED:
 		if (i % 6 == 0) {
 			p->len = 0;
+		} else if (i % 6 == 4) {
+			/* An unknown type has no fixed part to seal by. */
+			p->buf[3] = 9;
 		} else if (i % 6 == 1) {
 			p->len = 1 + next_rand(f) % (p->len - 1);
 		} else if (i % 6 == 2) {
