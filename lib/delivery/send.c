@@ -98,10 +98,23 @@ static int seal(struct gn_dl *dl, const u8 *key, struct gn_buf *b, u16 len,
 	return sealed ? 0 : -EIO;
 }
 
+/*
+ * This rank's sender key (NULL: a job without a key); false before the
+ * handshake derived it, when only HELLOs may go.
+ */
+static bool sender_key(const struct gn_dl *dl, const u8 **key)
+{
+	*key = dl->keys ? dl->keys->sender[dl->rank] : NULL;
+	return !dl->keys || dl->ready;
+}
+
 int gn_dl_seal(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
 {
-	return seal(dl, dl->keys ? dl->keys->sender[dl->rank] : NULL, b, len,
-		    pn_take(dl, 1), to);
+	const u8 *key;
+
+	if (!sender_key(dl, &key))
+		return -EAGAIN;
+	return seal(dl, key, b, len, pn_take(dl, 1), to);
 }
 
 int gn_dl_seal_hello(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
@@ -113,8 +126,12 @@ int gn_dl_seal_hello(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
 int gn_dl_seal_msg(struct gn_dl *dl, struct gn_txmsg *m, u32 i, u16 len,
 		   int to)
 {
-	return seal(dl, dl->keys ? dl->keys->sender[dl->rank] : NULL,
-		    m->pkt[i], len, i < m->cap && m->pn ? m->pn + i : 0, to);
+	const u8 *key;
+
+	if (!sender_key(dl, &key))
+		return -EAGAIN;
+	return seal(dl, key, m->pkt[i], len,
+		    i < m->cap && m->pn ? m->pn + i : 0, to);
 }
 
 void gn_dl_kick(struct gn_dl *dl)
