@@ -254,6 +254,8 @@ int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		u32 stepno, const struct msg_shape *ms, const u8 *q, u32 g);
 int gn_pack_dense(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		  u32 stepno, const struct msg_shape *ms, const float *v);
+/* What a packing error @r (not -EDOM) means, for a step's message. */
+const char *gn_pack_failure(int r);
 void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
 		     const struct msg_shape *ms);
 void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st);

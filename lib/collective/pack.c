@@ -34,6 +34,20 @@ static int put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 			      (u16)(gn_wire_body_off(type) + body), ms->to);
 }
 
+const char *gn_pack_failure(int r)
+{
+	switch (r) {
+	case -ENOMEM:
+		return "out of packet buffers";
+	case -EIO:
+		return "a packet could not be sealed";
+	case -EAGAIN:
+		return "a packet came before the session key";
+	default:
+		return "a chunk does not fit its message";
+	}
+}
+
 /* Bytes of body a WHOLE packet holds. */
 static u32 whole_cap(const struct gn_ctx *ctx)
 {
@@ -98,6 +112,9 @@ int gn_pack_3lc(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		size_t used;
 		long len;
 
+		/* gn_pkts_max() bounds n; m->pkt[] must hold it, whatever. */
+		if (n == m->cap)
+			return -ENOSPC;
 		if (take_bufs(ctx, m, n + 1))
 			return -ENOMEM;
 		len = gn_zre_encode(q + at, g - at, m->pkt[n]->data + GN_WIRE_DATA_HDR,
@@ -202,7 +219,9 @@ static void publish_span(struct gn_ctx *ctx, struct gn_step *st,
 			 ctx->dl.peers[ctx->rank].name);
 		gn_step_abort(ctx, st, -EDOM, why);
 	} else if (!st->err && r) {
-		gn_step_abort(ctx, st, r, "out of packet buffers while compressing");
+		snprintf(why, sizeof(why), "%s while compressing",
+			 gn_pack_failure(r));
+		gn_step_abort(ctx, st, r, why);
 	}
 	if (st->err) {
 		for (k = 0; sp->j != ctx->rank && k < sp->n; k++)
