@@ -3,7 +3,8 @@
  * env.c - the core's environment (lib/env/env.h) on the DPDK path. Everything works on
  * any thread once rte_eal_init() has returned, lcore or not, so a trainer
  * thread that calls gn_core_allreduce_start() shares the lock with the
- * lcore that polls.
+ * lcore that polls. The cryptography (gn_deps.h) is a process's,
+ * lib/env/crypto.c, with a context per thread, lcores included.
  */
 #include <errno.h>
 #include <string.h>

@@ -98,9 +98,9 @@ static int udp_in(const struct gn_dpdk_filter *f, const u8 *ip, u32 ihl,
 	if (memcmp(udp + 2, &f->udp_port, 2))
 		return drop(rx, GN_DDROP_DST_PORT);
 	/*
-	 * A zero checksum is IPv4's "none". The MAC would catch a corrupted
-	 * payload too, but not in an insecure job, so software checks what
-	 * the port did not.
+	 * A zero checksum is IPv4's "none". The seal's tag would catch a
+	 * corrupted payload too, but not in an insecure job, so software
+	 * checks what the port did not.
 	 */
 	if ((udp[6] | udp[7]) &&
 	    (l4_csum == GN_DCS_BAD ||

@@ -1168,7 +1168,7 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 {
 	/*
 	 * Room for a whole frame of the MTU (and a VLAN tag) in one segment,
-	 * so the MAC and the decoder read contiguous bytes (a frame in
+	 * so the seal and the decoder read contiguous bytes (a frame in
 	 * several segments is dropped as "segmented"); in whole KiB and at
 	 * least DPDK's default 2 KiB: drivers such as net_af_packet refuse rx
 	 * buffers smaller than their frame slots, which hold a header too.

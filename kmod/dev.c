@@ -250,6 +250,7 @@ static void core_conf(const struct gradnet_open *o, struct gk_ctx *c,
 	conf->timeout_ns = (u64)(to ? to : 1) * NSEC_PER_MSEC;
 	conf->step_timeout_ns = (u64)step * NSEC_PER_MSEC;
 	conf->key = key;
+	conf->clear = o->flags & GRADNET_OPEN_CLEAR;
 	conf->account = gn_kmod_account;
 	conf->account_arg = &c->flow;
 }
@@ -264,6 +265,7 @@ static int set_peers(struct gk_ctx *c, const struct gradnet_peer *peers,
 {
 	struct gn_peer_addr *pa;
 	u32 i;
+	int r;
 
 	pa = kvcalloc(world, sizeof(*pa), GFP_KERNEL_ACCOUNT);
 	if (!pa)
@@ -273,9 +275,9 @@ static int set_peers(struct gk_ctx *c, const struct gradnet_peer *peers,
 		pa[i].port = ntohs((__force __be16)peers[i].port);
 		memcpy(pa[i].addr, peers[i].addr, sizeof(pa[i].addr));
 	}
-	gn_core_set_peers(c->core, pa);
+	r = gn_core_set_peers(c->core, pa);
 	kvfree(pa);
-	return 0;
+	return r;
 }
 
 /* The socket, the core, the names and the worker; the handshake starts. */

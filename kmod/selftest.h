@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * selftest.h - the self-tests the module runs when it loads: the codec's
- * (selftest.c), lib/wire's, MAC included (selftest_wire.c), and the
+ * (selftest.c), lib/wire's and the cryptography's (selftest_wire.c), and the
  * protocol core's, a whole job over a lossy in-memory fabric
  * (selftest_core.c).
  */

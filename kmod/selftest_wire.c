@@ -1,23 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * selftest_wire.c - runs lib/wire in the kernel against its golden data,
- * once with the MAC's scalar NH pass and once with the AVX2 one where
- * gn_mac_init() picks it:
- *  - every known answer of tests/golden/mac_vectors.h: the SipHash table,
- *    the key expansions, the tags and the session keys of gn_mac_session();
+ * selftest_wire.c - runs lib/wire and the module's cryptography (the
+ * kernel's lib/crypto, through lib/env/kernel_crypto.c) against golden
+ * data, in two passes: "simd", as the worker calls it, where the library
+ * picks its SIMD code, and "generic", each call inside a
+ * kernel_fpu_begin() section of the test's, where the library must fall
+ * back to its generic code:
+ *  - every known answer of tests/golden/seal_vectors.h: RFC 8439's A.5,
+ *    the keyed BLAKE2s KAT, the AEAD tags, and the HELLO, session and
+ *    sender keys of lib/wire/seal.c;
  *  - every golden packet of tests/golden/packets.h: the builders and
- *    gn_mac_seal() make exactly its bytes, and the parsers read back
- *    exactly its fields and accept its tag.
- * The MAC is reached only through kmod/mac_fpu.c, one packet per FPU
- * section. Keys, packets and messages live in kernel allocations made
- * before the checks (messages and parsed packets of exactly their length);
- * this file is integer-only.
+ *    gn_wire_seal() make exactly its bytes, and gn_wire_open() and the
+ *    parsers read back exactly its fields and body.
+ * Keys, packets and messages live in kernel allocations made before the
+ * checks; no FPU section of the test's holds anything but one call.
  *
- * Log lines, per NH pass, one per failure, then a summary:
- *   gradnet: selftest mac <pass>: <passed>/<total> known answers
+ * Log lines, per pass, one per failure, then a summary:
+ *   gradnet: selftest seal <pass>: <passed>/<total> known answers
  *   gradnet: selftest wire <pass>: <passed>/<total> golden packets
- *   gradnet: selftest mac|wire avx2: skipped, CPU lacks it
- *   gradnet: selftest FAIL mac|wire <pass> <vector>: <what went wrong>
+ *   gradnet: selftest FAIL seal|wire <pass> <vector>: <what went wrong>
  *   gradnet: selftest wire summary: PASS|FAIL, <passed>/<total> checks ...
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -30,27 +31,27 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/types.h>
+#include <asm/fpu/api.h>
 
 #include <gradnet/wire.h>
-#include "golden/mac_vectors.h"
+#include "gn_deps.h"
 #include "golden/packets.h"
-#include "mac_fpu.h"
+#include "golden/seal_vectors.h"
 #include "selftest.h"
 
-#define WT_KATS (ARRAY_SIZE(gn_siphash_kat) + \
-		 ARRAY_SIZE(gn_mac_kat_expanded) + ARRAY_SIZE(gn_mac_kat) + \
-		 ARRAY_SIZE(gn_mac_kat_session))
+#define WT_KATS (2 + ARRAY_SIZE(gn_seal_kat) + ARRAY_SIZE(gn_seal_kat_hello) + \
+		 ARRAY_SIZE(gn_seal_kat_session))
 #define WT_PKTS ARRAY_SIZE(gn_golden_pkt)
 
 /* What a builder leaves alone shows up as this byte. */
 #define WT_FILL 0xa5
 
-/* One NH pass's run, and the scratch it works in. */
+/* One pass's run, and the scratch it works in. */
 struct wt_run {
-	const char *pass;	/* "scalar" or "avx2" */
-	int isa;		/* struct gn_mac isa to test */
-	struct gn_mac *m, *s, *k;
+	const char *pass;	/* "simd" or "generic" */
+	bool generic;		/* each call in an FPU section of ours */
 	u8 *pkt;		/* GN_WIRE_MAX_PKT bytes */
+	u8 *msg;		/* GN_WIRE_MAX_PKT bytes */
 	unsigned int passed;
 	unsigned int failed;
 };
@@ -83,12 +84,23 @@ static int wt_eq(const struct wt_run *run, const char *group,
 
 /* 0 if a call returned @want, else 1 and a log line naming it. */
 static int wt_ret(const struct wt_run *run, const char *group,
-		  const char *vector, const char *call, int want, int got)
+		  const char *vector, const char *call, long want, long got)
 {
 	if (want == got)
 		return 0;
-	wt_fail(run, group, vector, "%s returned %d, expected %d", call, got,
+	wt_fail(run, group, vector, "%s returned %ld, expected %ld", call, got,
 		want);
+	return 1;
+}
+
+/* 0 if @len bytes at @got are @want's, else 1 and a log line. */
+static int wt_same(const struct wt_run *run, const char *group,
+		   const char *vector, const char *what, const u8 *want,
+		   const u8 *got, size_t len)
+{
+	if (!memcmp(want, got, len))
+		return 0;
+	wt_fail(run, group, vector, "%s differs", what);
 	return 1;
 }
 
@@ -104,158 +116,225 @@ static void wt_count(struct wt_run *run, int failed)
 		run->passed++;
 }
 
-/* Expands @key into @m for this run's NH pass; 0, or 1 if it cannot. */
-static int wt_key(const struct wt_run *run, struct gn_mac *m, const u8 *key,
-		  const char *vector)
+/*
+ * The calls into the cryptography, each alone in an FPU section of ours
+ * in the generic pass: there the kernel's library cannot use SIMD and
+ * takes its generic code, which must give the same bytes.
+ */
+static void wt_fpu_begin(const struct wt_run *run)
 {
-	gn_mac_init(m, key);
-	if (run->isa && !m->isa) {
-		wt_fail(run, "mac", vector, "gn_mac_init() did not pick AVX2");
-		return 1;
-	}
-	m->isa = run->isa;
-	return 0;
+	if (run->generic)
+		kernel_fpu_begin();
 }
 
-/* The tag of @len bytes at @buf under @m, one FPU section; 1 if refused. */
-static int wt_tag(const struct wt_run *run, const struct gn_mac *m,
-		  const u8 *buf, size_t len, const char *vector, u64 *tag)
+static void wt_fpu_end(const struct wt_run *run)
 {
-	int ret = gn_kmod_mac_tag(m, buf, len, tag);
-
-	if (ret) {
-		wt_fail(run, "mac", vector, "gn_kmod_mac_tag() returned %d",
-			ret);
-		return 1;
-	}
-	return 0;
+	if (run->generic)
+		kernel_fpu_end();
 }
 
-/* The SipHash reference table: entry n hashes 00 01 .. (n - 1). */
-static void wt_siphash(struct wt_run *run)
+/* gn_aead_seal() or gn_aead_open(), as @aead says, in this run's way. */
+static int wt_aead(const struct wt_run *run,
+		   int (*aead)(const u8 *key, u64 nonce, const u8 *ad,
+			       size_t ad_len, u8 *body, size_t len),
+		   const u8 *key, u64 nonce, const u8 *ad, size_t ad_len,
+		   u8 *body, size_t len)
 {
-	static const u64 k[2] = { 0x0706050403020100ull,
-				  0x0f0e0d0c0b0a0908ull };
-	u8 in[ARRAY_SIZE(gn_siphash_kat)];
-	size_t n;
+	int ret;
 
-	for (n = 0; n < sizeof(in); n++)
-		in[n] = (u8)n;
-	for (n = 0; n < ARRAY_SIZE(gn_siphash_kat); n++)
-		wt_count(run, wt_eq(run, "mac", "siphash", "table entry",
-				    gn_siphash_kat[n],
-				    gn_siphash(k, in, n)));
+	wt_fpu_begin(run);
+	ret = aead(key, nonce, ad, ad_len, body, len);
+	wt_fpu_end(run);
+	return ret;
 }
 
-/* Key expansion i: P and the ends of the NH key. */
-static int wt_expansion(struct wt_run *run, unsigned int i)
+static size_t wt_seal(const struct wt_run *run, const u8 *key, u8 *pkt,
+		      size_t len, u64 pn, u8 flags)
 {
-	const struct gn_mac_kat_expanded *x = &gn_mac_kat_expanded[i];
-	struct gn_mac *m = run->m;
-	int bad = 0;
-	size_t w;
+	size_t ret;
 
-	BUILD_BUG_ON(ARRAY_SIZE(m->nh) != GN_MAC_KAT_NH_WORDS);
-	if (wt_key(run, m, gn_mac_kat_key[i], "expansion"))
-		return 1;
-	bad |= wt_eq(run, "mac", "expansion", "prf[0]", x->prf[0], m->prf[0]);
-	bad |= wt_eq(run, "mac", "expansion", "prf[1]", x->prf[1], m->prf[1]);
-	for (w = 0; w < ARRAY_SIZE(x->nh_head); w++)
-		bad |= wt_eq(run, "mac", "expansion", "nh head word",
-			     x->nh_head[w], m->nh[w]);
-	for (w = 0; w < ARRAY_SIZE(x->nh_tail); w++)
-		bad |= wt_eq(run, "mac", "expansion", "nh tail word",
-			     x->nh_tail[w],
-			     m->nh[GN_MAC_KAT_NH_WORDS - 4 + w]);
-	return bad;
+	wt_fpu_begin(run);
+	ret = gn_wire_seal(key, pkt, len, pn, flags);
+	wt_fpu_end(run);
+	return ret;
 }
 
-/* Tag known answer @kat, its message in a buffer of exactly its length. */
-static int wt_mac_kat(struct wt_run *run, const struct gn_mac_kat *kat)
+static int wt_open(const struct wt_run *run, const u8 *key, u8 *pkt,
+		   size_t len)
 {
-	u8 *msg;
-	u64 tag;
-	size_t i;
-	int bad;
+	int ret;
 
-	msg = kvmalloc(kat->len ? kat->len : 1, GFP_KERNEL);
-	if (!msg)
-		return -ENOMEM;
-	for (i = 0; i < kat->len; i++)
-		msg[i] = GN_MAC_KAT_BYTE(kat->pattern, i);
-	bad = wt_key(run, run->m, gn_mac_kat_key[kat->key], "tag");
-	if (!bad)
-		bad = wt_tag(run, run->m, msg, kat->len, "tag", &tag);
-	if (!bad && tag != kat->tag) {
-		wt_fail(run, "mac", "tag",
-			"key %u pattern %u, %zu bytes: 0x%016llx, expected 0x%016llx",
-			kat->key, kat->pattern, kat->len, tag, kat->tag);
-		bad = 1;
-	}
-	kvfree(msg);
-	return bad;
+	wt_fpu_begin(run);
+	ret = gn_wire_open(key, pkt, len);
+	wt_fpu_end(run);
+	return ret;
 }
 
 /*
- * Session known answer @kat: gn_mac_session() of key 0 expands to what
- * gn_mac_init() makes of the model's session key, tags the ramp as the
- * model does, and not as the job key does.
+ * The key golden packet @g is sealed under, into @k, as a rank derives
+ * it; NULL for a job without a key, or if a derivation failed.
  */
-static int wt_session(struct wt_run *run,
-		      const struct gn_mac_kat_session *kat)
+static const u8 *wt_golden_key(const struct wt_run *run,
+			       const struct gn_golden_pkt *g, u8 *k)
 {
-	u8 ramp[64];
-	u64 tag, job_tag;
-	size_t i;
+	u8 s[GN_SEAL_KEY_LEN];
 	int ret;
 
-	for (i = 0; i < sizeof(ramp); i++)
-		ramp[i] = GN_MAC_KAT_BYTE(0, i);
-	if (wt_key(run, run->m, gn_mac_kat_key[0], "session"))
-		return 1;
-	ret = gn_mac_session(run->s, run->m, kat->info, kat->info_len);
-	if (ret) {
-		wt_fail(run, "mac", "session", "gn_mac_session() returned %d",
-			ret);
-		return 1;
+	if (!g->keyed)
+		return NULL;
+	wt_fpu_begin(run);
+	if (g->hdr.type == GN_PKT_HELLO) {
+		ret = gn_wire_hello_key(k, gn_golden_pkt_key, g->hdr.src,
+					g->hello.instance);
+	} else {
+		ret = gn_wire_session_key(s, gn_golden_pkt_key,
+					  gn_golden_pkt_info,
+					  sizeof(gn_golden_pkt_info));
+		if (!ret)
+			ret = gn_wire_sender_key(k, s, g->hdr.src);
 	}
-	gn_mac_init(run->k, kat->key);
-	if (memcmp(run->k, run->s, sizeof(*run->s))) {
-		wt_fail(run, "mac", "session", "%zu info bytes: key differs",
-			kat->info_len);
-		return 1;
-	}
-	run->s->isa = run->isa;
-	if (wt_tag(run, run->s, ramp, sizeof(ramp), "session", &tag) ||
-	    wt_tag(run, run->m, ramp, sizeof(ramp), "session", &job_tag))
-		return 1;
-	if (tag == job_tag) {
-		wt_fail(run, "mac", "session", "tags like the job key");
-		return 1;
-	}
-	return wt_eq(run, "mac", "session", "ramp tag", kat->ramp64_tag, tag);
+	wt_fpu_end(run);
+	return ret ? NULL : k;
 }
 
-/* Return: 0 once every known answer has run (failures counted), -ENOMEM. */
-static int wt_run_mac(struct wt_run *run)
+/* @aead of RFC 8439 A.5's @n bytes at @p, with its key, nonce and AAD. */
+static int wt_a5(const struct wt_run *run,
+		 int (*aead)(const u8 *key, u64 nonce, const u8 *ad,
+			     size_t ad_len, u8 *body, size_t len),
+		 u8 *p, size_t n)
 {
+	return wt_aead(run, aead, gn_rfc8439_a5_key, gn_rfc8439_a5_nonce,
+		       gn_rfc8439_a5_aad, sizeof(gn_rfc8439_a5_aad), p, n);
+}
+
+/* RFC 8439 A.5 both ways, and a changed tag refused. */
+static int wt_rfc8439(struct wt_run *run)
+{
+	const size_t n = sizeof(gn_rfc8439_a5_text);
+	u8 *p = run->msg;
+	int bad;
+
+	BUILD_BUG_ON(sizeof(gn_rfc8439_a5_out) != n + GN_WIRE_TAG);
+	memcpy(p, gn_rfc8439_a5_text, n);
+	bad = wt_ret(run, "seal", "rfc8439", "gn_aead_seal()", 0,
+		     wt_a5(run, gn_aead_seal, p, n));
+	bad |= wt_same(run, "seal", "rfc8439", "ciphertext and tag",
+		       gn_rfc8439_a5_out, p, n + GN_WIRE_TAG);
+	bad |= wt_ret(run, "seal", "rfc8439", "gn_aead_open()", 0,
+		      wt_a5(run, gn_aead_open, p, n));
+	bad |= wt_same(run, "seal", "rfc8439", "plaintext", gn_rfc8439_a5_text,
+		       p, n);
+	memcpy(p, gn_rfc8439_a5_out, n + GN_WIRE_TAG);
+	p[n] ^= 1;
+	bad |= wt_ret(run, "seal", "rfc8439", "gn_aead_open() of a bad tag",
+		      -EBADMSG, wt_a5(run, gn_aead_open, p, n));
+	return bad;
+}
+
+/* The BLAKE2 reference KAT: keyed with 00..1f, of nothing. */
+static int wt_blake2s(struct wt_run *run)
+{
+	u8 key[32], out[32];
 	size_t i;
+	int bad;
+
+	for (i = 0; i < sizeof(key); i++)
+		key[i] = (u8)i;
+	wt_fpu_begin(run);
+	bad = gn_kdf(out, key, sizeof(key), NULL, 0, NULL, 0);
+	wt_fpu_end(run);
+	if (wt_ret(run, "seal", "blake2s", "gn_kdf()", 0, bad))
+		return 1;
+	return wt_same(run, "seal", "blake2s", "hash",
+		       gn_blake2s_kat_keyed_empty, out, sizeof(out));
+}
+
+/* AEAD known answer @kat: its tag, and the body back after opening. */
+static int wt_aead_kat(struct wt_run *run, const struct gn_seal_kat *kat)
+{
+	size_t n = (size_t)kat->ad_len + kat->body_len, i;
+	const u8 *key = gn_seal_kat_key[kat->key];
+	u8 *msg = run->msg;
+	int bad;
+
+	if (n > GN_WIRE_MAX_PKT)
+		return 1;
+	for (i = 0; i < n; i++)
+		msg[i] = GN_SEAL_KAT_BYTE(kat->pattern, i);
+	bad = wt_ret(run, "seal", "aead", "gn_aead_seal()", 0,
+		     wt_aead(run, gn_aead_seal, key, kat->pn, msg, kat->ad_len,
+			     msg + kat->ad_len, kat->body_len));
+	if (!bad && memcmp(kat->tag, msg + n, GN_WIRE_TAG)) {
+		wt_fail(run, "seal", "aead",
+			"key %u pattern %u, %u + %u bytes: tag differs",
+			kat->key, kat->pattern, kat->ad_len, kat->body_len);
+		bad = 1;
+	}
+	bad |= wt_ret(run, "seal", "aead", "gn_aead_open()", 0,
+		      wt_aead(run, gn_aead_open, key, kat->pn, msg, kat->ad_len,
+			      msg + kat->ad_len, kat->body_len));
+	for (i = 0; !bad && i < n; i++)
+		bad = msg[i] != GN_SEAL_KAT_BYTE(kat->pattern, i);
+	if (bad)
+		wt_fail(run, "seal", "aead", "%u + %u bytes did not come back",
+			kat->ad_len, kat->body_len);
+	return bad;
+}
+
+static int wt_hello_kat(struct wt_run *run,
+			const struct gn_seal_kat_hello *kat)
+{
+	u8 k[GN_SEAL_KEY_LEN];
 	int ret;
 
-	wt_siphash(run);
-	for (i = 0; i < ARRAY_SIZE(gn_mac_kat_expanded); i++)
-		wt_count(run, wt_expansion(run, i));
-	for (i = 0; i < ARRAY_SIZE(gn_mac_kat); i++) {
-		ret = wt_mac_kat(run, &gn_mac_kat[i]);
-		if (ret < 0)
-			return ret;
-		wt_count(run, ret);
-	}
-	for (i = 0; i < ARRAY_SIZE(gn_mac_kat_session); i++)
-		wt_count(run, wt_session(run, &gn_mac_kat_session[i]));
-	pr_info("selftest mac %s: %u/%zu known answers\n", run->pass,
+	wt_fpu_begin(run);
+	ret = gn_wire_hello_key(k, gn_seal_kat_job_key, kat->rank,
+				kat->instance);
+	wt_fpu_end(run);
+	if (wt_ret(run, "seal", "hello key", "gn_wire_hello_key()", 0, ret))
+		return 1;
+	return wt_same(run, "seal", "hello key", "key", kat->key, k, sizeof(k));
+}
+
+static int wt_session_kat(struct wt_run *run,
+			  const struct gn_seal_kat_session *kat)
+{
+	u8 s[GN_SEAL_KEY_LEN], k0[GN_SEAL_KEY_LEN], kl[GN_SEAL_KEY_LEN];
+	int ret;
+
+	wt_fpu_begin(run);
+	ret = gn_wire_session_key(s, gn_seal_kat_job_key, kat->info,
+				  kat->info_len);
+	if (!ret)
+		ret = gn_wire_sender_key(k0, s, 0);
+	if (!ret)
+		ret = gn_wire_sender_key(kl, s, kat->last);
+	wt_fpu_end(run);
+	if (wt_ret(run, "seal", "session", "the key schedule", 0, ret))
+		return 1;
+	return wt_same(run, "seal", "session", "session key", kat->session, s,
+		       sizeof(s)) |
+	       wt_same(run, "seal", "session", "sender key 0", kat->sender0, k0,
+		       sizeof(k0)) |
+	       wt_same(run, "seal", "session", "last sender key",
+		       kat->sender_last, kl, sizeof(kl));
+}
+
+/* Every known answer; failures counted. */
+static void wt_run_seal(struct wt_run *run)
+{
+	size_t i;
+
+	wt_count(run, wt_rfc8439(run));
+	wt_count(run, wt_blake2s(run));
+	for (i = 0; i < ARRAY_SIZE(gn_seal_kat); i++)
+		wt_count(run, wt_aead_kat(run, &gn_seal_kat[i]));
+	for (i = 0; i < ARRAY_SIZE(gn_seal_kat_hello); i++)
+		wt_count(run, wt_hello_kat(run, &gn_seal_kat_hello[i]));
+	for (i = 0; i < ARRAY_SIZE(gn_seal_kat_session); i++)
+		wt_count(run, wt_session_kat(run, &gn_seal_kat_session[i]));
+	pr_info("selftest seal %s: %u/%zu known answers\n", run->pass,
 		run->passed, WT_KATS);
-	return 0;
 }
 
 static void wt_put_hello(const struct gn_golden_pkt *g, u8 *p)
@@ -323,9 +402,9 @@ static void wt_put_ctrl(const struct gn_golden_pkt *g, u8 *p)
  * Builds golden packet @g from its field values into run->pkt, filled
  * with WT_FILL first, and seals it.
  *
- * Return: what gn_kmod_mac_seal() returned.
+ * Return: what gn_wire_seal() returned.
  */
-static long wt_build(const struct wt_run *run, const struct gn_golden_pkt *g)
+static size_t wt_build(const struct wt_run *run, const struct gn_golden_pkt *g)
 {
 	const struct gn_golden_pkt_hdr *gh = &g->hdr;
 	struct gn_wire_hdr h = {
@@ -337,7 +416,8 @@ static long wt_build(const struct wt_run *run, const struct gn_golden_pkt *g)
 	};
 	struct gn_wire_ctrl_ack ca = { .seq = g->ctrl_ack.seq };
 	struct gn_wire_ping pi = { .stamp = g->ping.stamp };
-	u8 *p = run->pkt;
+	u8 *p = run->pkt, k[GN_SEAL_KEY_LEN];
+	const u8 *key = wt_golden_key(run, g, k);
 
 	memset(p, WT_FILL, GN_WIRE_MAX_PKT);
 	gn_wire_hdr_put(&h, p);
@@ -363,19 +443,20 @@ static long wt_build(const struct wt_run *run, const struct gn_golden_pkt *g)
 		gn_wire_ping_put(&pi, p);
 		break;
 	}
-	return gn_kmod_mac_seal(g->keyed ? run->m : NULL, p,
-				g->len - GN_WIRE_TAG);
+	if (g->keyed && !key)
+		return 0;
+	return wt_seal(run, key, p, g->len - GN_WIRE_TAG, gh->pn,
+		       g->keyed ? gh->seal : 0);
 }
 
-/* 0 if the builders and the MAC make exactly @g's bytes, else 1. */
+/* 0 if the builders and the seal make exactly @g's bytes, else 1. */
 static int wt_check_build(const struct wt_run *run,
 			  const struct gn_golden_pkt *g)
 {
-	long len = wt_build(run, g);
-	size_t i;
+	size_t len = wt_build(run, g), i;
 
-	if (len != (long)g->len) {
-		wt_fail(run, "wire", g->name, "built %ld bytes, expected %zu",
+	if (len != g->len) {
+		wt_fail(run, "wire", g->name, "built %zu bytes, expected %zu",
 			len, g->len);
 		return 1;
 	}
@@ -408,6 +489,8 @@ static int wt_check_hdr(const struct wt_run *run,
 	bad |= WT_FIELD(run, g, gh, h, body_len);
 	bad |= WT_FIELD(run, g, gh, h, phase);
 	bad |= WT_FIELD(run, g, gh, h, codec);
+	bad |= WT_FIELD(run, g, gh, h, seal);
+	bad |= WT_FIELD(run, g, gh, h, pn);
 	return bad;
 }
 
@@ -550,16 +633,17 @@ static int wt_check_part(const struct wt_run *run,
 }
 
 /*
- * Parses a copy of @g of exactly its length: header, tag, then the part.
+ * Parses a copy of @g of exactly its length: header, tag (opening the
+ * body), then the part.
  *
  * Return: 0 if every field is read back, 1 if not (logged), or -ENOMEM.
  */
 static int wt_check_parse(const struct wt_run *run,
 			  const struct gn_golden_pkt *g)
 {
-	const struct gn_mac *m = g->keyed ? run->m : NULL;
+	u8 k[GN_SEAL_KEY_LEN];
+	const u8 *key = wt_golden_key(run, g, k);
 	struct gn_wire_hdr h;
-	u64 tag;
 	int bad;
 	u8 *p;
 
@@ -572,14 +656,12 @@ static int wt_check_parse(const struct wt_run *run,
 	if (bad)
 		goto out_free;
 	bad |= wt_check_hdr(run, g, &h);
-	bad |= wt_ret(run, "wire", g->name, "gn_kmod_mac_check()", 0,
-		     gn_kmod_mac_check(m, p, g->len));
-	if (g->keyed) {
-		if (wt_tag(run, m, p, g->len - GN_WIRE_TAG, g->name, &tag))
-			bad = 1;
-		else
-			bad |= wt_eq(run, "wire", g->name, "tag", g->tag, tag);
-	}
+	bad |= wt_same(run, "wire", g->name, "tag", g->tag,
+		       p + g->len - GN_WIRE_TAG, GN_WIRE_TAG);
+	if (g->keyed && !key)
+		bad = 1;
+	bad |= wt_ret(run, "wire", g->name, "gn_wire_open()", 0,
+		      wt_open(run, key, p, g->len));
 	bad |= wt_check_part(run, g, p, &h);
 out_free:
 	kvfree(p);
@@ -589,18 +671,12 @@ out_free:
 /* Return: 0 once every golden packet has run (failures counted), -ENOMEM. */
 static int wt_run_wire(struct wt_run *run)
 {
-	int ret, no_key;
+	int ret;
 	size_t i;
 
-	/* Without its key every packet fails, and the line says so. */
-	no_key = wt_key(run, run->m, gn_golden_pkt_key, "packet key");
 	for (i = 0; i < WT_PKTS; i++) {
 		const struct gn_golden_pkt *g = &gn_golden_pkt[i];
 
-		if (no_key) {
-			wt_count(run, 1);
-			continue;
-		}
 		ret = wt_check_parse(run, g);
 		if (ret < 0)
 			return ret;
@@ -611,15 +687,13 @@ static int wt_run_wire(struct wt_run *run)
 	return 0;
 }
 
-/* Both groups for one NH pass; adds what ran to *passed and *total. */
+/* Both groups for one pass; adds what ran to *passed and *total. */
 static int wt_run_pass(struct wt_run *run, unsigned int *passed,
 		       unsigned int *total)
 {
 	int ret;
 
-	ret = wt_run_mac(run);
-	if (ret)
-		return ret;
+	wt_run_seal(run);
 	*passed += run->passed;
 	*total += run->passed + run->failed;
 	run->passed = 0;
@@ -632,73 +706,50 @@ static int wt_run_pass(struct wt_run *run, unsigned int *passed,
 	return 0;
 }
 
-/*
- * Whether gn_mac_init() picks the AVX2 NH pass on this CPU: the test runs
- * that pass where the MAC itself would, so the CPU check is under test too
- * (tests/kmod/selftest.sh compares it with the guest's flags).
- */
-static bool wt_mac_picks_avx2(struct gn_mac *scratch)
-{
-	gn_mac_init(scratch, gn_golden_pkt_key);
-	return scratch->isa;
-}
-
 /**
- * gn_selftest_wire_run() - check lib/wire against its golden data
+ * gn_selftest_wire_run() - check lib/wire and the cryptography against
+ * golden data
  *
- * Runs every MAC known answer and every golden packet with the scalar NH
- * pass and, where gn_mac_init() picks it, the AVX2 one; logs one line per
- * group and pass, one per failure and a summary. Runs in process context:
- * it sleeps to allocate, outside the FPU sections.
+ * Runs every known answer and every golden packet twice: with the kernel
+ * library's SIMD code, as the worker runs it, and with its generic code,
+ * each call inside an FPU section of the test's; logs one line per group
+ * and pass, one per failure and a summary. Runs in process context.
  *
  * Return: 0 if all passed; -EIO if any check failed; -ENOMEM.
  */
 int gn_selftest_wire_run(void)
 {
-	static const char *const pass_name[] = { "scalar", "avx2" };
-	unsigned int passed = 0, total = 0, ran = 0;
+	static const char *const pass_name[] = { "simd", "generic" };
+	unsigned int passed = 0, total = 0, pass;
 	struct wt_run run = { 0 };
-	unsigned int isa;
 	int ret = -ENOMEM;
 
-	/* Zeroed: the session check compares whole keys, padding too. */
-	run.m = kvzalloc(sizeof(*run.m), GFP_KERNEL);
-	run.s = kvzalloc(sizeof(*run.s), GFP_KERNEL);
-	run.k = kvzalloc(sizeof(*run.k), GFP_KERNEL);
 	run.pkt = kvmalloc(GN_WIRE_MAX_PKT, GFP_KERNEL);
-	if (!run.m || !run.s || !run.k || !run.pkt)
+	run.msg = kvmalloc(GN_WIRE_MAX_PKT + GN_WIRE_TAG, GFP_KERNEL);
+	if (!run.pkt || !run.msg)
 		goto out_free;
 
-	for (isa = 0; isa < ARRAY_SIZE(pass_name); isa++) {
-		run.isa = isa;
-		run.pass = pass_name[isa];
+	for (pass = 0; pass < ARRAY_SIZE(pass_name); pass++) {
+		run.pass = pass_name[pass];
+		run.generic = pass;
 		run.passed = 0;
 		run.failed = 0;
-		if (isa && !wt_mac_picks_avx2(run.m)) {
-			pr_info("selftest mac %s: skipped, CPU lacks it\n",
-				run.pass);
-			pr_info("selftest wire %s: skipped, CPU lacks it\n",
-				run.pass);
-			continue;
-		}
 		ret = wt_run_pass(&run, &passed, &total);
 		if (ret) {
 			pr_err("selftest wire %s: aborted: %d\n", run.pass, ret);
 			goto out_free;
 		}
-		ran++;
 	}
-	pr_info("selftest wire summary: %s, %u/%u checks passed, %u NH passes tested\n",
-		passed == total ? "PASS" : "FAIL", passed, total, ran);
+	pr_info("selftest wire summary: %s, %u/%u checks passed, %zu passes tested\n",
+		passed == total ? "PASS" : "FAIL", passed, total,
+		ARRAY_SIZE(pass_name));
 	ret = 0;
 	if (passed != total) {
 		pr_err("selftest wire failed, refusing to load\n");
 		ret = -EIO;
 	}
 out_free:
+	kvfree(run.msg);
 	kvfree(run.pkt);
-	kvfree(run.k);
-	kvfree(run.s);
-	kvfree(run.m);
 	return ret;
 }

@@ -290,6 +290,19 @@ static struct sk_buff *rx_next(struct gk_sock *ks, struct sk_buff **dup)
 	return skb;
 }
 
+/*
+ * The core decrypts a packet in place, so its bytes must be its own: a
+ * clone (a duplicate above, or one a packet tap holds) gets a private
+ * copy of the data first. false: no memory for it, and @skb is freed.
+ */
+static bool rx_writable(struct sk_buff *skb)
+{
+	if (!skb_unclone(skb, GN_KERNEL_GFP))
+		return true;
+	kfree_skb(skb);
+	return false;
+}
+
 static int gk_recv(void *tp, struct gn_buf **b, int max)
 {
 	struct gk_sock *ks = tp;
@@ -300,11 +313,14 @@ static int gk_recv(void *tp, struct gn_buf **b, int max)
 
 		if (!skb)
 			break;
-		b[n++] = rx_buf(skb);
-		if (dup && n < max)
-			b[n++] = rx_buf(dup);
-		else if (dup)
+		if (rx_writable(skb))
+			b[n++] = rx_buf(skb);
+		if (dup && n < max) {
+			if (rx_writable(dup))
+				b[n++] = rx_buf(dup);
+		} else if (dup) {
 			skb_queue_head(&ks->rxq, dup);
+		}
 	}
 	atomic_add(n, &ks->rx_out);
 	return n;
@@ -582,7 +598,7 @@ static int sock_bind(struct gk_sock *ks, const struct gradnet_peer *self)
  * @net: the namespace to bind in; a reference is taken
  * @peers: every rank's address (checked by the caller: one family)
  * @world, @rank: the job's size and this rank
- * @max_pkt: the largest packet, MAC tag included
+ * @max_pkt: the largest packet, tag included
  * @kick, @kick_arg: called (also in softirq) when the worker has work
  * @msg, @len: why it failed
  *

@@ -140,7 +140,7 @@ static int key_from_env(char *hex, u8 *key)
 int gn_open_read_key(struct open_args *a, const struct gn_ctx_opts *o)
 {
 	const char *ins = getenv("GN_INSECURE"), *file = getenv("GN_KEY_FILE");
-	const char *fd = getenv("GN_KEY_FD");
+	const char *fd = getenv("GN_KEY_FD"), *enc = getenv("GN_ENCRYPT");
 	char *hex = getenv("GN_KEY");
 	u8 *key = a->key;
 	const u8 *given;
@@ -148,6 +148,11 @@ int gn_open_read_key(struct open_args *a, const struct gn_ctx_opts *o)
 
 	a->insecure = (OPT(o, flags) & GN_CTX_INSECURE) ||
 			(ins && !strcmp(ins, "1"));
+	if (enc && *enc && strcmp(enc, "0") && strcmp(enc, "1"))
+		return gn_open_fail(-EINVAL, "GN_ENCRYPT=%s: use 1 (encrypt packet bodies, the default) or 0 (authenticate only)",
+				    enc);
+	a->conf.clear = (OPT(o, flags) & GN_CTX_CLEAR) ||
+			(enc && !strcmp(enc, "0"));
 	given = OPT(o, key);
 	if (!given && (!!(hex && *hex) + !!(file && *file) + !!(fd && *fd)) > 1)
 		return gn_open_fail(-EINVAL,

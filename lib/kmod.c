@@ -144,7 +144,8 @@ static int join(int fd, const struct gn_core_conf *conf,
 		.step_timeout_ms = ms_of(conf->step_timeout_ns),
 		.codec = conf->codec.codec,
 		.codec_given = conf->codec.given,
-		.flags = conf->key ? 0 : GRADNET_OPEN_INSECURE,
+		.flags = (conf->key ? 0 : GRADNET_OPEN_INSECURE) |
+			 (conf->clear ? GRADNET_OPEN_CLEAR : 0),
 		.peers = (__u64)(uintptr_t)peers,
 	};
 	int r = 0;

@@ -145,7 +145,7 @@ static int ctx_bind(struct open_args *a, struct gn_drv *d,
 static int set_peers(struct gn_ctx *ctx, const struct open_args *a)
 {
 	struct gn_peer_addr *pa = calloc((size_t)a->conf.world, sizeof(*pa));
-	int i;
+	int i, r;
 
 	if (!pa)
 		return gn_open_fail(-ENOMEM, "out of memory");
@@ -166,8 +166,11 @@ static int set_peers(struct gn_ctx *ctx, const struct open_args *a)
 			memcpy(pa[i].addr, &in6->sin6_addr, 16);
 		}
 	}
-	gn_core_set_peers(ctx, pa);
+	r = gn_core_set_peers(ctx, pa);
 	free(pa);
+	if (r)
+		return gn_open_fail(r, "cannot digest the peer list: %s",
+				    strerror(-r));
 	return 0;
 }
 
@@ -228,7 +231,8 @@ static int opts_take(const struct gn_ctx_opts *o, struct gn_ctx_opts *copy)
 	/* Fields past the caller's sz are zero, the defaults. */
 	memcpy(copy, o, o->sz < sizeof(*copy) ? o->sz : sizeof(*copy));
 	if (copy->flags & ~(GN_CTX_INSECURE | GN_CTX_RANK |
-			    GN_CTX_DPDK_PORT | GN_CTX_DPDK_QUEUE))
+			    GN_CTX_DPDK_PORT | GN_CTX_DPDK_QUEUE |
+			    GN_CTX_CLEAR))
 		return gn_open_fail(-EINVAL, "gn_ctx_opts.flags %#x has bits this library does not know",
 				    copy->flags);
 	return 0;

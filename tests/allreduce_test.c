@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <gradnet/wire.h>
-#include "testlib.h"	/* gn_test_session_mac() */
+#include "testlib.h"	/* gn_test_session_key() */
 
 #include "kselftest_harness.h"
 #include "job.h"
@@ -444,7 +444,8 @@ struct insider {
 	const struct job_spec *s;
 	int fd, base;
 	uint32_t job;
-	struct gn_mac mac;
+	uint8_t key[GN_SEAL_KEY_LEN];	/* rank 1's, whom it poses as */
+	uint64_t pn;
 };
 
 /* Where rank 0 of an attacked job writes what its session key binds. */
@@ -455,20 +456,25 @@ static void session_file(char *path, size_t len, pid_t test)
 
 /*
  * An insider holds the job key and, as any rank could, learns the
- * instances of this run: it derives the session key as the ranks do.
+ * instances of this run: it derives the session key as the ranks do, and
+ * from it rank 1's sender key.
  */
 static int insider_open(struct insider *in, const struct job_spec *s, int base,
 			uint32_t job, const uint8_t *key)
 {
+	uint8_t session[GN_SEAL_KEY_LEN];
 	char path[64];
 	int r;
 
 	in->s = s;
 	in->base = base;
 	in->job = job;
+	in->pn = 0;
 	session_file(path, sizeof(path), getppid());
-	r = gn_test_session_mac(path, key, &in->mac);
+	r = gn_test_session_key(path, key, session);
 	unlink(path);
+	if (!r)
+		r = gn_wire_sender_key(in->key, session, 1);
 	if (r)
 		return -1;
 	in->fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
@@ -514,7 +520,13 @@ static void insider_data(struct insider *in, int k, uint32_t step, uint8_t phase
 	gn_wire_hdr_put(&h, pkt);
 	gn_wire_data_put(d, pkt);
 	memcpy(pkt + GN_WIRE_DATA_HDR, body, blen);
-	len = gn_mac_seal(&in->mac, pkt, GN_WIRE_DATA_HDR + blen);
+	/*
+	 * Low numbers, which rank 1 used long ago: DATA may repeat a number
+	 * (a retransmission does), and rank 0's window of rank 1's numbers
+	 * stays where rank 1 put it.
+	 */
+	len = gn_wire_seal(in->key, pkt, GN_WIRE_DATA_HDR + blen,
+			   1 + in->pn++ % 64, 0);
 	send_as(in->fd, in->base + 1, in->base, pkt, len);
 }
 
@@ -1053,6 +1065,75 @@ TEST(replay_across_runs)
 	fflush(stdout);
 	ASSERT_LT(0, mac);
 	ASSERT_LT(0, stale);
+	job_free(&s, out);
+}
+
+/*
+ * How many packets of the recording at @path (fault.c's record=: le16
+ * peer, le16 length, the bytes) say GN_SEAL_CLEAR, and how many not;
+ * -1 if it cannot be read or a packet does not parse.
+ */
+static int count_clear(const char *path, int *clear, int *sealed)
+{
+	static uint8_t pkt[GN_WIRE_MAX_PKT];
+	struct gn_wire_hdr h;
+	uint8_t hdr[4];
+	FILE *f = fopen(path, "rb");
+	size_t len;
+
+	*clear = *sealed = 0;
+	if (!f)
+		return -1;
+	while (fread(hdr, 1, 4, f) == 4) {
+		len = (size_t)hdr[2] | (size_t)hdr[3] << 8;
+		if (len > sizeof(pkt) || fread(pkt, 1, len, f) != len ||
+		    gn_wire_hdr_get(pkt, len, &h)) {
+			fclose(f);
+			return -1;
+		}
+		if (h.seal & GN_SEAL_CLEAR)
+			(*clear)++;
+		else
+			(*sealed)++;
+	}
+	fclose(f);
+	return 0;
+}
+
+/*
+ * GN_ENCRYPT is each rank's: rank 0 sends its bodies authenticated only,
+ * rank 1 encrypted too, and the job gives the reference's results; every
+ * packet each sent says which.
+ */
+TEST(encrypt_setting_per_rank)
+{
+	struct job_spec s = { .world = 2, .steps = 2, .ntensors = 2,
+			      .elems = { 100003, 5 },
+			      .codec = { GN_CODEC_NONE, GN_CODEC_3LC },
+			      .nan_rank = -1, .die_rank = -1, .keyed = true };
+	char dir[] = "/tmp/gn-clear-XXXXXX", env[2][256], path[2][64];
+	int clear[2], sealed[2], r;
+	struct job_out *out;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	for (r = 0; r < 2; r++) {
+		snprintf(path[r], sizeof(path[r]), "%s/rank%d", dir, r);
+		snprintf(env[r], sizeof(env[r]), "GN_TEST_FAULTS=record=%s%s",
+			 path[r], r ? "" : ";GN_ENCRYPT=0");
+		s.env[r] = env[r];
+	}
+	out = job_run(&s, 120);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	for (r = 0; r < 2; r++) {
+		ASSERT_EQ(0, count_clear(path[r], &clear[r], &sealed[r]));
+		unlink(path[r]);
+	}
+	rmdir(dir);
+	ASSERT_LT(0, clear[0]);
+	ASSERT_EQ(0, sealed[0]);
+	ASSERT_EQ(0, clear[1]);
+	ASSERT_LT(0, sealed[1]);
 	job_free(&s, out);
 }
 

@@ -525,11 +525,42 @@ TEST(key_env_removed)
 }
 
 /*
- * Nothing freed by the library holds the expanded key: free() is wrapped
- * (-Wl,--wrap=free) to look for the MAC's PRF key in every block freed
- * while key_wiped_on_close runs.
+ * GN_ENCRYPT: 0 and 1 are taken, and a rank of each setting share a job
+ * (rank 0 authenticates its bodies only, rank 1 encrypts them too);
+ * anything else is refused, naming the variable. GN_CTX_CLEAR is a flag
+ * this library knows.
  */
-static struct gn_mac wipe_mac;
+TEST(encrypt_setting)
+{
+	static const uint8_t key[16] = TEST_KEY;
+	GN_OPTS(gn_ctx_opts, o, .world_size = 1, .peers = "127.0.0.1:29955",
+		.key = key, .key_len = sizeof(key), .flags = GN_CTX_CLEAR);
+	struct gn_ctx *ctx;
+	char hex[40];
+
+	clear_key_env();
+	key_hex(hex, TEST_KEY);
+	setenv("GN_KEY", hex, 1);
+	setenv("GN_ENCRYPT", "2", 1);
+	ASSERT_EQ(-EINVAL, open_pair(29941));
+	ASSERT_NE(NULL, strstr(gn_last_errmsg(), "GN_ENCRYPT=2"))
+		TH_LOG("%s", gn_last_errmsg());
+	setenv("GN_KEY", hex, 1);
+	setenv("GN_ENCRYPT", "0", 1);
+	ASSERT_EQ(0, open_pair(29953)) TH_LOG("%s", gn_last_errmsg());
+	unsetenv("GN_ENCRYPT");
+	clear_key_env();
+	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
+	gn_ctx_close(ctx);
+}
+
+/*
+ * Nothing freed by the library holds the job key or a key derived from
+ * it: free() is wrapped (-Wl,--wrap=free) to look for the job key in
+ * every block freed while key_wiped_on_close runs (the keys the core
+ * derives live in one block with it, wiped whole).
+ */
+static uint8_t wipe_key[16];
 static volatile int wipe_watch, wipe_found;
 
 void __real_free(void *p);
@@ -538,7 +569,7 @@ void __wrap_free(void *p);
 void __wrap_free(void *p)
 {
 	if (wipe_watch && p &&
-	    memmem(p, malloc_usable_size(p), wipe_mac.prf, sizeof(wipe_mac.prf)))
+	    memmem(p, malloc_usable_size(p), wipe_key, sizeof(wipe_key)))
 		wipe_found++;
 	__real_free(p);
 }
@@ -551,7 +582,7 @@ TEST(key_wiped_on_close)
 	struct gn_ctx *ctx;
 
 	clear_key_env();
-	gn_mac_init(&wipe_mac, key);
+	memcpy(wipe_key, key, sizeof(key));
 	ASSERT_EQ(0, gn_ctx_open(&o, &ctx)) TH_LOG("%s", gn_last_errmsg());
 	wipe_watch = 1;
 	gn_ctx_close(ctx);

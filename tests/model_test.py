@@ -121,6 +121,25 @@ def json_output():
         [l.split(" | ")[1] for l in RECORD_ROWS], rows
 
 
+def sealing():
+    # One core seals 2 GB/s and opens 4 GB/s: 3LC's wire bytes cost
+    # w/2e9 + w/4e9 on the codec cores; a 100 Gbit/s link both ways
+    # takes 12.5e9 / 2e9 + 12.5e9 / 4e9 = 9.375 cores.
+    a = job(5.51, 21.45, 642552, 110180940)
+    s = argparse.Namespace(**vars(a), seal_gbps=2.0, open_gbps=4.0)
+    extra = 642552 / 2e9 + 642552 / 4e9
+    for c, g in ((1, 1), (2, 100)):
+        assert abs(model.gradnet_s(s, c, g) - model.gradnet_s(a, c, g) -
+                   extra / c) < 1e-12
+    assert abs(model.seal_cores(s, 100) - 9.375) < 1e-12
+    r = run(RECORD_ARGS + ["--seal-gbps", "2", "--open-gbps", "4"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1].endswith(" 9.4 cores |"), r.stdout
+    for bad in (["--seal-gbps", "2"], ["--seal-gbps", "2", "--open-gbps", "0"]):
+        r = run(RECORD_ARGS + bad)
+        assert r.returncode == 2 and "error" in r.stderr, (bad, r.stderr)
+
+
 def refusals():
     for bad in (["--efficiency", "0"], ["--efficiency", "1.5"],
                 ["--ranks", "1"], ["--encode-gbps", "-1"],
@@ -136,6 +155,7 @@ CHECKS = [("the record's model table from the record's inputs", record_table),
           ("--efficiency leaves one core's time alone", efficiency_spares_one_core),
           ("the fewest cores that beat dense", fewest_cores),
           ("--json holds the model's times for --links and --cores", json_output),
+          ("sealing's cores, with --seal-gbps and --open-gbps", sealing),
           ("bad inputs refused with exit 2", refusals)]
 
 print("TAP version 13")

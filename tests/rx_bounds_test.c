@@ -31,13 +31,14 @@ static const uint32_t tlc_params[GN_WIRE_PARAM_WORDS] = { 0x3f800000u };
 
 struct rig {
 	struct gn_ctx *ctx;
-	struct gn_mac mac;
+	uint8_t keys[WORLD][GN_SEAL_KEY_LEN];	/* every sender's */
+	uint64_t pn;
 	uint32_t seq[WORLD];
 };
 
 static void deliver(struct rig *r, int from, uint8_t *pkt, size_t body_end)
 {
-	size_t len = gn_mac_seal(&r->mac, pkt, body_end);
+	size_t len = gn_wire_seal(r->keys[from], pkt, body_end, ++r->pn, 0);
 
 	gn_test_packet_in(r->ctx, from, pkt, len);
 }
@@ -68,8 +69,11 @@ static void desc_from(struct rig *r, int from, uint32_t id, uint64_t elems,
 
 static void rig_open(struct __test_metadata *_metadata, struct rig *r)
 {
+	int i;
+
 	memset(r, 0, sizeof(*r));
-	gn_mac_init(&r->mac, key);
+	for (i = 0; i < WORLD; i++)
+		ASSERT_EQ(0, gn_test_sender_key(key, i, r->keys[i]));
 	ASSERT_EQ(0, gn_test_ctx_new(WORLD, 0, key, JOB, &r->ctx));
 	ASSERT_EQ(CHUNK, r->ctx->chunk);
 	ASSERT_EQ(MAX_PKT, r->ctx->max_pkt);

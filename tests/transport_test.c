@@ -780,7 +780,7 @@ TEST(mem_limits)
 	ASSERT_EQ(22, c.sent);
 	ASSERT_EQ(6, c.lost);
 	ASSERT_EQ(3, c.bufs_free);
-	/* 8 receive descriptors: the rest waits for them. */
+	/* 8 receive buffers: the rest waits for them. */
 	n = tp[1].ops->recv(tp[1].state, in, 32);
 	ASSERT_EQ(8, n);
 	ASSERT_EQ(8, in[0]->len);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * wire_test.c - the packet format and its MAC: every header field round
- * trips, builders and parsers agree byte for byte with the golden packets
- * (golden/packets.h), every check of the parsers rejects what it should,
- * SipHash-2-4
- * gives its published values, the MAC gives the known answers of an
- * independent implementation (golden/mac_vectors.h) on every NH pass the
- * CPU has, and the tag catches any changed bit.
+ * wire_test.c - the packet format and its sealing: every header field
+ * round trips, builders, gn_wire_seal() and the parsers agree byte for
+ * byte with the golden packets (golden/packets.h), every check of the
+ * parsers rejects what it should, the environment's ChaCha20-Poly1305 and
+ * BLAKE2s give RFC 8439's vector and the known answers of independent
+ * implementations (golden/seal_vectors.h), and the tag catches any
+ * changed bit.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -15,14 +15,15 @@
 
 #include "kselftest_harness.h"
 #include <gradnet/wire.h>
-#include "golden/mac_vectors.h"
 #include "golden/packets.h"
+#include "golden/seal_vectors.h"
 #include "testlib.h"	/* gn_test_ctx_new(), for the receive path */
 
 static const uint8_t key[GN_MAC_KEY_LEN] = "0123456789abcdef";
+static const uint8_t skey[GN_SEAL_KEY_LEN] = "0123456789abcdef0123456789abcde";
 
-/* A well-formed DATA packet of @body bytes (3LC), sealed with @m. */
-static size_t data_packet(uint8_t *p, const struct gn_mac *m, uint16_t body)
+/* A well-formed DATA packet of @body bytes (3LC), sealed with @k. */
+static size_t data_packet(uint8_t *p, const uint8_t *k, uint16_t body)
 {
 	struct gn_wire_hdr h = {
 		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
@@ -38,21 +39,28 @@ static size_t data_packet(uint8_t *p, const struct gn_mac *m, uint16_t body)
 	gn_wire_hdr_put(&h, p);
 	gn_wire_data_put(&d, p);
 	memset(p + GN_WIRE_DATA_HDR, 121, body);
-	return gn_mac_seal(m, p, GN_WIRE_DATA_HDR + body);
+	return gn_wire_seal(k, p, GN_WIRE_DATA_HDR + body, 0x123456, 0);
 }
 
 TEST(data_round_trip)
 {
 	uint8_t p[256];
-	struct gn_mac m;
 	struct gn_wire_hdr h;
 	struct gn_wire_data d;
-	size_t len;
+	size_t len, i;
 
-	gn_mac_init(&m, key);
-	len = data_packet(p, &m, 20);
+	len = data_packet(p, skey, 20);
 	ASSERT_EQ(GN_WIRE_DATA_OVERHEAD + 20, len);
 	ASSERT_EQ(0, gn_wire_hdr_get(p, len, &h));
+	ASSERT_EQ(0x123456, h.pn);
+	ASSERT_EQ(0, h.seal);
+	/* The body went encrypted, and only it. */
+	for (i = 0; i < 20 && p[GN_WIRE_DATA_HDR + i] == 121; i++)
+		;
+	ASSERT_GT(20, i);
+	ASSERT_EQ(0, gn_wire_open(skey, p, len));
+	for (i = 0; i < 20; i++)
+		ASSERT_EQ(121, p[GN_WIRE_DATA_HDR + i]);
 	ASSERT_EQ(GN_PKT_DATA, h.type);
 	ASSERT_EQ(1, h.src);
 	ASSERT_EQ(0, h.dst);
@@ -69,22 +77,22 @@ TEST(data_round_trip)
 	ASSERT_EQ(0x3f800000, d.aux);
 	ASSERT_EQ(2, d.pkt);
 	ASSERT_EQ(3, d.npkts);
-	ASSERT_EQ(0, gn_mac_check(&m, p, len));
 	/* Little-endian on the wire, whatever the host. */
 	ASSERT_EQ(0x47, p[0]);
 	ASSERT_EQ(0x4e, p[1]);
 	ASSERT_EQ(77, p[8]);
+	ASSERT_EQ(0, p[24]);		/* seal flags */
+	ASSERT_EQ(0x56, p[25]);		/* the packet number, from bit 8 */
+	ASSERT_EQ(0x12, p[27]);
 }
 
 TEST(header_rejects)
 {
 	uint8_t p[256], q[256];
 	struct gn_wire_hdr h;
-	struct gn_mac m;
 	size_t len, i;
 
-	gn_mac_init(&m, key);
-	len = data_packet(p, &m, 20);
+	len = data_packet(p, skey, 20);
 	/* Every truncation and one extra byte. */
 	for (i = 0; i < len; i++) {
 		ASSERT_NE(0, gn_wire_hdr_get(p, i, &h)) TH_LOG("length %zu", i);
@@ -110,14 +118,43 @@ TEST(header_rejects)
 	memcpy(q, p, len);
 	q[20] = 21;		/* body length disagrees with the packet */
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
+	memcpy(q, p, len);
+	q[24] = 2;		/* an unknown seal flag */
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
+	memcpy(q, p, len);
+	memset(q + 25, 0, 7);	/* packet number 0: never sent */
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h));
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(p, GN_WIRE_MAX_PKT + 1, &h));
 }
 
 #define N_GOLDEN (sizeof(gn_golden_pkt) / sizeof(gn_golden_pkt[0]))
 
+/*
+ * The key golden packet @g is sealed under, into @k: NULL for a job
+ * without a key, else derived as a rank derives it, from the golden job
+ * key, the run's instances and, for a HELLO, the instance it carries.
+ */
+static const uint8_t *golden_key(const struct gn_golden_pkt *g, uint8_t *k)
+{
+	uint8_t s[GN_SEAL_KEY_LEN];
+
+	if (!g->keyed)
+		return NULL;
+	if (g->hdr.type == GN_PKT_HELLO) {
+		if (gn_wire_hello_key(k, gn_golden_pkt_key, g->hdr.src,
+				      g->hello.instance))
+			return NULL;
+		return k;
+	}
+	if (gn_wire_session_key(s, gn_golden_pkt_key, gn_golden_pkt_info,
+				sizeof(gn_golden_pkt_info)) ||
+	    gn_wire_sender_key(k, s, g->hdr.src))
+		return NULL;
+	return k;
+}
+
 /* Build golden packet @g from its field values into @p; its length. */
-static size_t build_golden(const struct gn_golden_pkt *g,
-			   const struct gn_mac *m, uint8_t *p)
+static size_t build_golden(const struct gn_golden_pkt *g, uint8_t *p)
 {
 	const struct gn_golden_pkt_hdr *gh = &g->hdr;
 	struct gn_wire_hdr h = {
@@ -127,6 +164,7 @@ static size_t build_golden(const struct gn_golden_pkt *g,
 		.body_len = gh->body_len, .phase = gh->phase,
 		.codec = gh->codec,
 	};
+	uint8_t k[GN_SEAL_KEY_LEN];
 	size_t at = GN_WIRE_HDR_LEN + (size_t)gn_wire_fixed_len(gh->type);
 	unsigned int i;
 
@@ -200,23 +238,25 @@ static size_t build_golden(const struct gn_golden_pkt *g,
 		break;
 	}
 	}
-	return gn_mac_seal(g->keyed ? m : NULL, p, g->len - GN_WIRE_TAG);
+	return gn_wire_seal(golden_key(g, k), p, g->len - GN_WIRE_TAG, gh->pn,
+			    g->keyed ? gh->seal : 0);
 }
 
-/* The builders make every golden packet, byte for byte, tag included. */
+/*
+ * The builders and gn_wire_seal() make every golden packet, byte for
+ * byte, tag included.
+ */
 TEST(golden_build)
 {
 	static uint8_t p[GN_WIRE_MAX_PKT];
-	struct gn_mac m;
 	size_t k, i;
 
-	gn_mac_init(&m, gn_golden_pkt_key);
 	for (k = 0; k < N_GOLDEN; k++) {
 		const struct gn_golden_pkt *g = &gn_golden_pkt[k];
 
 		/* Bytes a builder leaves alone, reserved ones too, show up. */
 		memset(p, 0xa5, sizeof(p));
-		ASSERT_EQ(g->len, build_golden(g, &m, p)) TH_LOG("%s", g->name);
+		ASSERT_EQ(g->len, build_golden(g, p)) TH_LOG("%s", g->name);
 		/* Braces: the harness runs TH_LOG after the statement. */
 		for (i = 0; i < g->len; i++) {
 			ASSERT_EQ(g->bytes[i], p[i])
@@ -274,9 +314,9 @@ static void golden_parse_ack(struct __test_metadata *_metadata,
 }
 
 static void golden_parse_one(struct __test_metadata *_metadata,
-			     const struct gn_golden_pkt *g, const uint8_t *p,
-			     const struct gn_mac *m)
+			     const struct gn_golden_pkt *g, uint8_t *p)
 {
+	uint8_t k[GN_SEAL_KEY_LEN];
 	const struct gn_golden_pkt_hdr *gh = &g->hdr;
 	struct gn_wire_hello o;
 	struct gn_wire_data d;
@@ -297,9 +337,17 @@ static void golden_parse_one(struct __test_metadata *_metadata,
 	ASSERT_EQ(gh->body_len, h.body_len);
 	ASSERT_EQ(gh->phase, h.phase);
 	ASSERT_EQ(gh->codec, h.codec);
-	ASSERT_EQ(0, gn_mac_check(g->keyed ? m : NULL, p, g->len));
+	ASSERT_EQ(gh->seal, h.seal);
+	ASSERT_EQ(gh->pn, h.pn);
+	ASSERT_EQ(0, memcmp(g->tag, p + g->len - GN_WIRE_TAG, GN_WIRE_TAG));
+	/* An encrypted body is not what was sent in the clear... */
+	if (g->keyed && !(gh->seal & GN_SEAL_CLEAR) && g->body)
+		ASSERT_NE(0, memcmp(g->body, p + gn_wire_body_off(h.type),
+				    h.body_len));
+	/* ... until it is opened, under its key and no other. */
 	if (g->keyed)
-		ASSERT_EQ(g->tag, gn_mac_tag(m, p, g->len - GN_WIRE_TAG));
+		ASSERT_EQ(-EBADMSG, gn_wire_open(NULL, p, g->len));
+	ASSERT_EQ(0, gn_wire_open(golden_key(g, k), p, g->len));
 	switch (h.type) {
 	case GN_PKT_HELLO:
 		ASSERT_EQ(0, gn_wire_hello_get(p, &h, &o));
@@ -350,15 +398,14 @@ static void golden_parse_one(struct __test_metadata *_metadata,
 }
 
 /*
- * The parsers read every golden packet back into exactly its field values,
- * from a buffer of exactly its length (ASan sees any read past it).
+ * gn_wire_open() and the parsers read every golden packet back into
+ * exactly its field values and body, from a buffer of exactly its length
+ * (ASan sees any read past it).
  */
 TEST(golden_parse)
 {
-	struct gn_mac m;
 	size_t k;
 
-	gn_mac_init(&m, gn_golden_pkt_key);
 	for (k = 0; k < N_GOLDEN; k++) {
 		const struct gn_golden_pkt *g = &gn_golden_pkt[k];
 		uint8_t *p = malloc(g->len);
@@ -366,7 +413,7 @@ TEST(golden_parse)
 		ASSERT_NE(NULL, p);
 		memcpy(p, g->bytes, g->len);
 		TH_LOG("checking %s", g->name);
-		golden_parse_one(_metadata, g, p, &m);
+		golden_parse_one(_metadata, g, p);
 		free(p);
 	}
 }
@@ -396,19 +443,19 @@ TEST(data_rejects)
 {
 	const uint8_t lc = GN_CODEC_3LC, none = GN_CODEC_NONE;
 
-	ASSERT_EQ(0, data_with(40, 50, 4, lc, 20));
-	ASSERT_EQ(-EBADMSG, data_with(40, 0, 4, lc, 20));	/* count 0 */
-	ASSERT_EQ(-EBADMSG, data_with(36, 151, 4, lc, 20));	/* past 200 groups */
-	ASSERT_EQ(0, data_with(36, 150, 4, lc, 20));
-	ASSERT_EQ(-EBADMSG, data_with(32, 0, 4, lc, 20));	/* empty chunk */
-	ASSERT_EQ(-EBADMSG, data_with(48, 3, 4, lc, 20));	/* pkt >= npkts */
-	ASSERT_EQ(-EBADMSG, data_with(52, 0, 4, lc, 20));	/* npkts 0 */
-	ASSERT_EQ(-EBADMSG, data_with(24, ~0ull - 10, 8, lc, 20));	/* wraps */
+	ASSERT_EQ(0, data_with(48, 50, 4, lc, 20));
+	ASSERT_EQ(-EBADMSG, data_with(48, 0, 4, lc, 20));	/* count 0 */
+	ASSERT_EQ(-EBADMSG, data_with(44, 151, 4, lc, 20));	/* past 200 groups */
+	ASSERT_EQ(0, data_with(44, 150, 4, lc, 20));
+	ASSERT_EQ(-EBADMSG, data_with(40, 0, 4, lc, 20));	/* empty chunk */
+	ASSERT_EQ(-EBADMSG, data_with(56, 3, 4, lc, 20));	/* pkt >= npkts */
+	ASSERT_EQ(-EBADMSG, data_with(60, 0, 4, lc, 20));	/* npkts 0 */
+	ASSERT_EQ(-EBADMSG, data_with(32, ~0ull - 10, 8, lc, 20));	/* wraps */
 	ASSERT_EQ(-EBADMSG, data_with(23, 0, 1, 7, 20));	/* unknown codec */
 	ASSERT_EQ(-EBADMSG, data_with(23, 99, 1, 7, 20));
 	/* Units are the codec's: 1000 values are 200 groups, 1000 values. */
-	ASSERT_EQ(0, data_with(36, 950, 4, none, 20));
-	ASSERT_EQ(-EBADMSG, data_with(36, 951, 4, none, 20));
+	ASSERT_EQ(0, data_with(44, 950, 4, none, 20));
+	ASSERT_EQ(-EBADMSG, data_with(44, 951, 4, none, 20));
 }
 
 /*
@@ -421,7 +468,7 @@ static int whole_with(uint8_t codec, uint32_t chunk_len, uint32_t aux,
 	struct gn_wire_hdr h = {
 		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
 		.type = GN_PKT_WHOLE, .src = 1, .dst = 0, .job = 77,
-		.tensor = 5, .step = 3, .body_len = body, .codec = codec,
+		.tensor = 5, .step = 3, .body_len = body, .codec = codec, .pn = 1,
 	};
 	struct gn_wire_data w = { .chunk_off = 1000, .chunk_len = chunk_len,
 				  .first = 7, .count = 9, .pkt = 2, .npkts = 5,
@@ -472,7 +519,7 @@ TEST(ack_entries)
 	uint8_t p[512];
 	struct gn_wire_hdr h = {
 		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
-		.type = GN_PKT_ACK, .src = 0, .dst = 1, .job = 1,
+		.type = GN_PKT_ACK, .src = 0, .dst = 1, .job = 1, .pn = 1,
 	};
 	struct gn_wire_ack a = { 7, 3, 65536, 20, 0, GN_PHASE_GATHER, 3 }, b;
 	size_t body = 2 * GN_WIRE_ACK_ENTRY + 3, at;
@@ -525,7 +572,7 @@ TEST(hello_and_ctrl)
 	uint8_t p[128];
 	struct gn_wire_hdr h = {
 		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
-		.type = GN_PKT_HELLO, .src = 2, .dst = 0, .job = 1,
+		.type = GN_PKT_HELLO, .src = 2, .dst = 0, .job = 1, .pn = 1,
 		.body_len = GN_WIRE_HELLO_BODY,
 	};
 	struct gn_wire_hello o = { 4, GN_HELLO_REPLY, 65536, 1500,
@@ -599,7 +646,7 @@ TEST(ping_and_ctrl_ack)
 	uint8_t p[64];
 	struct gn_wire_hdr h = {
 		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
-		.type = GN_PKT_PING, .src = 1, .dst = 3, .job = 6,
+		.type = GN_PKT_PING, .src = 1, .dst = 3, .job = 6, .pn = 1,
 	};
 	struct gn_wire_ping o = { 0x0102030405060708ull }, o2;
 	struct gn_wire_ctrl_ack a = { 0xdeadbeef }, a2;
@@ -642,10 +689,14 @@ TEST(ping_and_ctrl_ack)
 	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_ack_get(p, &h, &a2));
 }
 
-/* A sealed PING, PONG or CTRL_ACK from rank 1 to rank 0 of job 77. */
-static size_t probe_packet(uint8_t *p, const struct gn_mac *m, uint8_t type,
+/*
+ * A sealed PING, PONG or CTRL_ACK from rank 1 to rank 0 of job 77, under
+ * @k, with a packet number no packet before had.
+ */
+static size_t probe_packet(uint8_t *p, const uint8_t *k, uint8_t type,
 			   uint64_t v, uint16_t body)
 {
+	static uint64_t pn;
 	struct gn_wire_hdr h = {
 		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
 		.type = type, .src = 1, .dst = 0, .job = 77, .body_len = body,
@@ -660,7 +711,7 @@ static size_t probe_packet(uint8_t *p, const struct gn_mac *m, uint8_t type,
 	else
 		gn_wire_ping_put(&o, p);
 	memset(p + len - body, 0, body);
-	return gn_mac_seal(m, p, len);
+	return gn_wire_seal(k, p, len, ++pn, 0);
 }
 
 /*
@@ -672,22 +723,21 @@ TEST(probes_received)
 {
 	struct gn_stats st = { .sz = sizeof(st) };
 	struct gn_ctx *ctx;
-	uint8_t p[128];
-	struct gn_mac m;
+	uint8_t p[128], m[GN_SEAL_KEY_LEN];
 	uint64_t ctl, sent;
 	uint64_t srtt;
 	size_t len;
 
-	gn_mac_init(&m, key);
+	ASSERT_EQ(0, gn_test_sender_key(key, 1, m));
 	ASSERT_EQ(0, gn_test_ctx_new(3, 0, key, 77, &ctx));
-	len = probe_packet(p, &m, GN_PKT_PING, 12345, 0);
+	len = probe_packet(p, m, GN_PKT_PING, 12345, 0);
 	gn_test_packet_in(ctx, 1, p, len);
 	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
 	ASSERT_EQ(0, st.drops[GN_DROP_MALFORMED]);
 	ASSERT_EQ(1, st.ctl_packets);	/* the PONG */
 	ctl = st.ctl_packets;
 
-	len = probe_packet(p, &m, GN_PKT_PING, 12345, 3);
+	len = probe_packet(p, m, GN_PKT_PING, 12345, 3);
 	gn_test_packet_in(ctx, 1, p, len);
 	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
 	ASSERT_EQ(1, st.drops[GN_DROP_MALFORMED]);
@@ -695,31 +745,32 @@ TEST(probes_received)
 
 	/*
 	 * A PONG counts once, and only for a PING we sent: a replayed PONG
-	 * or one for a PING never sent is dropped and changes nothing.
+	 * is dropped by its packet number and changes nothing, not even the
+	 * peer's liveness; one for a PING never sent is dropped too.
 	 */
 	ASSERT_EQ(0, ctx->dl.peers[1].srtt_ns);
 	sent = gn_env_libc_now() - 1000000;
 	ctx->dl.peers[1].last_ping_ns = sent;
 	ctx->dl.peers[1].last_rx_ns = 0;
-	len = probe_packet(p, &m, GN_PKT_PONG, sent, 0);
+	len = probe_packet(p, m, GN_PKT_PONG, sent, 0);
 	gn_test_packet_in(ctx, 1, p, len);
 	ASSERT_LT(0, ctx->dl.peers[1].srtt_ns);
 	ASSERT_LT(sent, ctx->dl.peers[1].last_rx_ns);
 	srtt = ctx->dl.peers[1].srtt_ns;
 	ctx->dl.peers[1].last_rx_ns = 0;
 	gn_test_packet_in(ctx, 1, p, len);
-	len = probe_packet(p, &m, GN_PKT_PONG, sent + 1, 0);
+	ASSERT_EQ(0, ctx->dl.peers[1].last_rx_ns);
+	len = probe_packet(p, m, GN_PKT_PONG, sent + 1, 0);
 	gn_test_packet_in(ctx, 1, p, len);
 	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
 	ASSERT_EQ(2, st.drops[GN_DROP_REPLAY]);
 	ASSERT_EQ(srtt, ctx->dl.peers[1].srtt_ns);
-	ASSERT_EQ(0, ctx->dl.peers[1].last_rx_ns);
 
-	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 5, 0);
+	len = probe_packet(p, m, GN_PKT_CTRL_ACK, 5, 0);
 	gn_test_packet_in(ctx, 1, p, len);
-	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 0, 0);
+	len = probe_packet(p, m, GN_PKT_CTRL_ACK, 0, 0);
 	gn_test_packet_in(ctx, 1, p, len);
-	len = probe_packet(p, &m, GN_PKT_CTRL_ACK, 5, 2);
+	len = probe_packet(p, m, GN_PKT_CTRL_ACK, 5, 2);
 	gn_test_packet_in(ctx, 1, p, len);
 	ASSERT_EQ(0, gn_stats_ctx(ctx, &st));
 	ASSERT_EQ(3, st.drops[GN_DROP_MALFORMED]);
@@ -728,192 +779,237 @@ TEST(probes_received)
 	gn_test_ctx_free(ctx);
 }
 
-/* The test vector of the SipHash paper (key 00..0f, input 00..0e). */
-TEST(siphash_vector)
+/*
+ * The environment's ChaCha20-Poly1305 gives RFC 8439's appendix A.5
+ * (whose nonce is laid out as ours), both ways, in place, and refuses a
+ * changed tag, associated byte or ciphertext byte.
+ */
+TEST(aead_rfc8439)
 {
-	uint64_t k[2] = { 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull };
-	uint8_t in[15];
-	int i;
+	const size_t n = sizeof(gn_rfc8439_a5_text);
+	uint8_t *p = malloc(n + GN_WIRE_TAG);
+	uint8_t ad[sizeof(gn_rfc8439_a5_aad)];
 
-	for (i = 0; i < 15; i++)
-		in[i] = (uint8_t)i;
-	ASSERT_EQ(0xa129ca6149be45e5ull, gn_siphash(k, in, sizeof(in)));
-}
-
-/* The reference implementation's table, with key 00..0f. */
-TEST(siphash_table)
-{
-	uint64_t k[2] = { 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull };
-	uint8_t in[64];
-	size_t n;
-
-	for (n = 0; n < sizeof(in); n++)
-		in[n] = (uint8_t)n;
-	for (n = 0; n < 64; n++) {
-		ASSERT_EQ(gn_siphash_kat[n], gn_siphash(k, in, n)) TH_LOG("%zu bytes", n);
-	}
-}
-
-static bool cpu_has_avx2(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(n + GN_WIRE_TAG, sizeof(gn_rfc8439_a5_out));
+	memcpy(ad, gn_rfc8439_a5_aad, sizeof(ad));
+	memcpy(p, gn_rfc8439_a5_text, n);
+	ASSERT_EQ(0, gn_aead_seal(gn_rfc8439_a5_key, gn_rfc8439_a5_nonce, ad,
+				  sizeof(ad), p, n));
+	ASSERT_EQ(0, memcmp(gn_rfc8439_a5_out, p, n + GN_WIRE_TAG));
+	ASSERT_EQ(0, gn_aead_open(gn_rfc8439_a5_key, gn_rfc8439_a5_nonce, ad,
+				  sizeof(ad), p, n));
+	ASSERT_EQ(0, memcmp(gn_rfc8439_a5_text, p, n));
+	memcpy(p, gn_rfc8439_a5_out, n + GN_WIRE_TAG);
+	p[n + 15] ^= 0x80;
+	ASSERT_EQ(-EBADMSG, gn_aead_open(gn_rfc8439_a5_key, gn_rfc8439_a5_nonce,
+					 ad, sizeof(ad), p, n));
+	memcpy(p, gn_rfc8439_a5_out, n + GN_WIRE_TAG);
+	ad[11] ^= 1;
+	ASSERT_EQ(-EBADMSG, gn_aead_open(gn_rfc8439_a5_key, gn_rfc8439_a5_nonce,
+					 ad, sizeof(ad), p, n));
+	ad[11] ^= 1;
+	memcpy(p, gn_rfc8439_a5_out, n + GN_WIRE_TAG);
+	p[100] ^= 4;
+	ASSERT_EQ(-EBADMSG, gn_aead_open(gn_rfc8439_a5_key, gn_rfc8439_a5_nonce,
+					 ad, sizeof(ad), p, n));
+	memcpy(p, gn_rfc8439_a5_out, n + GN_WIRE_TAG);
+	ASSERT_EQ(-EBADMSG, gn_aead_open(gn_rfc8439_a5_key,
+					 gn_rfc8439_a5_nonce + 1, ad,
+					 sizeof(ad), p, n));
+	free(p);
 }
 
 /*
- * Every known answer of golden/mac_vectors.h with the NH pass @isa (0
- * scalar, 1 AVX2). The message lives in a buffer of exactly its length,
- * so ASan sees any read past it.
+ * Every known answer of golden/seal_vectors.h: the tag of the associated
+ * bytes and body, and the body back after gn_aead_open(), in a buffer of
+ * exactly its length (ASan sees any access past it).
  */
-static void mac_known_answers(struct __test_metadata *_metadata, int isa)
+TEST(aead_known_answers)
 {
-	static struct gn_mac m;
 	size_t v, i;
 
-	for (v = 0; v < sizeof(gn_mac_kat) / sizeof(gn_mac_kat[0]); v++) {
-		const struct gn_mac_kat *kat = &gn_mac_kat[v];
-		const struct gn_mac_kat_expanded *x = &gn_mac_kat_expanded[kat->key];
-		uint8_t *msg = malloc(kat->len ? kat->len : 1);
+	for (v = 0; v < sizeof(gn_seal_kat) / sizeof(gn_seal_kat[0]); v++) {
+		const struct gn_seal_kat *kat = &gn_seal_kat[v];
+		size_t n = (size_t)kat->ad_len + kat->body_len;
+		uint8_t *msg = malloc(n + GN_WIRE_TAG);
 
 		ASSERT_NE(NULL, msg);
-		gn_mac_init(&m, gn_mac_kat_key[kat->key]);
-		ASSERT_EQ(GN_MAC_KAT_NH_WORDS, sizeof(m.nh) / sizeof(m.nh[0]));
-		ASSERT_EQ(x->prf[0], m.prf[0]);
-		ASSERT_EQ(x->prf[1], m.prf[1]);
-		for (i = 0; i < 8; i++)
-			ASSERT_EQ(x->nh_head[i], m.nh[i]);
-		for (i = 0; i < 4; i++)
-			ASSERT_EQ(x->nh_tail[i], m.nh[GN_MAC_KAT_NH_WORDS - 4 + i]);
-		m.isa = isa;
-		for (i = 0; i < kat->len; i++)
-			msg[i] = GN_MAC_KAT_BYTE(kat->pattern, i);
-		EXPECT_EQ(kat->tag, gn_mac_tag(&m, msg, kat->len))
-			TH_LOG("key %u pattern %u, %zu bytes", kat->key,
-			       kat->pattern, kat->len);
+		for (i = 0; i < n; i++)
+			msg[i] = GN_SEAL_KAT_BYTE(kat->pattern, i);
+		ASSERT_EQ(0, gn_aead_seal(gn_seal_kat_key[kat->key], kat->pn, msg,
+					  kat->ad_len, msg + kat->ad_len,
+					  kat->body_len));
+		EXPECT_EQ(0, memcmp(kat->tag, msg + n, GN_WIRE_TAG))
+			TH_LOG("key %u pattern %u, %u + %u bytes", kat->key,
+			       kat->pattern, kat->ad_len, kat->body_len);
+		ASSERT_EQ(0, gn_aead_open(gn_seal_kat_key[kat->key], kat->pn, msg,
+					  kat->ad_len, msg + kat->ad_len,
+					  kat->body_len));
+		for (i = 0; i < n; i++)
+			ASSERT_EQ(GN_SEAL_KAT_BYTE(kat->pattern, i), msg[i]);
 		free(msg);
 	}
 }
 
-TEST(mac_known_answers_scalar)
-{
-	mac_known_answers(_metadata, 0);
-}
-
-TEST(mac_known_answers_avx2)
-{
-	struct gn_mac m;
-
-	if (!cpu_has_avx2())
-		SKIP(return, "CPU lacks AVX2: its NH pass is not tested");
-	/* gn_mac_init() picks the AVX2 pass wherever the CPU has it. */
-	gn_mac_init(&m, gn_mac_kat_key[0]);
-	ASSERT_EQ(1, m.isa);
-	mac_known_answers(_metadata, 1);
-}
-
 /*
- * Session keys: gn_mac_session() of the job key gives the key the Python
- * model derives from the same info, and a run that differs in one
- * instance gets another key.
+ * The key schedule: gn_kdf() gives the BLAKE2 reference KAT, and the
+ * HELLO, session and sender keys are the Python model's; a run that
+ * differs in one instance gets other keys, and an oversized info none.
  */
-TEST(mac_session_known_answers)
+TEST(key_schedule_known_answers)
 {
-	static struct gn_mac job, s, k;
-	static uint8_t big[GN_MAC_INFO_MAX + 1];
-	uint8_t ramp[64];
-	size_t v, i;
+	static uint8_t big[GN_WIRE_INFO_MAX + 1];
+	uint8_t k[GN_SEAL_KEY_LEN], s[GN_SEAL_KEY_LEN], kat_key[32];
+	size_t v;
 
-	for (i = 0; i < sizeof(ramp); i++)
-		ramp[i] = GN_MAC_KAT_BYTE(0, i);
-	gn_mac_init(&job, gn_mac_kat_key[0]);
-	for (v = 0; v < sizeof(gn_mac_kat_session) / sizeof(gn_mac_kat_session[0]); v++) {
-		const struct gn_mac_kat_session *kat = &gn_mac_kat_session[v];
+	for (v = 0; v < sizeof(kat_key); v++)
+		kat_key[v] = (uint8_t)v;
+	ASSERT_EQ(0, gn_kdf(k, kat_key, sizeof(kat_key), NULL, 0, NULL, 0));
+	ASSERT_EQ(0, memcmp(gn_blake2s_kat_keyed_empty, k, sizeof(k)));
+	for (v = 0; v < sizeof(gn_seal_kat_hello) / sizeof(gn_seal_kat_hello[0]); v++) {
+		const struct gn_seal_kat_hello *kat = &gn_seal_kat_hello[v];
 
-		ASSERT_EQ(0, gn_mac_session(&s, &job, kat->info, kat->info_len));
-		gn_mac_init(&k, kat->key);
-		ASSERT_EQ(0, memcmp(&k, &s, sizeof(s))) TH_LOG("session %zu", v);
-		ASSERT_EQ(kat->ramp64_tag, gn_mac_tag(&s, ramp, sizeof(ramp)));
-		ASSERT_NE(gn_mac_tag(&job, ramp, sizeof(ramp)),
-			  gn_mac_tag(&s, ramp, sizeof(ramp)));
+		ASSERT_EQ(0, gn_wire_hello_key(k, gn_seal_kat_job_key, kat->rank,
+					       kat->instance));
+		ASSERT_EQ(0, memcmp(kat->key, k, sizeof(k))) TH_LOG("hello %zu", v);
 	}
-	ASSERT_NE(0, memcmp(gn_mac_kat_session[0].key, gn_mac_kat_session[1].key, 16));
-	memcpy(&k, &s, sizeof(s));
-	ASSERT_EQ(-EINVAL, gn_mac_session(&s, &job, big, sizeof(big)));
-	ASSERT_EQ(0, memcmp(&k, &s, sizeof(s)));
-	ASSERT_EQ(0, gn_mac_session(&s, &job, big, GN_MAC_INFO_MAX));
+	for (v = 0; v < sizeof(gn_seal_kat_session) / sizeof(gn_seal_kat_session[0]); v++) {
+		const struct gn_seal_kat_session *kat = &gn_seal_kat_session[v];
+
+		ASSERT_EQ(0, gn_wire_session_key(s, gn_seal_kat_job_key, kat->info,
+						 kat->info_len));
+		ASSERT_EQ(0, memcmp(kat->session, s, sizeof(s))) TH_LOG("session %zu", v);
+		ASSERT_EQ(0, gn_wire_sender_key(k, s, 0));
+		ASSERT_EQ(0, memcmp(kat->sender0, k, sizeof(k)));
+		ASSERT_EQ(0, gn_wire_sender_key(k, s, kat->last));
+		ASSERT_EQ(0, memcmp(kat->sender_last, k, sizeof(k)));
+	}
+	ASSERT_NE(0, memcmp(gn_seal_kat_session[0].session,
+			    gn_seal_kat_session[1].session, 32));
+	memcpy(k, s, sizeof(s));
+	ASSERT_EQ(-EINVAL, gn_wire_session_key(s, gn_seal_kat_job_key, big,
+					       sizeof(big)));
+	ASSERT_EQ(0, memcmp(k, s, sizeof(s)));
+	ASSERT_EQ(0, gn_wire_session_key(s, gn_seal_kat_job_key, big,
+					 GN_WIRE_INFO_MAX));
 }
 
-/* Any one changed bit, any length, any key change: the check fails. */
-TEST(mac_catches_every_bit)
+/* A packet of @len bytes before the tag: a DATA header, then a ramp. */
+static void ramp_packet(uint8_t *p, size_t len)
 {
-	static uint8_t p[GN_WIRE_MAX_PKT];
-	static const size_t lens[] = { 8, 9, 31, 32, 33, 100, 1472, 8992 };
-	uint8_t other[GN_MAC_KEY_LEN];
-	struct gn_mac m, m2;
-	size_t k, i;
-
-	memcpy(other, key, sizeof(other));
-	other[15] ^= 1;
-	gn_mac_init(&m, key);
-	gn_mac_init(&m2, other);
-	for (i = 0; i < sizeof(p); i++)
-		p[i] = (uint8_t)(i * 7 + 3);
-	for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
-		size_t len = gn_mac_seal(&m, p, lens[k]);
-
-		ASSERT_EQ(0, gn_mac_check(&m, p, len));
-		ASSERT_EQ(-EBADMSG, gn_mac_check(&m2, p, len));
-		ASSERT_EQ(-EBADMSG, gn_mac_check(NULL, p, len));
-		/* Zero padding must not let a longer packet share the tag. */
-		ASSERT_NE(gn_mac_tag(&m, p, lens[k]), gn_mac_tag(&m, p, lens[k] + 1));
-		for (i = 0; i < len * 8; i += (len > 200 ? 61 : 1)) {
-			p[i / 8] ^= (uint8_t)(1u << (i % 8));
-			ASSERT_EQ(-EBADMSG, gn_mac_check(&m, p, len)) TH_LOG("len %zu bit %zu", len, i);
-			p[i / 8] ^= (uint8_t)(1u << (i % 8));
-		}
-	}
-	/* The AVX2 NH pass and the scalar one give the same tags. */
-	m2 = m;
-	m2.isa = 0;
-	for (k = 0; k < 300; k++)
-		ASSERT_EQ(gn_mac_tag(&m, p, k * 29 % 8993),
-			  gn_mac_tag(&m2, p, k * 29 % 8993));
-	/* Insecure jobs: tag 0, and nothing else passes. */
-	gn_mac_seal(NULL, p, 40);
-	ASSERT_EQ(0, gn_mac_check(NULL, p, 48));
-	ASSERT_EQ(-EBADMSG, gn_mac_check(&m, p, 48));
-}
-
-/*
- * Tag and seal stop where the check does: past GN_WIRE_MAX_PKT the NH key
- * has no words, so an uncapped tag would read past struct gn_mac.
- */
-TEST(mac_length_cap)
-{
-	const size_t big = 2 * GN_WIRE_MAX_PKT, most = GN_WIRE_MAX_PKT - GN_WIRE_TAG;
-	struct gn_mac *m = malloc(sizeof(*m));
-	uint8_t *p = malloc(big);
+	struct gn_wire_hdr h = {
+		.magic = GN_WIRE_MAGIC, .version = GN_WIRE_VERSION,
+		.type = GN_PKT_DATA, .src = 1, .job = 77, .pn = 1,
+		.body_len = (uint16_t)(len - GN_WIRE_DATA_HDR),
+	};
 	size_t i;
 
-	ASSERT_NE(NULL, m);
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 7 + 3);
+	gn_wire_hdr_put(&h, p);
+}
+
+/*
+ * Encrypted or in the clear, any length: any one changed bit of a sealed
+ * packet (header, fixed part, body, tag), another key, another sender's
+ * key or none, and the check fails.
+ */
+TEST(seal_catches_every_bit)
+{
+	static uint8_t p[GN_WIRE_MAX_PKT], q[GN_WIRE_MAX_PKT];
+	static const size_t lens[] = { 68, 69, 100, 131, 132, 1000, 1472,
+				       GN_WIRE_MAX_PKT - GN_WIRE_TAG };
+	uint8_t other[GN_SEAL_KEY_LEN];
+	size_t k, i, len;
+	int clear;
+
+	memcpy(other, skey, sizeof(other));
+	other[31] ^= 1;
+	for (clear = 0; clear < 2; clear++)
+		for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+			ramp_packet(p, lens[k]);
+			memcpy(q, p, lens[k]);
+			len = gn_wire_seal(skey, p, lens[k], 77 + k,
+					   clear ? GN_SEAL_CLEAR : 0);
+			ASSERT_EQ(lens[k] + GN_WIRE_TAG, len);
+			/* Clear bodies stay as they were; others do not. */
+			if (lens[k] > GN_WIRE_DATA_HDR)
+				ASSERT_EQ(clear, !memcmp(p + GN_WIRE_DATA_HDR,
+							 q + GN_WIRE_DATA_HDR,
+							 lens[k] - GN_WIRE_DATA_HDR));
+			memcpy(q, p, len);
+			ASSERT_EQ(-EBADMSG, gn_wire_open(other, q, len));
+			memcpy(q, p, len);
+			ASSERT_EQ(-EBADMSG, gn_wire_open(NULL, q, len));
+			for (i = 0; i < len * 8; i += (len > 200 ? 61 : 1)) {
+				memcpy(q, p, len);
+				q[i / 8] ^= (uint8_t)(1u << (i % 8));
+				ASSERT_EQ(-EBADMSG, gn_wire_open(skey, q, len))
+					TH_LOG("len %zu bit %zu", len, i);
+			}
+			/* A truncated packet is not opened either. */
+			memcpy(q, p, len);
+			ASSERT_EQ(-EBADMSG, gn_wire_open(skey, q, len - 1));
+			ASSERT_EQ(0, gn_wire_open(skey, p, len));
+		}
+}
+
+/*
+ * Without a key: GN_SEAL_CLEAR and a zero tag, which only a keyless
+ * check takes; and nothing that claims to be encrypted.
+ */
+TEST(seal_insecure)
+{
+	uint8_t p[256];
+	size_t len, i;
+
+	ramp_packet(p, 100);
+	len = gn_wire_seal(NULL, p, 100, 5, 0);
+	ASSERT_EQ(100 + GN_WIRE_TAG, len);
+	ASSERT_EQ(GN_SEAL_CLEAR, p[24]);
+	for (i = 100; i < len; i++)
+		ASSERT_EQ(0, p[i]);
+	ASSERT_EQ(0, gn_wire_open(NULL, p, len));
+	ASSERT_EQ(-EBADMSG, gn_wire_open(skey, p, len));
+	p[24] = 0;
+	ASSERT_EQ(-EBADMSG, gn_wire_open(NULL, p, len));
+	p[24] = GN_SEAL_CLEAR;
+	p[len - 1] = 1;
+	ASSERT_EQ(-EBADMSG, gn_wire_open(NULL, p, len));
+}
+
+/*
+ * gn_wire_seal() takes what a receiver would, and nothing else: past the
+ * largest packet, shorter than the header and fixed part, packet number
+ * 0 or over 56 bits, unknown flags; and then it writes nothing.
+ */
+TEST(seal_refuses)
+{
+	const size_t most = GN_WIRE_MAX_PKT - GN_WIRE_TAG;
+	uint8_t *p = malloc(2 * GN_WIRE_MAX_PKT), *q = malloc(2 * GN_WIRE_MAX_PKT);
+	size_t i;
+
 	ASSERT_NE(NULL, p);
-	gn_mac_init(m, key);
-	memset(p, 0xaa, big);
-	ASSERT_EQ(0, gn_mac_tag(m, p, GN_WIRE_MAX_PKT + 1));
-	ASSERT_EQ(0, gn_mac_tag(m, p, big));
-	m->isa = 0;
-	ASSERT_EQ(0, gn_mac_tag(m, p, big));
-	ASSERT_EQ(0, gn_mac_seal(m, p, most + 1));
-	ASSERT_EQ(0, gn_mac_seal(NULL, p, most + 1));
-	for (i = most + 1; i < GN_WIRE_MAX_PKT + GN_WIRE_TAG + 1; i++) {
-		ASSERT_EQ(0xaa, p[i]) TH_LOG("byte %zu written", i);
+	ASSERT_NE(NULL, q);
+	memset(p, 0xaa, 2 * GN_WIRE_MAX_PKT);
+	ramp_packet(p, GN_WIRE_DATA_HDR);
+	memcpy(q, p, 2 * GN_WIRE_MAX_PKT);
+	ASSERT_EQ(0, gn_wire_seal(skey, p, most + 1, 1, 0));
+	ASSERT_EQ(0, gn_wire_seal(NULL, p, most + 1, 1, 0));
+	ASSERT_EQ(0, gn_wire_seal(skey, p, GN_WIRE_DATA_HDR - 1, 1, 0));
+	ASSERT_EQ(0, gn_wire_seal(skey, p, 100, 0, 0));
+	ASSERT_EQ(0, gn_wire_seal(skey, p, 100, GN_WIRE_PN_MAX + 1, 0));
+	ASSERT_EQ(0, gn_wire_seal(skey, p, 100, 1, 2));
+	for (i = 0; i < 2 * GN_WIRE_MAX_PKT; i++) {
+		ASSERT_EQ(q[i], p[i]) TH_LOG("byte %zu written", i);
 	}
-	/* The longest packet still goes through, both ways. */
-	ASSERT_EQ(GN_WIRE_MAX_PKT, gn_mac_seal(m, p, most));
-	ASSERT_EQ(0, gn_mac_check(m, p, GN_WIRE_MAX_PKT));
-	ASSERT_EQ(-EBADMSG, gn_mac_check(m, p, GN_WIRE_MAX_PKT + 1));
+	/* The longest packet and the last number still go, both ways. */
+	ASSERT_EQ(GN_WIRE_MAX_PKT, gn_wire_seal(skey, p, most, GN_WIRE_PN_MAX, 0));
+	ASSERT_EQ(0, gn_wire_open(skey, p, GN_WIRE_MAX_PKT));
+	ASSERT_EQ(-EBADMSG, gn_wire_open(skey, p, GN_WIRE_MAX_PKT + 1));
 	free(p);
-	free(m);
+	free(q);
 }
 
 TEST_HARNESS_MAIN

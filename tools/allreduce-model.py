@@ -13,6 +13,11 @@ Inputs (measured; --measure runs the two benchmarks and takes them):
       (`gradnet-bench allreduce --json`: "wire_bytes" plus "ctl_bytes",
       and "dense_bytes", for the same ranks and floats)
   --floats, --ranks  the job the wire bytes were measured for
+  --seal-gbps, --open-gbps  optional: one core's speed sealing and opening
+      packets with ChaCha20-Poly1305, in GB/s of packets of the job's
+      size (`gradnet-bench seal --json`: "seal_gbps" and "open_gbps" of
+      the row for --packet bytes, default 1472); without them sealing is
+      left out, as in the records before it existed
 
 The model, per rank and allreduce of N floats on W ranks:
   dense   = dense wire bytes / link (a ring allreduce at line rate, its
@@ -27,6 +32,11 @@ The model, per rank and allreduce of N floats on W ranks:
             --efficiency, the speed of k > 1 cores over k times one
             core's, scales it down: take it from the thread counts'
             rows, since memory bandwidth caps it on a real machine).
+  sealing = the wire bytes a rank sends, sealed, and as many received,
+            opened: added to gradnet's codec work on the same cores; and
+            for a link at line rate both ways, the cores that seal and
+            open it (the last column, "seal at line rate": what a dense
+            job, or any, needs to keep the link encrypted).
 
 Output: a Markdown table, one row per link speed (--links) and a column per
 core count (--cores); --json prints the same as one JSON object instead,
@@ -41,6 +51,15 @@ import sys
 
 LINKS_GBIT = (1, 10, 25, 100)
 CORES = (1, 2, 4, 8)
+
+
+def measure_seal(bench, packet):
+    """Run `gradnet-bench seal`; return (seal, open) GB/s at @packet bytes."""
+    out = subprocess.run([bench, "seal", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    rows = json.loads(out.splitlines()[-1])["rows"]
+    row = min(rows, key=lambda r: abs(r["packet"] - packet))
+    return row["seal_gbps"], row["open_gbps"]
 
 
 def measure(bench, floats, ranks):
@@ -66,7 +85,20 @@ def gradnet_s(a, cores, link_gbit):
     codec = (n4 / (a.encode_gbps * 1e9) +
              n4 * (2 * w - 1) / w / (a.decode_gbps * 1e9))
     speedup = 1.0 if cores == 1 else cores * a.efficiency
-    return codec / speedup + a.wire_3lc * 8 / (link_gbit * 1e9)
+    return ((codec + seal_s(a, a.wire_3lc)) / speedup +
+            a.wire_3lc * 8 / (link_gbit * 1e9))
+
+
+def seal_s(a, wire_bytes):
+    """One core's time to seal @wire_bytes and open as many; 0 if unknown."""
+    if not getattr(a, "seal_gbps", None):
+        return 0.0
+    return wire_bytes / (a.seal_gbps * 1e9) + wire_bytes / (a.open_gbps * 1e9)
+
+
+def seal_cores(a, link_gbit):
+    """Cores that seal and open a link's traffic at line rate, both ways."""
+    return seal_s(a, link_gbit * 1e9 / 8)
 
 
 def dense_s(a, link_gbit):
@@ -109,10 +141,15 @@ def as_json(a):
         rows.append({"link_gbit": g, "dense_s": dense_s(a, g),
                      "gradnet_s": {str(c): gradnet_s(a, c, g) for c in a.cores},
                      "cores_to_win": cores_to_win(a, g)})
-    return {"floats": a.floats, "ranks": a.ranks,
-            "encode_gbps": a.encode_gbps, "decode_gbps": a.decode_gbps,
-            "wire_3lc": a.wire_3lc, "wire_dense": a.wire_dense,
-            "efficiency": a.efficiency, "cores": a.cores, "rows": rows}
+        if getattr(a, "seal_gbps", None):
+            rows[-1]["seal_cores"] = seal_cores(a, g)
+    out = {"floats": a.floats, "ranks": a.ranks,
+           "encode_gbps": a.encode_gbps, "decode_gbps": a.decode_gbps,
+           "wire_3lc": a.wire_3lc, "wire_dense": a.wire_dense,
+           "efficiency": a.efficiency, "cores": a.cores, "rows": rows}
+    if getattr(a, "seal_gbps", None):
+        out.update(seal_gbps=a.seal_gbps, open_gbps=a.open_gbps)
+    return out
 
 
 def main():
@@ -125,6 +162,10 @@ def main():
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--efficiency", type=float, default=1.0,
                    help="speed of k cores over k times one core's (default 1)")
+    p.add_argument("--seal-gbps", type=float)
+    p.add_argument("--open-gbps", type=float)
+    p.add_argument("--packet", type=int, default=1472,
+                   help="the packet size --measure takes the seal row of")
     p.add_argument("--measure", metavar="GRADNET_BENCH",
                    help="run this gradnet-bench for the four measured inputs")
     p.add_argument("--links", type=number_list("link speeds", float),
@@ -138,6 +179,10 @@ def main():
     if a.measure:
         (a.encode_gbps, a.decode_gbps, a.wire_3lc,
          a.wire_dense) = measure(a.measure, a.floats, a.ranks)
+        a.seal_gbps, a.open_gbps = measure_seal(a.measure, a.packet)
+    if (a.seal_gbps is None) != (a.open_gbps is None) or \
+            (a.seal_gbps is not None and min(a.seal_gbps, a.open_gbps) <= 0):
+        p.error("give both --seal-gbps and --open-gbps, positive, or neither")
     missing = [k for k in ("encode_gbps", "decode_gbps", "wire_3lc",
                            "wire_dense") if getattr(a, k) is None]
     if missing:
@@ -151,14 +196,17 @@ def main():
     if a.json:
         print(json.dumps(as_json(a), indent=1))
         return 0
+    seal = (f"; one core seals {a.seal_gbps:.2f} GB/s, opens "
+            f"{a.open_gbps:.2f} GB/s" if a.seal_gbps else "")
     print(f"# {a.floats} floats on {a.ranks} ranks; one core encodes "
           f"{a.encode_gbps:.2f} GB/s, decode-adds {a.decode_gbps:.2f} GB/s; "
           f"per rank and allreduce 3LC sends {a.wire_3lc:,.0f} bytes, "
-          f"dense {a.wire_dense:,.0f}; efficiency {a.efficiency:g}")
+          f"dense {a.wire_dense:,.0f}; efficiency {a.efficiency:g}{seal}")
     head = " | ".join(f"gradnet, {c} core{'s' if c > 1 else ''}"
                       for c in a.cores)
-    print(f"| link | dense ring | {head} | gradnet wins with |")
-    print("|---" * (len(a.cores) + 3) + "|")
+    extra = " seal at line rate |" if a.seal_gbps else ""
+    print(f"| link | dense ring | {head} | gradnet wins with |{extra}")
+    print("|---" * (len(a.cores) + 3 + bool(extra)) + "|")
     for g in a.links:
         d = dense_s(a, g)
         cells = []
@@ -168,8 +216,9 @@ def main():
             cells.append(f"{mark}{t * 1e3:.1f} ms{mark}")
         k = cores_to_win(a, g)
         win = "never" if k is None else f"{k} core{'s' if k > 1 else ''}"
+        seal = f" {seal_cores(a, g):.1f} cores |" if a.seal_gbps else ""
         print(f"| {g:g} Gbit/s | {d * 1e3:.1f} ms | " + " | ".join(cells) +
-              f" | {win} |")
+              f" | {win} |{seal}")
     return 0
 
 

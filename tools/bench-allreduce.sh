@@ -74,7 +74,7 @@
 # pps and cpu_s of the job labelled 3lc; dense_s, dense_bytes (wire),
 # dense_pps, dense_cpu_s and dense_retransmits of the one labelled none
 # (null without them). gradnet_nomac_s is the 3lc job again without a
-# key, so the MAC's share shows; mpi_s is MPI_Allreduce's time.
+# key, so the seal's share shows; mpi_s is MPI_Allreduce's time.
 # Without --json each row is printed as it finishes, and a table of every
 # job follows at the end.
 
@@ -358,7 +358,7 @@ run_dpdk() {
 
 # run_gradnet RANKS ELEMS CODEC STEPS WARMUP JOB [MODE]: one job, one rank
 # per host of the bridge, JSON lines out. MODE "insecure" runs it without
-# a key (no MAC), for the MAC's cost; "af_xdp:N" puts ranks 0..N-1 on the
+# a key (no seal), for the seal's cost; "af_xdp:N" puts ranks 0..N-1 on the
 # DPDK transport over net_af_xdp on their host's eth0.
 run_gradnet() {
 	local ranks=$1 elems=$2 codec=$3 st=$4 wu=$5 job=$6 mode=${7:-} peers= k

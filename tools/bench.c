@@ -298,7 +298,7 @@ static int bench_allreduce(int argc, char **argv)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gradnet-bench codec|mac|allreduce|udp|model [options]\n");
+	fprintf(stderr, "usage: gradnet-bench codec|seal|allreduce|udp|model [options]\n");
 	exit(2);
 }
 
@@ -317,8 +317,8 @@ int main(int argc, char **argv)
 	printf("\n");
 	if (!strcmp(argv[1], "codec"))
 		return bench_codec(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "mac"))
-		return bench_mac(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "seal"))
+		return bench_seal(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "allreduce"))
 		return bench_allreduce(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "udp"))

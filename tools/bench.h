@@ -104,7 +104,7 @@ void bench_codecs_measure(struct bench_codecs *set, size_t n, size_t chunk,
 int bench_codec(int argc, char **argv);
 int bench_codec_threads(int isa, const char *list, size_t n, size_t chunk,
 			double secs, int json);
-int bench_mac(int argc, char **argv);
+int bench_seal(int argc, char **argv);
 int bench_udp(int argc, char **argv);
 int bench_model(int argc, char **argv);
 

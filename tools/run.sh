@@ -35,7 +35,7 @@ PACKAGES=(
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
 	qemu-system-x86 qemu-user busybox-static cpio xz-utils kmod dkms
 	iproute2 libbpf-dev libelf-dev bpftool systemtap-sdt-dev
-	openmpi-bin libopenmpi-dev libpmix-dev libdpdk-dev
+	openmpi-bin libopenmpi-dev libpmix-dev libdpdk-dev libssl-dev
 	mandoc groff-base man-db python3-matplotlib fortunes
 )
 

@@ -100,6 +100,8 @@ enum gn_codec {
 #define GN_CTX_DPDK_PORT (1u << 2)	/* gn_ctx_opts.dpdk_port is set, even if 0 */
 #define GN_CTX_DPDK_QUEUE (1u << 3)	/* gn_ctx_opts.dpdk_queue is set: the
 					   application's port, this queue ours */
+#define GN_CTX_CLEAR	(1u << 4)	/* authenticate bodies, do not encrypt
+					   them (as GN_ENCRYPT=0) */
 
 /* gn_tensor_opts.flags (and gn_bucket_opts.flags) */
 #define GN_TENSOR_AVERAGE (1u << 0)	/* result is the mean, not the sum */
@@ -119,10 +121,12 @@ enum gn_codec {
  *	GN_KEY (32 hex digits), or GN_KEY_FILE (a file holding them, which
  *	only its owner may access: mode 0600 or stricter, else -EACCES), or
  *	GN_KEY_FD (a descriptor to read them from, a launcher's pipe; at
- *	most one of the three), GN_JOB (job id, decimal or 0x hex),
- *	GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (a codec's
- *	name and parameters: "3lc", "3lc:s=1.5", "none"), GN_S (3LC's s,
- *	as "3lc:s=..." says it), GN_INSECURE=1, GN_TRANSPORT (udp or dpdk); for dpdk also
+ *	most one of the three), GN_ENCRYPT (1, the default: packet bodies
+ *	are encrypted; 0: only authenticated), GN_JOB (job id, decimal or
+ *	0x hex), GN_MTU, GN_TIMEOUT_MS, GN_STEP_TIMEOUT_MS, GN_CODEC (a
+ *	codec's name and parameters: "3lc", "3lc:s=1.5", "none"), GN_S
+ *	(3LC's s, as "3lc:s=..." says it), GN_INSECURE=1, GN_TRANSPORT (udp
+ *	or dpdk); for dpdk also
  *	GN_DPDK_EAL (EAL arguments, space-separated), GN_DPDK_PORT (port id,
  *	default 0), GN_DPDK_PEERS (every rank's MAC address, rank order,
  *	comma-separated; "-" for this rank: the port's), GN_DPDK_MBUFS (tx
@@ -632,7 +636,8 @@ enum gn_drop {
 	GN_DROP_SOURCE,		/* not from a peer of this job */
 	GN_DROP_MAC,		/* authentication failed */
 	GN_DROP_REPLAY,		/* a step that is over, or too far ahead; a
-				   HELLO or PONG that is not fresh */
+				   HELLO that is not fresh; an ACK, PING or
+				   PONG whose packet number came before */
 	GN_DROP_DUPLICATE,	/* a packet already received */
 	GN_DROP_TENSOR,		/* unknown tensor or mismatched parameters */
 	GN_DROP_EARLY,		/* before this rank's handshake gave it the
@@ -652,7 +657,7 @@ enum gn_drop {
  *	know
  * @tx_packets, @rx_packets: data packets sent and accepted
  * @raw_bytes: float32 bytes the packets stand for (4 per value)
- * @wire_bytes: UDP payload bytes sent (headers and MAC included)
+ * @wire_bytes: UDP payload bytes sent (headers and tag included)
  * @rx_wire_bytes: UDP payload bytes received and accepted
  * @retransmits: data packets sent again
  * @allreduces: allreduces completed (tensor and context stats)

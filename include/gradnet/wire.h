@@ -3,43 +3,64 @@
  * gradnet/wire.h - gradnet's packet format, shared by the UDP, DPDK and
  * kernel data paths. Freestanding, like the codec.
  *
- * Every packet is a UDP payload: a 24-byte common header, a type-specific
- * part, the body, and an 8-byte MAC tag over everything before it. All
- * integers are little-endian. The first four bytes (magic, version, type)
- * keep their meaning in every protocol version, so a peer can always tell
- * which version another speaks.
+ * Every packet is a UDP payload: a 32-byte common header, a type-specific
+ * part, the body, and a 16-byte tag. All integers are little-endian. The
+ * first four bytes (magic, version, type) keep their meaning in every
+ * protocol version, so a peer can always tell which version another
+ * speaks.
  *
- * common header (struct gn_wire_hdr), 24 bytes:
+ * common header (struct gn_wire_hdr), 32 bytes:
  *	 0  u16 magic 0x4e47		 2  u8 version		 3  u8 type
  *	 4  u16 src rank		 6  u16 dst rank (0xffff: every rank)
  *	 8  u32 job id			12  u32 tensor id
  *	16  u32 step			20  u16 body length	22  u8 phase
  *	23  u8 codec
+ *	24  u8 seal flags (GN_SEAL_*)	25  u56 pn: the sender's packet number
+ * The seal flags and the packet number belong to the seal (below): the
+ * builders of each type leave them to gn_wire_seal().
+ *
+ * Sealing. Every packet is sealed with ChaCha20-Poly1305 (RFC 8439) under
+ * a 32-byte key of its sender, with the 96-bit nonce 0^32 || le64(pn), as
+ * WireGuard lays out its counter nonce. The header and the type's fixed
+ * part are associated data: authenticated and in the clear, so the tc
+ * program, gradnet-stat and the DPDK receive filter still read them. The
+ * body (the values of DATA and WHOLE, the entries of an ACK) is
+ * encrypted, unless GN_SEAL_CLEAR is set: then the whole packet is
+ * associated data and only authenticated. The tag follows the body.
+ * A job without a key sends GN_SEAL_CLEAR and 16 zero bytes of tag.
+ *
+ * Packet numbers count from 1 in every context (a rank's run) and never
+ * repeat within it: each packet a context seals takes a number no other
+ * packet of that context has, and a retransmission sends the very same
+ * bytes again (same number, same ciphertext). Keys (lib/wire/seal.c):
+ * HELLOs are sealed under a key of the job key, the sender's rank and its
+ * instance; every other packet under its sender's key of the run's
+ * session key. So no key ever seals two different packets with one nonce.
  *
  * DATA (struct gn_wire_data), 32 more bytes: one slice of one chunk of a
  * tensor, decodable alone, in any order:
- *	24  u64 chunk_off: the chunk's first element in the tensor
- *	32  u32 chunk_len: elements in the chunk
- *	36  u32 first: the slice's first unit in the chunk (the codec's
+ *	32  u64 chunk_off: the chunk's first element in the tensor
+ *	40  u32 chunk_len: elements in the chunk
+ *	44  u32 first: the slice's first unit in the chunk (the codec's
  *	    units: groups of five values for 3LC, values for the others)
- *	40  u32 count: units in this packet; the slices of a message cover
+ *	48  u32 count: units in this packet; the slices of a message cover
  *	    the chunk's units exactly once
- *	44  u32 aux: the codec's word for the chunk (3LC: its scale M as
+ *	52  u32 aux: the codec's word for the chunk (3LC: its scale M as
  *	    float32 bits; dense: 0)
- *	48  u32 pkt: index of the packet in its message (all packets of one
+ *	56  u32 pkt: index of the packet in its message (all packets of one
  *	    tensor, step and phase from one sender to one receiver)
- *	52  u32 npkts: packets in the message
- *	56  body: the codec's slice (lib/codec: its stream format in
+ *	60  u32 npkts: packets in the message
+ *	64  body: the codec's slice (lib/codec: its stream format in
  *	    <gradnet/codec.h>)
- * So a DATA packet costs 56 header bytes and the 8-byte tag. The codec
+ * So a DATA packet costs 64 header bytes and the 16-byte tag. The codec
  * byte of the header names the compressor; its parameters are the
  * tensor's, which its descriptor (CTRL TENSOR) carried.
  *
  * WHOLE, 16 more bytes: a chunk whose message is this one packet (most
  * small tensors, and the members of a bucket), so that what DATA spells
  * out is implied: first 0, count all of the chunk's units, pkt 0, npkts 1:
- *	24  u64 chunk_off	32  u32 chunk_len	36  u32 aux
- *	40  body, as DATA's
+ *	32  u64 chunk_off	40  u32 chunk_len	44  u32 aux
+ *	48  body, as DATA's
  * 16 bytes less per packet, which counts where most messages are one
  * packet (a bucket of small tensors).
  */
@@ -58,8 +79,9 @@ extern "C" {
 #endif
 
 #define GN_WIRE_MAGIC 0x4e47
-#define GN_WIRE_VERSION 4
-#define GN_WIRE_TAG 8
+#define GN_WIRE_VERSION 4	/* 4: ChaCha20-Poly1305, packet numbers, the
+				   codec seam's parts; 3: WHOLE packets */
+#define GN_WIRE_TAG 16
 #define GN_RANK_ALL 0xffff
 #define GN_WIRE_MAX_PKT 9000	/* largest UDP payload gradnet sends */
 /*
@@ -116,9 +138,13 @@ struct gn_wire_hdr {
 	uint16_t body_len;
 	uint8_t phase;
 	uint8_t codec;
+	uint8_t seal;			/* GN_SEAL_* */
+	uint64_t pn;			/* 1 .. GN_WIRE_PN_MAX */
 };
 
-#define GN_WIRE_HDR_LEN 24
+#define GN_WIRE_HDR_LEN 32
+#define GN_SEAL_CLEAR 0x01		/* the body is authenticated, not encrypted */
+#define GN_WIRE_PN_MAX ((1ull << 56) - 1)
 
 /* Decoded DATA or WHOLE part (WHOLE: the implied fields filled in). */
 struct gn_wire_data {
@@ -158,9 +184,12 @@ static inline size_t gn_wire_body_off(uint8_t type)
  * Codecs and their parameters are the tensors' and travel in their
  * descriptors, so ranks whose job defaults differ still meet; a tensor
  * they register differently fails at its first allreduce.
- * HELLOs are authenticated with the job key; every other packet with the
- * session key, derived from the job key and every rank's instance
- * (gn_mac_session()), so nothing recorded in one run is valid in another.
+ * A HELLO is sealed under its sender's HELLO key (gn_wire_hello_key(): the
+ * job key, the sender's rank and this instance, which a receiver reads
+ * before it opens the packet); every other packet under its sender's key
+ * of the session key (gn_wire_session_key(), gn_wire_sender_key()), which
+ * binds the job key and every rank's instance, so nothing recorded in one
+ * run is valid in another.
  */
 struct gn_wire_hello {
 	uint16_t world;
@@ -288,7 +317,9 @@ GN_EXPORT void gn_wire_hdr_put(const struct gn_wire_hdr *h, uint8_t *buf);
  * @h: out
  *
  * Checks magic, that the packet holds the header, the type's fixed part,
- * the body and the tag exactly, and that the version is ours.
+ * the body and the tag exactly, that the version is ours, the seal flags
+ * known and the packet number not 0. It authenticates nothing:
+ * gn_wire_open() does.
  *
  * Return: 0; -EBADMSG for a malformed packet; -EPROTONOSUPPORT for a
  * well-formed prefix of another version (@h->version says which).
@@ -448,100 +479,99 @@ GN_EXPORT int gn_wire_ping_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 GN_EXPORT int gn_wire_fixed_len(unsigned int type);
 
 /*
- * The MAC. A job key of 16 bytes is expanded once into a struct gn_mac;
- * gn_mac_tag() then authenticates a packet: an NH universal hash (two
- * passes with offset keys, as in UMAC) compresses the packet to 128 bits,
- * and SipHash-2-4 keyed separately turns hash and length into the 64-bit
- * tag. See lib/wire/mac.c for why this and not SipHash over the packet.
+ * Keys and sealing (lib/wire/seal.c). The cryptography is the
+ * environment's (gn_deps.h): ChaCha20-Poly1305 for the packets and keyed
+ * BLAKE2s-256 (RFC 7693) as the key derivation function, from libcrypto in
+ * a process and from the kernel's lib/crypto in the module. Nothing here
+ * needs an FPU section: the libraries use SIMD on their own terms.
+ */
+#define GN_MAC_KEY_LEN 16		/* a job key */
+#define GN_SEAL_KEY_LEN 32		/* a ChaCha20-Poly1305 key */
+#define GN_WIRE_INFO_MAX 4096		/* what a session key binds, at most */
+
+/**
+ * gn_wire_hello_key() - the key a rank's HELLOs are sealed under
+ * @out: GN_SEAL_KEY_LEN bytes
+ * @job_key: GN_MAC_KEY_LEN bytes, the job's key
+ * @rank: the sender
+ * @instance: the sender's instance (random per context, never 0)
  *
- * FPU rule. gn_mac_tag(), gn_mac_seal() and gn_mac_check() run the NH
- * pass with AVX2 when the key's isa is set (gn_mac_init() sets it where
- * the CPU has AVX2) and open no FPU section of their own. In the kernel,
- * call them with such a key only between kernel_fpu_begin() and
- * kernel_fpu_end(), one packet per section (kmod/mac_fpu.c does this), never
- * a batch: preemption is off inside. gn_mac_init(), gn_mac_session() and
- * gn_siphash() are integer-only and run anywhere.
+ * BLAKE2s-256 keyed with the job key, of "gradnet hello" || le16(rank) ||
+ * le64(instance): a key per context, so its packet numbers, which start
+ * at 1 in every context, never meet under one key.
+ *
+ * Return: 0, or -errno from the environment's KDF.
  */
-#define GN_MAC_KEY_LEN 16
-#define GN_MAC_NH_WORDS (GN_WIRE_MAX_PKT / 4 + 8)
-
-struct gn_mac {
-	uint64_t prf[2];			/* SipHash key of the tag */
-	uint64_t kdf[2][2];			/* SipHash keys of gn_mac_session() */
-	uint32_t nh[GN_MAC_NH_WORDS + 4];	/* NH key, +4 for the offset pass */
-	int isa;				/* 1: AVX2 NH pass, 0: scalar */
-};
+GN_EXPORT int gn_wire_hello_key(uint8_t *out, const uint8_t *job_key,
+				uint16_t rank, uint64_t instance);
 
 /**
- * gn_mac_init() - expand a job key
- * @m: out
- * @key: GN_MAC_KEY_LEN bytes
- */
-GN_EXPORT void gn_mac_init(struct gn_mac *m, const uint8_t *key);
-
-/**
- * gn_mac_session() - a run's session MAC from the job's
- * @s: out: the session key, expanded as gn_mac_init() does
- * @job: the job key, expanded
+ * gn_wire_session_key() - a run's session key
+ * @out: GN_SEAL_KEY_LEN bytes
+ * @job_key: GN_MAC_KEY_LEN bytes, the job's key
  * @info: what the session is bound to: the job id, world size, protocol
  *	version and every rank's fresh instance, in an order all ranks share
- * @len: bytes of @info, at most GN_MAC_INFO_MAX
+ * @len: bytes of @info, at most GN_WIRE_INFO_MAX
  *
- * A KDF with SipHash-2-4 as the PRF under two keys K0, K1 expanded from
- * the job key for this use only: the session key is
- * le64(SipHash_K0(info)) || le64(SipHash_K1(info)).
+ * BLAKE2s-256 keyed with the job key, of "gradnet session" || @info.
+ * It keys only gn_wire_sender_key().
  *
- * Return: 0, or -EINVAL if @len is over GN_MAC_INFO_MAX (@s untouched).
+ * Return: 0; -EINVAL if @len is over GN_WIRE_INFO_MAX (@out untouched),
+ * or -errno from the environment's KDF.
  */
-#define GN_MAC_INFO_MAX 4096
-GN_EXPORT int gn_mac_session(struct gn_mac *s, const struct gn_mac *job,
-			     const uint8_t *info, size_t len);
+GN_EXPORT int gn_wire_session_key(uint8_t *out, const uint8_t *job_key,
+				  const uint8_t *info, size_t len);
 
 /**
- * gn_mac_tag() - the tag of @len bytes
- * @m: expanded key
- * @buf: bytes to authenticate
- * @len: their length, at most GN_WIRE_MAX_PKT
+ * gn_wire_sender_key() - the key a rank seals its packets under in a run
+ * @out: GN_SEAL_KEY_LEN bytes
+ * @session: GN_SEAL_KEY_LEN bytes, from gn_wire_session_key()
+ * @rank: the sender
  *
- * Return: the 64-bit tag (the packet carries it little-endian); 0 if @len
- * is over GN_WIRE_MAX_PKT, which no packet that gn_mac_check() takes is.
+ * BLAKE2s-256 keyed with the session key, of "gradnet sender" ||
+ * le16(rank): one key per sender, so each key's nonces are one sender's
+ * packet numbers.
+ *
+ * Return: 0, or -errno from the environment's KDF.
  */
-GN_EXPORT uint64_t gn_mac_tag(const struct gn_mac *m, const uint8_t *buf,
-			      size_t len);
+GN_EXPORT int gn_wire_sender_key(uint8_t *out, const uint8_t *session,
+				 uint16_t rank);
 
 /**
- * gn_mac_seal() - append the tag to a packet
- * @m: expanded key, or NULL for an insecure job (tag 0)
- * @pkt: packet, with GN_WIRE_TAG bytes of room after @len
- * @len: bytes before the tag, at most GN_WIRE_MAX_PKT - GN_WIRE_TAG, the
- *	longest packet gn_mac_check() takes
+ * gn_wire_seal() - number, seal and tag a packet in place
+ * @key: GN_SEAL_KEY_LEN bytes, or NULL for a job without a key
+ * @pkt: the packet, its header and fixed part written, with GN_WIRE_TAG
+ *	bytes of room after @len
+ * @len: bytes before the tag, at most GN_WIRE_MAX_PKT - GN_WIRE_TAG, and
+ *	at least the header and the fixed part of its type
+ * @pn: its packet number, 1 .. GN_WIRE_PN_MAX
+ * @flags: GN_SEAL_*; without a key GN_SEAL_CLEAR is set whatever it says
  *
- * Return: the packet length with the tag; 0 if @len is over the limit, and
- * then nothing is written.
+ * Writes @flags and @pn into the header, encrypts the body in place
+ * (unless GN_SEAL_CLEAR) and appends the tag; without a key the tag is 16
+ * zero bytes.
+ *
+ * Return: the packet length with the tag; 0 if @len or @pn is out of
+ * range or the environment's AEAD failed, and then the packet is not to
+ * be sent.
  */
-GN_EXPORT size_t gn_mac_seal(const struct gn_mac *m, uint8_t *pkt, size_t len);
+GN_EXPORT size_t gn_wire_seal(const uint8_t *key, uint8_t *pkt, size_t len,
+			      uint64_t pn, uint8_t flags);
 
 /**
- * gn_mac_check() - verify a received packet's tag in constant time
- * @m: expanded key, or NULL for an insecure job (tag must be 0)
- * @pkt: the packet
- * @len: its length, tag included, >= GN_WIRE_TAG
+ * gn_wire_open() - check a received packet's tag and decrypt its body
+ * @key: GN_SEAL_KEY_LEN bytes, or NULL for a job without a key (the
+ *	packet must say GN_SEAL_CLEAR and carry a zero tag)
+ * @pkt: the packet, its header checked by gn_wire_hdr_get(); writable
+ * @len: its length, tag included
  *
- * Return: 0 or -EBADMSG.
- */
-GN_EXPORT int gn_mac_check(const struct gn_mac *m, const uint8_t *pkt,
-			   size_t len);
-
-/**
- * gn_siphash() - SipHash-2-4 with a 128-bit key
- * @k: key words, little-endian halves
- * @buf: input
- * @len: bytes
+ * The body is decrypted in place only if the tag is right; a packet that
+ * fails leaves its body undefined, and is to be dropped.
  *
- * Return: the 64-bit hash.
+ * Return: 0, or -EBADMSG if the tag is wrong (or the packet too short to
+ * have one).
  */
-GN_EXPORT uint64_t gn_siphash(const uint64_t k[2], const void *buf,
-			      size_t len);
+GN_EXPORT int gn_wire_open(const uint8_t *key, uint8_t *pkt, size_t len);
 
 #ifdef __cplusplus
 }

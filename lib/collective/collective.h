@@ -32,6 +32,7 @@ struct gn_core_conf {
 	u64 timeout_ns;			/* a silent peer is dead after this */
 	u64 step_timeout_ns;		/* 0: steps wait for shares forever */
 	const u8 *key;			/* GN_MAC_KEY_LEN bytes; NULL: insecure */
+	bool clear;			/* bodies authenticated only (GN_ENCRYPT=0) */
 	u8 version;			/* wire version; 0: GN_WIRE_VERSION */
 	/* Told what the session key binds when the handshake is done (optional). */
 	void (*on_session)(const u8 *info, size_t len);
@@ -64,8 +65,9 @@ void gn_core_set_name(struct gn_ctx *ctx, int rank, const char *name);
  * address in rank order, before the first poll: the handshake compares
  * its digest with every peer's (delivery.h) and refuses a difference.
  * Without it the digest is that of no list, which only such ranks share.
+ * Return: 0, or the environment's error from hashing the list.
  */
-void gn_core_set_peers(struct gn_ctx *ctx, const struct gn_peer_addr *addrs);
+int gn_core_set_peers(struct gn_ctx *ctx, const struct gn_peer_addr *addrs);
 
 /*
  * gn_core_poll() - everything due: receive, reduce, acknowledge, retransmit,

@@ -39,7 +39,8 @@ int gn_core_open(const struct gn_core_conf *conf, const struct gn_env *env,
 		.version = conf->version ? conf->version : GN_WIRE_VERSION,
 		.mtu = conf->mtu, .max_pkt = conf->mtu - GN_WIRE_IPUDP,
 		.chunk = conf->chunk, .timeout_ns = conf->timeout_ns,
-		.key = conf->key, .on_session = conf->on_session,
+		.key = conf->key, .clear = conf->clear,
+		.on_session = conf->on_session,
 	};
 	struct gn_ctx *ctx;
 	int r;
@@ -109,12 +110,14 @@ void gn_core_free(struct gn_ctx *ctx)
 	gn_free(ctx->env, ctx);
 }
 
-void gn_core_set_peers(struct gn_ctx *ctx, const struct gn_peer_addr *addrs)
+int gn_core_set_peers(struct gn_ctx *ctx, const struct gn_peer_addr *addrs)
 {
 	u8 digest[GN_PEERS_DIGEST_LEN];
+	int r = gn_dl_peers_digest(addrs, ctx->world, ctx->dl.job, digest);
 
-	gn_dl_peers_digest(addrs, ctx->world, ctx->dl.job, digest);
-	gn_dl_set_peers_digest(&ctx->dl, digest);
+	if (!r)
+		gn_dl_set_peers_digest(&ctx->dl, digest);
+	return r;
 }
 
 void gn_core_set_name(struct gn_ctx *ctx, int rank, const char *name)

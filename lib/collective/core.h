@@ -292,6 +292,8 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	    const float *x);
 int gn_pack_index(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		  u32 stepno, const struct msg_shape *ms, const u32 *idx);
+/* What a packing error @r (not -EDOM) means, for a step's message. */
+const char *gn_pack_failure(int r);
 void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
 		     const struct msg_shape *ms);
 void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st);

@@ -307,8 +307,9 @@ static void batch_publish(struct enc_batch *b)
 				 ctx->dl.peers[ctx->rank].name);
 			gn_step_abort(ctx, st, -EDOM, why);
 		} else if (b->r[k]) {
-			gn_step_abort(ctx, st, b->r[k],
-				      "out of packet buffers while compressing");
+			snprintf(why, sizeof(why), "%s while compressing",
+				 gn_pack_failure(b->r[k]));
+			gn_step_abort(ctx, st, b->r[k], why);
 		}
 	}
 	for (k = 0; k < b->n; k++) {

@@ -6,12 +6,16 @@
  */
 #include "core.h"
 
-/* @type GN_PKT_WHOLE: the message is this packet, the body at its offset. */
-static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
-		       const struct msg_shape *ms, struct gn_buf *b, u8 type,
-		       u32 first, u32 count, u32 body, u32 idx, u32 npkts)
+/*
+ * Packet @idx of @m; @type GN_PKT_WHOLE: the message is this packet, the
+ * body at its offset. Return: 0, or -EIO if it could not be sealed.
+ */
+static int put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
+		      const struct msg_shape *ms, struct gn_txmsg *m, u8 type,
+		      u32 first, u32 count, u32 body, u32 idx, u32 npkts)
 {
 	const struct gn_codec_params *p;
+	struct gn_buf *b = m->pkt[idx];
 	struct gn_wire_hdr h;
 	struct gn_wire_data d = {
 		.chunk_off = ms->chunk_off, .chunk_len = ms->chunk_len,
@@ -27,7 +31,22 @@ static void put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 	h.body_len = (u16)body;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_data_put(&d, b->data);
-	gn_dl_seal(&ctx->dl, b, (u16)(gn_wire_body_off(type) + body), ms->to);
+	return gn_dl_seal_msg(&ctx->dl, m, idx,
+			      (u16)(gn_wire_body_off(type) + body), ms->to);
+}
+
+const char *gn_pack_failure(int r)
+{
+	switch (r) {
+	case -ENOMEM:
+		return "out of packet buffers";
+	case -EIO:
+		return "a packet could not be sealed";
+	case -EAGAIN:
+		return "a packet came before the session key";
+	default:
+		return "a chunk does not fit its message";
+	}
 }
 
 /* Bytes of body a WHOLE packet holds. */
@@ -82,9 +101,8 @@ static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
 	if (len < 0 || used != units)
 		return -EINVAL;
 	m->stream_bytes = cd->stream_extra + (u64)len;
-	put_packet(ctx, t, stepno, ms, m->pkt[0], GN_PKT_WHOLE, 0, units,
-		   (u32)len, 0, 1);
-	return 0;
+	return put_packet(ctx, t, stepno, ms, m, GN_PKT_WHOLE, 0, units,
+			  (u32)len, 0, 1);
 }
 
 /* What cuts a message's slices: the codec's slicer, or an index set. */
@@ -121,6 +139,7 @@ static int pack_cut(struct gn_ctx *ctx, struct gn_txmsg *m,
 	const struct msg_shape *ms = k->ms;
 	const struct gn_codec_params *p;
 	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
+	int r = 0;
 
 	if (most > m->cap)
 		return -EINVAL;
@@ -142,14 +161,14 @@ static int pack_cut(struct gn_ctx *ctx, struct gn_txmsg *m,
 		at += used;
 		n++;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; !r && i < n; i++) {
 		u32 first = gn_get_le32(m->pkt[i]->data);
 		u32 end = i + 1 < n ? gn_get_le32(m->pkt[i + 1]->data) : units;
 
-		put_packet(ctx, t, stepno, ms, m->pkt[i], GN_PKT_DATA, first,
-			   end - first, m->pkt[i]->len, i, n);
+		r = put_packet(ctx, t, stepno, ms, m, GN_PKT_DATA, first,
+			       end - first, m->pkt[i]->len, i, n);
 	}
-	return 0;
+	return r;
 }
 
 /*
@@ -248,7 +267,9 @@ static void publish_span(struct gn_ctx *ctx, struct gn_step *st,
 			 ctx->dl.peers[ctx->rank].name);
 		gn_step_abort(ctx, st, -EDOM, why);
 	} else if (!st->err && r) {
-		gn_step_abort(ctx, st, r, "out of packet buffers while compressing");
+		snprintf(why, sizeof(why), "%s while compressing",
+			 gn_pack_failure(r));
+		gn_step_abort(ctx, st, r, why);
 	}
 	if (st->err) {
 		for (k = 0; sp->j != ctx->rank && k < sp->n; k++)

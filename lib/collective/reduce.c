@@ -231,7 +231,7 @@ void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st,
 	}
 	if (r) {
 		gn_dl_msg_clear(&ctx->dl, m);
-		gn_step_abort(ctx, st, r, "out of packet buffers");
+		gn_step_abort(ctx, st, r, gn_pack_failure(r));
 		return;
 	}
 	if (ctx->world > 1)

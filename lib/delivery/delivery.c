@@ -18,19 +18,21 @@ void gn_dl_set_err(char *buf, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Room for the MAC states: the job key now, the session key later. */
+/* The job key and this rank's HELLO key now; room for the sender keys. */
 static int keys_init(struct gn_dl *dl, const u8 *key)
 {
 	if (!key) {
 		dl->insecure = true;
 		return 0;
 	}
-	dl->job_mac = gn_alloc(dl->env, sizeof(*dl->job_mac));
-	dl->mac = gn_alloc(dl->env, sizeof(*dl->mac));
-	if (!dl->job_mac || !dl->mac)
+	dl->keys_size = sizeof(*dl->keys) +
+			(size_t)dl->world * sizeof(dl->keys->sender[0]);
+	dl->keys = gn_alloc(dl->env, dl->keys_size);
+	if (!dl->keys)
 		return -ENOMEM;
-	gn_mac_init(dl->job_mac, key);
-	return 0;
+	memcpy(dl->keys->job, key, GN_MAC_KEY_LEN);
+	return gn_wire_hello_key(dl->keys->hello, key, (u16)dl->rank,
+				 dl->instance);
 }
 
 int gn_dl_init(struct gn_dl *dl, const struct gn_dl_conf *c,
@@ -53,6 +55,7 @@ int gn_dl_init(struct gn_dl *dl, const struct gn_dl_conf *c,
 	dl->up_arg = up_arg;
 	dl->dead_peer = -1;
 	dl->on_session = c->on_session;
+	dl->seal_flags = c->clear ? GN_SEAL_CLEAR : 0;
 	r = gn_env_random(env, &dl->instance, sizeof(dl->instance));
 	if (r)
 		return r;
@@ -104,13 +107,10 @@ void gn_dl_destroy(struct gn_dl *dl)
 	gn_free(dl->env, dl->ackq);
 	gn_free(dl->env, dl->peers);
 	gn_free(dl->env, dl->session_info);
-	/* The MAC state is the key, expanded: leave none of it in the heap. */
-	if (dl->mac)
-		gn_memzero_explicit(dl->mac, sizeof(*dl->mac));
-	if (dl->job_mac)
-		gn_memzero_explicit(dl->job_mac, sizeof(*dl->job_mac));
-	gn_free(dl->env, dl->mac);
-	gn_free(dl->env, dl->job_mac);
+	/* Leave no key in the heap. */
+	if (dl->keys)
+		gn_memzero_explicit(dl->keys, dl->keys_size);
+	gn_free(dl->env, dl->keys);
 }
 
 static void msg_tab_put(struct gn_txmsg **tab, u32 mask, struct gn_txmsg *m);

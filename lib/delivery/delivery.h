@@ -11,8 +11,9 @@
  * transport, the wire format and the environment.
  *
  * Every packet is checked in this order before it can touch any state:
- * length and header, source, job, MAC; each failure is counted by reason.
- * Only then does the packet's type matter.
+ * length and header, source, job, tag (gn_wire_open(), which decrypts the
+ * body), then its packet number against the sender's window; each failure
+ * is counted by reason. Only then does the packet's type matter.
  */
 #ifndef GN_DELIVERY_H
 #define GN_DELIVERY_H
@@ -75,6 +76,7 @@ struct gn_txrow {
  */
 struct gn_txmsg {
 	struct gn_txmsg *hnext;		/* identity hash chain */
+	u64 pn;				/* packet i is numbered pn + i */
 	bool busy;			/* queued, some receiver owes an ack */
 	bool ctl;			/* a control message: counted as control */
 	u8 phase;			/* GN_PHASE_*, or GN_PHASE_CTRL */
@@ -134,6 +136,25 @@ struct gn_ack_out {
 
 /* ---- peers -------------------------------------------------------------- */
 
+/*
+ * The packet numbers a peer's session packets came with (replay.c): the
+ * highest, and a bitmap of the GN_REPLAY_BITS - 64 numbers below it, as
+ * RFC 6479 keeps one.
+ */
+#define GN_REPLAY_WORDS 32
+#define GN_REPLAY_BITS (64 * GN_REPLAY_WORDS)
+
+struct gn_replay {
+	u64 top;			/* 0: none yet */
+	u64 bits[GN_REPLAY_WORDS];	/* number n is bit n % 64 of word n / 64 */
+};
+
+enum gn_pn_seen {
+	GN_PN_NEW,			/* never seen: noted now */
+	GN_PN_SEEN,			/* in the window, seen before */
+	GN_PN_OLD,			/* below the window: cannot tell */
+};
+
 struct gn_peer {
 	int rank;
 	char name[GN_NAME_LEN];		/* "rank 2 (10.0.0.3:7000)" */
@@ -147,7 +168,9 @@ struct gn_peer {
 	u64 pong_floor;			/* PONGs must echo a later PING */
 	u8 version_seen;		/* another protocol version, if it spoke one */
 	bool dead;
-	u32 mac_failures;
+	u32 mac_failures;		/* packets that failed gn_wire_open() */
+	u64 answer_at;			/* HELLO answers: the rate limit's clock */
+	struct gn_replay replay;
 	/* control messages */
 	u32 ctrl_seq;
 	u32 ctrl_seen_base;		/* every seq <= this was seen */
@@ -278,7 +301,19 @@ struct gn_dl_conf {
 	u32 mtu, max_pkt, chunk;
 	u64 timeout_ns;
 	const u8 *key;			/* NULL: insecure */
+	bool clear;			/* bodies authenticated, not encrypted */
 	void (*on_session)(const u8 *info, size_t len);
+};
+
+/*
+ * The keys of a context (lib/wire/seal.c), in one block that is wiped
+ * when it is freed: the job's, this rank's HELLO key, and every rank's
+ * sender key of the session (zero until the handshake is done).
+ */
+struct gn_dl_keys {
+	u8 job[GN_MAC_KEY_LEN];
+	u8 hello[GN_SEAL_KEY_LEN];
+	u8 sender[][GN_SEAL_KEY_LEN];
 };
 
 /* ---- the delivery state of a context ---------------------------------- */
@@ -296,8 +331,10 @@ struct gn_dl {
 	struct gn_transport *tp;
 	const struct gn_dl_up *up;
 	void *up_arg;
-	struct gn_mac *job_mac;		/* the job key: HELLOs; NULL when insecure */
-	struct gn_mac *mac;		/* the session key: every other packet */
+	struct gn_dl_keys *keys;	/* NULL when insecure */
+	size_t keys_size;
+	u8 seal_flags;			/* GN_SEAL_CLEAR: bodies in the clear */
+	u64 pn;				/* the last packet number handed out */
 	struct gn_peer *peers;
 
 	u64 now_ns;
@@ -377,9 +414,21 @@ void gn_dl_msg_free(struct gn_dl *dl, struct gn_txmsg *m);
 struct gn_buf *gn_dl_buf(struct gn_dl *dl);
 void gn_dl_buf_put(struct gn_dl *dl, struct gn_buf *b);
 void gn_dl_buf_hold(struct gn_dl *dl, struct gn_buf *b);
-/* Seal a packet of @len bytes (tag appended) in @b for @to. */
-void gn_dl_seal(struct gn_dl *dl, struct gn_buf *b, u16 len, int to);
-void gn_dl_seal_with(const struct gn_mac *k, struct gn_buf *b, u16 len, int to);
+/*
+ * Seal a packet of @len bytes (tag appended) in @b for @to under this
+ * rank's session key, with the next packet number. Return: 0, or -errno
+ * and @b is not to be sent.
+ */
+int gn_dl_seal(struct gn_dl *dl, struct gn_buf *b, u16 len, int to);
+/* The same for this rank's HELLOs, under its HELLO key. */
+int gn_dl_seal_hello(struct gn_dl *dl, struct gn_buf *b, u16 len, int to);
+/*
+ * Seal packet @i of @m, in @m->pkt[i], with the number @m was given when
+ * it was emptied (gn_dl_msg_clear()): any thread may seal the packets of
+ * a message it packs.
+ */
+int gn_dl_seal_msg(struct gn_dl *dl, struct gn_txmsg *m, u32 i, u16 len,
+		   int to);
 void gn_dl_hdr_init(const struct gn_dl *dl, struct gn_wire_hdr *h, u8 type,
 		    int to);
 /* Start sending @m (its packets, identity and owner set). */
@@ -399,6 +448,8 @@ void gn_dl_kick(struct gn_dl *dl);
  * the transport could not take yet (the park): it is put.
  */
 void gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b);
+/* Seal and send one such packet; if it cannot be sealed it is put, lost. */
+void gn_dl_seal_send(struct gn_dl *dl, struct gn_buf *b, u16 len, int to);
 bool gn_dl_park_flush(struct gn_dl *dl);
 
 /* The oldest parked packet, out of the park (there is one). */
@@ -449,6 +500,9 @@ void gn_dl_ack_maybe(struct gn_dl *dl);
 void gn_dl_ack_all(struct gn_dl *dl, int peer, const struct gn_wire_hdr *h,
 		   const struct gn_wire_data *d);
 
+/* replay.c */
+enum gn_pn_seen gn_replay_note(struct gn_replay *w, u64 pn);
+
 /* peer.c */
 void gn_dl_peers_tick(struct gn_dl *dl);
 void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
@@ -464,8 +518,8 @@ u64 gn_dl_peers_deadline(const struct gn_dl *dl);
  * ranks whose lists differ in any address or in the order refuse each
  * other at the handshake.
  */
-void gn_dl_peers_digest(const struct gn_peer_addr *a, int world, u32 job,
-			u8 out[GN_PEERS_DIGEST_LEN]);
+int gn_dl_peers_digest(const struct gn_peer_addr *a, int world, u32 job,
+		       u8 out[GN_PEERS_DIGEST_LEN]);
 /* The digest of the list this rank was given: before the handshake starts. */
 void gn_dl_set_peers_digest(struct gn_dl *dl, const u8 *digest);
 

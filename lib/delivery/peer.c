@@ -7,17 +7,44 @@
 
 #define HELLO_EVERY_NS 100000000ull
 #define MISMATCH_GRACE_NS 300000000ull
+/*
+ * HELLO answers to one peer: ANSWER_BURST in a row, then one every
+ * ANSWER_EVERY_NS. A peer's handshake asks once per HELLO_EVERY_NS, so
+ * this never holds a real answer back; it bounds what recorded or spoofed
+ * HELLOs, which anyone may send again, make this rank reflect.
+ */
+#define ANSWER_BURST 4
+#define ANSWER_EVERY_NS 25000000ull
 
 /* ---- handshake ------------------------------------------------------------ */
 
 /*
+ * May this rank answer a HELLO of @p now? The rate limit as a clock:
+ * answer_at is when the next answer is due, each answer moves it on by
+ * ANSWER_EVERY_NS, and it never lags now by more than the burst allows.
+ */
+static bool answer_allowed(struct gn_dl *dl, struct gn_peer *p)
+{
+	const u64 slack = (ANSWER_BURST - 1) * ANSWER_EVERY_NS;
+	u64 floor = dl->now_ns > slack ? dl->now_ns - slack : 0;
+
+	if (p->answer_at < floor)
+		p->answer_at = floor;
+	if (p->answer_at > dl->now_ns)
+		return false;
+	p->answer_at += ANSWER_EVERY_NS;
+	return true;
+}
+
+/*
  * A HELLO to @p that names @echo as the instance we heard from it (0: none
- * yet). HELLOs are the only packets under the job key.
+ * yet). HELLOs are the only packets under the HELLO key; answers
+ * (GN_HELLO_ANSWER) are rate-limited.
  */
 static void send_hello(struct gn_dl *dl, struct gn_peer *p, u8 flags,
 		       u64 echo)
 {
-	struct gn_buf *b = gn_dl_buf(dl);
+	struct gn_buf *b;
 	bool reply = p->hello_in && echo == p->instance;
 	struct gn_wire_hello o = {
 		.world = (u16)dl->world,
@@ -30,6 +57,9 @@ static void send_hello(struct gn_dl *dl, struct gn_peer *p, u8 flags,
 	};
 	struct gn_wire_hdr h;
 
+	if (flags & GN_HELLO_ANSWER && !answer_allowed(dl, p))
+		return;
+	b = gn_dl_buf(dl);
 	if (!b)
 		return;
 	gn_dl_hdr_init(dl, &h, GN_PKT_HELLO, p->rank);
@@ -38,9 +68,12 @@ static void send_hello(struct gn_dl *dl, struct gn_peer *p, u8 flags,
 	gn_wire_hello_put(&o, b->data);
 	memcpy(b->data + GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN, dl->peers_digest,
 	       GN_WIRE_HELLO_BODY);
+	if (gn_dl_seal_hello(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN +
+			     GN_WIRE_HELLO_BODY, p->rank)) {
+		gn_dl_buf_put(dl, b);
+		return;
+	}
 	p->told_reply |= reply;
-	gn_dl_seal_with(dl->job_mac, b, GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN +
-			GN_WIRE_HELLO_BODY, p->rank);
 	gn_dl_send_now(dl, b);
 }
 
@@ -151,7 +184,13 @@ void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
 		p->told_reply = false;
 	p->instance = p->heard = o.instance;
 	p->hello_in = true;
-	p->last_rx_ns = dl->now_ns;
+	/*
+	 * Once the session is up, only session packets with new numbers
+	 * count as signs of life (receive.c): a HELLO carries nothing that
+	 * tells a recording of this run from a fresh one.
+	 */
+	if (!dl->ready)
+		p->last_rx_ns = dl->now_ns;
 	if (o.flags & GN_HELLO_REPLY)
 		p->hello_acked = true;
 	/*
@@ -167,27 +206,33 @@ void gn_dl_hello_in(struct gn_dl *dl, struct gn_peer *p,
 /*
  * The session key: the job key, every rank's instance of this run (so no
  * packet of another run authenticates in this one) and the peer list's
- * digest (so ranks given other lists cannot share a session).
+ * digest (so ranks given other lists cannot share a session); and from it
+ * every rank's sender key.
  */
 static int start_session(struct gn_dl *dl)
 {
 	size_t len = gn_dl_session_info_len(dl->world);
-	u8 *info = dl->session_info;
+	u8 *info = dl->session_info, session[GN_SEAL_KEY_LEN];
 	int i, r;
 
-	if (!dl->job_mac)
+	if (!dl->keys)
 		return 0;
-	if (len > GN_MAC_INFO_MAX)
+	if (len > GN_WIRE_INFO_MAX)
 		return -E2BIG;
 	gn_put_le32(dl->job, info);
 	gn_put_le16((u16)dl->world, info + 4);
 	info[6] = dl->version;
+	info[7] = 0;
 	for (i = 0; i < dl->world; i++)
 		gn_put_le64(i == dl->rank ? dl->instance : dl->peers[i].instance,
 			    info + 8 + 8 * i);
 	memcpy(info + 8 + 8 * (size_t)dl->world, dl->peers_digest,
 	       GN_PEERS_DIGEST_LEN);
-	r = gn_mac_session(dl->mac, dl->job_mac, info, len);
+	r = gn_wire_session_key(session, dl->keys->job, info, len);
+	for (i = 0; !r && i < dl->world; i++)
+		r = gn_wire_sender_key(dl->keys->sender[i], session, (u16)i);
+	/* The session key lives on only as the sender keys. */
+	gn_memzero_explicit(session, sizeof(session));
 	if (!r && dl->on_session)
 		dl->on_session(info, len);
 	return r;
@@ -290,8 +335,7 @@ static void send_ping(struct gn_dl *dl, struct gn_peer *p, u8 type, u64 stamp)
 	gn_dl_hdr_init(dl, &h, type, p->rank);
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_ping_put(&o, b->data);
-	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN, p->rank);
-	gn_dl_send_now(dl, b);
+	gn_dl_seal_send(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_PING_LEN, p->rank);
 }
 
 /*
@@ -414,39 +458,34 @@ void gn_dl_peers_tick(struct gn_dl *dl)
 /* ---- the peer list ---------------------------------------------------------- */
 
 /*
- * Two SipHash-2-4 chains under fixed, public keys: the digest names the
- * list, so ranks handed different lists (a launcher's store that someone
- * else wrote to, a typo in one rank's GN_PEERS) find out at the handshake
- * and say which peer differs. It is not a secret; what keeps a stranger
- * out is the key, and the session key is derived over the digest too.
+ * A chain of keyed BLAKE2s (the environment's gn_kdf()) from a fixed,
+ * public key, one link per rank: the digest names the list, so ranks
+ * handed different lists (a launcher's store that someone else wrote to,
+ * a typo in one rank's GN_PEERS) find out at the handshake and say which
+ * peer differs. It is not a secret; what keeps a stranger out is the key,
+ * and the session key is derived over the digest too. One link per rank
+ * keeps the input a fixed 20 bytes, whatever the world size.
  */
-static const u64 digest_keys[2][2] = {
-	{ 0x7372656570206e67ull, 0x3174736567696400ull },
-	{ 0x7473696c20726570ull, 0x3274736567696400ull },
-};
-
-void gn_dl_peers_digest(const struct gn_peer_addr *a, int world, u32 job,
-			u8 out[GN_PEERS_DIGEST_LEN])
+int gn_dl_peers_digest(const struct gn_peer_addr *a, int world, u32 job,
+		       u8 out[GN_PEERS_DIGEST_LEN])
 {
-	u8 in[8 + 20];
-	u64 h[2];
-	int i, l;
+	static const u8 list_key[] = "gradnet peer list";
+	u8 h[GN_SEAL_KEY_LEN], in[20];
+	int i, r;
 
 	gn_put_le32(job, in);
 	gn_put_le32((u32)world, in + 4);
-	for (l = 0; l < 2; l++)
-		h[l] = gn_siphash(digest_keys[l], in, 8);
-	for (i = 0; i < world; i++) {
-		gn_put_le16(a[i].family, in + 8);
-		gn_put_le16(a[i].port, in + 10);
-		memcpy(in + 12, a[i].addr, 16);
-		for (l = 0; l < 2; l++) {
-			gn_put_le64(h[l], in);
-			h[l] = gn_siphash(digest_keys[l], in, sizeof(in));
-		}
+	r = gn_kdf(h, list_key, sizeof(list_key) - 1, (const u8 *)"peers", 5,
+		   in, 8);
+	for (i = 0; !r && i < world; i++) {
+		gn_put_le16(a[i].family, in);
+		gn_put_le16(a[i].port, in + 2);
+		memcpy(in + 4, a[i].addr, 16);
+		r = gn_kdf(h, h, sizeof(h), (const u8 *)"peer", 4, in,
+			   sizeof(in));
 	}
-	gn_put_le64(h[0], out);
-	gn_put_le64(h[1], out + 8);
+	memcpy(out, h, GN_PEERS_DIGEST_LEN);
+	return r;
 }
 
 void gn_dl_set_peers_digest(struct gn_dl *dl, const u8 *digest)

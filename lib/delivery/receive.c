@@ -118,8 +118,7 @@ static void ack_send(struct gn_dl *dl, struct gn_ack_out *o)
 	h.body_len = (u16)(o->len - GN_WIRE_HDR_LEN - GN_WIRE_ACK_LEN);
 	gn_wire_hdr_put(&h, o->b->data);
 	gn_wire_ack_put(o->entries, o->b->data);
-	gn_dl_seal(dl, o->b, (u16)o->len, o->peer);
-	gn_dl_send_now(dl, o->b);
+	gn_dl_seal_send(dl, o->b, (u16)o->len, o->peer);
 	o->b = NULL;
 }
 
@@ -351,9 +350,8 @@ void gn_dl_ack_all(struct gn_dl *dl, int peer, const struct gn_wire_hdr *h,
 	gn_wire_hdr_put(&ah, b->data);
 	gn_wire_ack_put(1, b->data);
 	gn_wire_ack_entry_put(&a, b->data + GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN);
-	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN + GN_WIRE_ACK_ENTRY,
-		   peer);
-	gn_dl_send_now(dl, b);
+	gn_dl_seal_send(dl, b,
+			GN_WIRE_HDR_LEN + GN_WIRE_ACK_LEN + GN_WIRE_ACK_ENTRY, peer);
 }
 
 /* ---- control messages in ---------------------------------------------------- */
@@ -394,8 +392,7 @@ static void ctrl_ack(struct gn_dl *dl, struct gn_peer *p, u32 seq)
 	gn_dl_hdr_init(dl, &ah, GN_PKT_CTRL_ACK, p->rank);
 	gn_wire_hdr_put(&ah, b->data);
 	gn_wire_ctrl_ack_put(&ca, b->data);
-	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_ACK_LEN, p->rank);
-	gn_dl_send_now(dl, b);
+	gn_dl_seal_send(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_ACK_LEN, p->rank);
 }
 
 static void ctrl_in(struct gn_dl *dl, struct gn_peer *p,
@@ -439,14 +436,55 @@ static void version_in(struct gn_dl *dl, struct gn_peer *p,
 	p->version_seen = h->version;
 }
 
-static int mac_check(const struct gn_mac *k, const struct gn_buf *b)
+/*
+ * Check @b's tag and decrypt its body in place, under its sender's key:
+ * for a HELLO the key of the instance it names, which is read first (a
+ * HELLO whose fixed part is malformed is -EPROTO, not a wrong tag).
+ */
+static int open_packet(struct gn_dl *dl, const struct gn_wire_hdr *h,
+		       struct gn_buf *b)
 {
+	u8 key[GN_SEAL_KEY_LEN];
+	struct gn_wire_hello o;
 	int r;
 
-	gn_simd_begin();
-	r = gn_mac_check(k, b->data, b->len);
-	gn_simd_end();
+	if (!dl->keys)
+		return gn_wire_open(NULL, b->data, b->len);
+	if (h->type != GN_PKT_HELLO)
+		return gn_wire_open(dl->keys->sender[h->src], b->data, b->len);
+	if (gn_wire_hello_get(b->data, h, &o))
+		return -EPROTO;
+	r = gn_wire_hello_key(key, dl->keys->job, h->src, o.instance);
+	if (!r)
+		r = gn_wire_open(key, b->data, b->len);
+	gn_memzero_explicit(key, sizeof(key));
 	return r;
+}
+
+/*
+ * A session packet's number, after its tag: the first time a number is
+ * seen is the only time its packet counts as a sign of life. Control
+ * packets that are never sent twice (ACK, CTRL_ACK, PING, PONG) must
+ * bring a new number; DATA, WHOLE and CTRL are retransmitted as the very
+ * same bytes, so for them a repeat is a duplicate, which the message and
+ * sequence state above tell and acknowledge again.
+ */
+static bool pn_fresh(struct gn_dl *dl, struct gn_peer *p,
+		     const struct gn_wire_hdr *h)
+{
+	if (gn_replay_note(&p->replay, h->pn) == GN_PN_NEW) {
+		p->last_rx_ns = dl->now_ns;
+		return true;
+	}
+	switch (h->type) {
+	case GN_PKT_DATA:
+	case GN_PKT_WHOLE:
+	case GN_PKT_CTRL:
+		return true;
+	default:
+		gn_dl_drop(dl, p, GN_DROP_REPLAY);
+		return false;
+	}
 }
 
 void gn_dl_packet_in(struct gn_dl *dl, struct gn_buf *b)
@@ -486,12 +524,17 @@ void gn_dl_packet_in(struct gn_dl *dl, struct gn_buf *b)
 		gn_dl_drop(dl, p, GN_DROP_EARLY);
 		return;
 	}
-	if (mac_check(h.type == GN_PKT_HELLO ? dl->job_mac : dl->mac, b)) {
+	r = open_packet(dl, &h, b);
+	if (r == -EPROTO) {
+		gn_dl_drop(dl, p, GN_DROP_MALFORMED);
+		return;
+	}
+	if (r) {
 		p->mac_failures++;
 		gn_dl_drop(dl, p, GN_DROP_MAC);
 		return;
 	}
-	if (p->dead)
+	if (p->dead || (h.type != GN_PKT_HELLO && !pn_fresh(dl, p, &h)))
 		return;
 	switch (h.type) {
 	case GN_PKT_HELLO:

@@ -75,19 +75,63 @@ void gn_dl_hdr_init(const struct gn_dl *dl, struct gn_wire_hdr *h, u8 type,
 	h->job = dl->job;
 }
 
-/* Tag the @len bytes in @b under @k and address it. */
-void gn_dl_seal_with(const struct gn_mac *k, struct gn_buf *b, u16 len, int to)
+/*
+ * @n packet numbers in a row; the first, or 0 once they are used up (at
+ * 2^56, some 15 years of a 100 Gbit/s link's smallest frames).
+ */
+static u64 pn_take(struct gn_dl *dl, u64 n)
 {
-	gn_simd_begin();
-	b->len = (u16)gn_mac_seal(k, b->data, len);
-	gn_simd_end();
-	b->peer = (u16)to;
+	if (dl->pn > GN_WIRE_PN_MAX - n)
+		return 0;
+	dl->pn += n;
+	return dl->pn - n + 1;
 }
 
-/* Every packet but HELLO is under the session key. */
-void gn_dl_seal(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
+/* Seal the @len bytes in @b under @key with number @pn, and address it. */
+static int seal(struct gn_dl *dl, const u8 *key, struct gn_buf *b, u16 len,
+		u64 pn, int to)
 {
-	gn_dl_seal_with(dl->mac, b, len, to);
+	size_t sealed = gn_wire_seal(key, b->data, len, pn, dl->seal_flags);
+
+	b->len = (u16)sealed;
+	b->peer = (u16)to;
+	return sealed ? 0 : -EIO;
+}
+
+/*
+ * This rank's sender key (NULL: a job without a key); false before the
+ * handshake derived it, when only HELLOs may go.
+ */
+static bool sender_key(const struct gn_dl *dl, const u8 **key)
+{
+	*key = dl->keys ? dl->keys->sender[dl->rank] : NULL;
+	return !dl->keys || dl->ready;
+}
+
+int gn_dl_seal(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
+{
+	const u8 *key;
+
+	if (!sender_key(dl, &key))
+		return -EAGAIN;
+	return seal(dl, key, b, len, pn_take(dl, 1), to);
+}
+
+int gn_dl_seal_hello(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
+{
+	return seal(dl, dl->keys ? dl->keys->hello : NULL, b, len,
+		    pn_take(dl, 1), to);
+}
+
+int gn_dl_seal_msg(struct gn_dl *dl, struct gn_txmsg *m, u32 i, u16 len,
+		   int to)
+{
+	const u8 *key;
+
+	if (!sender_key(dl, &key))
+		return -EAGAIN;
+	return seal(dl, key, m->pkt[i], len,
+		    i < m->cap && m->pn ? m->pn + i : 0, to);
 }
 
 void gn_dl_kick(struct gn_dl *dl)
@@ -144,6 +188,15 @@ void gn_dl_send_now(struct gn_dl *dl, struct gn_buf *b)
 	dl->park[(dl->park_head + dl->park_n++) % GN_CTL_PARK] = b;
 }
 
+/* gn_dl_seal() and gn_dl_send_now(); unsealed, @b is put, as if lost. */
+void gn_dl_seal_send(struct gn_dl *dl, struct gn_buf *b, u16 len, int to)
+{
+	if (gn_dl_seal(dl, b, len, to))
+		gn_dl_buf_put(dl, b);
+	else
+		gn_dl_send_now(dl, b);
+}
+
 /* ---- messages ------------------------------------------------------------ */
 
 struct gn_txmsg *gn_dl_msg_new(struct gn_dl *dl, u32 rows, u32 cap)
@@ -163,6 +216,7 @@ struct gn_txmsg *gn_dl_msg_new(struct gn_dl *dl, u32 rows, u32 cap)
 	m->cap = cap;
 	for (r = 0; r < rows; r++)
 		m->row[r].m = m;
+	m->pn = pn_take(dl, cap);
 	return m;
 }
 
@@ -327,7 +381,9 @@ void gn_dl_msg_cancel(struct gn_dl *dl, struct gn_txmsg *m)
 
 /*
  * Give the packets back to the transport. A busy message is done (or
- * cancelled) first; a control message goes back on the free list.
+ * cancelled) first; a control message goes back on the free list. The
+ * message gets numbers for its next packets: a number seals one packet
+ * only, and a message is emptied before it is filled again.
  */
 void gn_dl_msg_clear(struct gn_dl *dl, struct gn_txmsg *m)
 {
@@ -348,6 +404,7 @@ void gn_dl_msg_clear(struct gn_dl *dl, struct gn_txmsg *m)
 			m->pkt[i] = NULL;
 		}
 	m->npkts = 0;
+	m->pn = pn_take(dl, m->cap);
 	if (m->ctl && !m->owner) {
 		m->owner = dl;	/* marks it free */
 		m->hnext = dl->ctrl_free;
@@ -387,14 +444,19 @@ int gn_dl_ctrl_send(struct gn_dl *dl, int peer, u8 kind, u8 flags,
 	}
 	if (params)
 		memcpy(wc.params, params, sizeof(wc.params));
-	wc.seq = ++p->ctrl_seq;
+	wc.seq = p->ctrl_seq + 1;
 	gn_dl_hdr_init(dl, &h, GN_PKT_CTRL, peer);
 	h.tensor = tensor;
 	h.step = stepno;
 	h.codec = codec;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_ctrl_put(&wc, b->data);
-	gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN, peer);
+	if (gn_dl_seal(dl, b, GN_WIRE_HDR_LEN + GN_WIRE_CTRL_LEN, peer)) {
+		gn_dl_buf_put(dl, b);
+		gn_dl_msg_clear(dl, m);
+		return -EIO;
+	}
+	p->ctrl_seq = wc.seq;
 	m->pkt[0] = b;
 	m->npkts = 1;
 	m->to = (u16)peer;

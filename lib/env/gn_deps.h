@@ -5,8 +5,9 @@
  *
  * Everything the core needs from outside comes through this header:
  * fixed-width types, errno values, memcpy/memset, little-endian access to
- * wire bytes, snprintf, FPU sections and CPU feature tests. No other file
- * of the core may test __KERNEL__; lib/env/env.h is the run-time half.
+ * wire bytes, snprintf, FPU sections, CPU feature tests and the
+ * cryptography. No other file of the core may test __KERNEL__;
+ * lib/env/env.h is the run-time half.
  */
 #ifndef GN_DEPS_H
 #define GN_DEPS_H
@@ -29,13 +30,8 @@
  * kernel_fpu_begin() loads the default MXCSR (round to nearest, denormals
  * kept), the environment the codec specification assumes.
  *
- * The same holds for the MAC: gn_mac_tag(), gn_mac_seal() and
- * gn_mac_check() run the AVX2 NH pass (lib/wire/nh_avx2.c) when the key's
- * isa says so, and nothing in lib/wire opens a section for it. The module
- * calls them only through kmod/mac_fpu.c, which opens one section per
- * packet (at most GN_WIRE_MAX_PKT bytes), so preemption is never off for
- * longer than one packet's MAC. gn_mac_init() and gn_mac_session() are
- * integer-only and need no section.
+ * The cryptography (below) is the other way round: the kernel's library
+ * opens its own sections, so it is never called inside one.
  */
 struct gn_fpu {
 	int unused;
@@ -53,7 +49,7 @@ static inline void gn_fpu_end(struct gn_fpu *f)
 
 /*
  * The protocol core (lib/delivery, lib/collective) brackets each call into
- * floating-point or SIMD code (the codec, the MAC, its own FPU units) with
+ * floating-point or SIMD code (the codec, its own FPU units) with
  * these, one section per chunk or packet, never nested: in the kernel they
  * are the FPU sections, in userspace they cost nothing.
  */
@@ -71,8 +67,7 @@ static inline void gn_simd_end(void)
  * The CPU having an instruction set is not enough: kernel_fpu_begin()
  * saves only the register state the kernel enabled in XCR0, so the upper
  * YMM (and ZMM) halves must be among them, as the kernel's own AVX2 and
- * AVX-512 crypto drivers check. gn_mac_init() and the codec's dispatch
- * both decide here.
+ * AVX-512 crypto drivers check. The codec's dispatch decides here.
  */
 static inline bool gn_cpu_has_avx2(void)
 {
@@ -244,5 +239,34 @@ static inline void gn_put_le64(u64 v, void *p)
 #define GN_STATIC_ASSERT(c, msg) _Static_assert(c, msg)
 
 #endif /* __KERNEL__ */
+
+/*
+ * Cryptography comes from a vetted library of the environment, never from
+ * the core: ChaCha20-Poly1305 (RFC 8439) and keyed BLAKE2s-256 (RFC 7693),
+ * libcrypto's in a process (lib/env/crypto.c: libgradnet and the DPDK
+ * path) and lib/crypto's in the kernel (lib/env/kernel_crypto.c).
+ * lib/wire/seal.c is their one caller. Any thread may call them at any
+ * time (the kernel: process context), outside FPU sections: each library
+ * uses SIMD on its own terms.
+ *
+ * gn_aead_seal() encrypts @len bytes at @body in place and writes the
+ * 16-byte tag right after them, authenticating @ad_len bytes at @ad too,
+ * with the key @key (32 bytes) and the 96-bit nonce 0^32 || le64(@nonce).
+ * Return: 0 or -errno.
+ *
+ * gn_aead_open() checks the tag at @body + @len and, if it is right,
+ * decrypts the body in place. Return: 0, -EBADMSG for a wrong tag (the
+ * body is then undefined), or -errno.
+ *
+ * gn_kdf() writes BLAKE2s-256 of @a_len bytes at @a followed by @b_len
+ * bytes at @b, keyed with @key_len (1..32) bytes at @key, to the 32 bytes
+ * at @out. Return: 0 or -errno.
+ */
+int gn_aead_seal(const u8 *key, u64 nonce, const u8 *ad, size_t ad_len,
+		 u8 *body, size_t len);
+int gn_aead_open(const u8 *key, u64 nonce, const u8 *ad, size_t ad_len,
+		 u8 *body, size_t len);
+int gn_kdf(u8 *out, const u8 *key, size_t key_len, const u8 *a, size_t a_len,
+	   const u8 *b, size_t b_len);
 
 #endif /* GN_DEPS_H */

@@ -11,11 +11,11 @@
  * rank's operations in turn (get, hold and put included); a second thread
  * touching the fabric at the same time is a bug.
  *
- * A received packet is a descriptor of its own that points at the
- * sender's data: the sender's core may still hold the buffer, chain it
- * through ->next and read ->peer (the receiver), while the receiver's
- * core chains the descriptor and reads ->peer as the sender. No byte is
- * copied; the descriptor holds the data buffer until its last put.
+ * A received packet is copied into a receive buffer of its own, as a
+ * NIC's DMA would: the receiver's core decrypts it in place and chains it
+ * through ->next, while the sender's core may still hold its buffer for a
+ * retransmission and read its ->peer (the receiver). The queues hold
+ * references to the senders' buffers, not copies, until then.
  */
 #include "env.h"
 #include "transport.h"
@@ -27,7 +27,7 @@
 #define MEM_PROB_ONE 65536u
 
 struct mem_pkt {
-	struct gn_buf *b;		/* a data buffer, never a descriptor */
+	struct gn_buf *b;		/* a data or receive buffer, held */
 	u16 from, len;
 };
 
@@ -49,11 +49,12 @@ struct gn_mem_fabric {
 	int world;
 	u32 max_pkt;
 	u32 nbufs, ndesc;
-	struct gn_buf *bufs;		/* data buffers: ->priv NULL */
+	struct gn_buf *bufs;		/* data buffers */
 	u8 *data;
 	struct gn_buf **free;
 	u32 nfree;
-	struct gn_buf *descs;		/* receive descriptors: ->priv = data buffer */
+	struct gn_buf *descs;		/* receive buffers */
+	u8 *ddata;
 	struct gn_buf **dfree;
 	u32 ndfree;
 	struct mem_end *ends;
@@ -117,23 +118,22 @@ static void mem_hold(void *tp, struct gn_buf *b)
 	b->refs++;
 }
 
+static bool is_rx_buf(const struct gn_mem_fabric *fab, const struct gn_buf *b)
+{
+	return b >= fab->descs && b < fab->descs + fab->ndesc;
+}
+
 static void buf_put(struct gn_mem_fabric *fab, struct gn_buf *b)
 {
-	struct gn_buf *data = b->priv;
-
 	/* A put too many must not free the buffer twice. */
 	if (unlikely(!b->refs))
 		return;
 	if (--b->refs)
 		return;
-	if (!data) {
+	if (is_rx_buf(fab, b))
+		fab->dfree[fab->ndfree++] = b;
+	else
 		fab->free[fab->nfree++] = b;
-		return;
-	}
-	b->priv = NULL;
-	b->data = NULL;
-	fab->dfree[fab->ndfree++] = b;
-	buf_put(fab, data);
 }
 
 static void mem_put(void *tp, struct gn_buf *b)
@@ -178,7 +178,7 @@ static void send_one(struct gn_mem_fabric *fab, struct mem_end *from,
 		     struct gn_buf *b)
 {
 	struct mem_pkt p = {
-		.b = b->priv ? b->priv : b,	/* a received one, forwarded */
+		.b = b,			/* a received one, too: forwarded */
 		.from = from->rank,
 		.len = b->len,
 	};
@@ -227,17 +227,17 @@ static int mem_recv(void *tp, struct gn_buf **b, int max)
 	struct gn_mem_fabric *fab = e->fab;
 	int n = 0;
 
-	/* Out of descriptors: the rest waits in the queue. */
+	/* Out of receive buffers: the rest waits in the queue. */
 	while (n < max && e->q.n && fab->ndfree) {
 		struct mem_pkt p = ring_pop(&e->q);
 		struct gn_buf *d = fab->dfree[--fab->ndfree];
 
-		d->data = p.b->data;
+		memcpy(d->data, p.b->data, p.len);
 		d->len = p.len;
 		d->peer = p.from;
 		d->refs = 1;
 		d->next = NULL;
-		d->priv = p.b;		/* the queue's reference, now d's */
+		buf_put(fab, p.b);	/* the queue's reference */
 		b[n++] = d;
 		fab->counts.delivered++;
 	}
@@ -269,7 +269,7 @@ static void mem_wake(void *tp)
 	(void)tp;
 }
 
-/* What is queued for a closed rank is lost; its descriptors stay valid. */
+/* What is queued for a closed rank is lost; its receive buffers stay valid. */
 static void mem_close(void *tp)
 {
 	struct mem_end *e = tp;
@@ -308,7 +308,7 @@ static const struct gn_transport_ops mem_ops = {
  * @max_pkt: bytes of a buffer
  * @nbufs: data buffers, shared by every rank; each rank's queue holds as
  *	many packets (rounded up to a power of two), and receive has twice
- *	as many descriptors
+ *	as many buffers of its own
  * @faults: loss, duplication and reordering, or NULL for none
  * @out: the fabric
  *
@@ -345,13 +345,15 @@ int gn_mem_fabric_new(const struct gn_env *env, int world, u32 max_pkt,
 	fab->data = gn_alloc_array(env, nbufs, max_pkt);
 	fab->free = gn_alloc_array(env, nbufs, sizeof(*fab->free));
 	fab->descs = gn_alloc_array(env, fab->ndesc, sizeof(*fab->descs));
+	fab->ddata = gn_alloc_array(env, fab->ndesc, max_pkt);
 	fab->dfree = gn_alloc_array(env, fab->ndesc, sizeof(*fab->dfree));
 	fab->ends = gn_alloc_array(env, (size_t)world, sizeof(*fab->ends));
 	fab->qmem = gn_alloc_array(env, (size_t)world * qcap, sizeof(*fab->qmem));
 	fab->amem = gn_alloc_array(env, (size_t)world * MEM_ASIDE,
 				   sizeof(*fab->amem));
 	if (!fab->bufs || !fab->data || !fab->free || !fab->descs ||
-	    !fab->dfree || !fab->ends || !fab->qmem || !fab->amem) {
+	    !fab->ddata || !fab->dfree || !fab->ends || !fab->qmem ||
+	    !fab->amem) {
 		gn_mem_fabric_free(fab);
 		return -ENOMEM;
 	}
@@ -361,8 +363,10 @@ int gn_mem_fabric_new(const struct gn_env *env, int world, u32 max_pkt,
 		fab->free[nbufs - 1 - i] = &fab->bufs[i];
 	}
 	fab->nfree = nbufs;
-	for (i = 0; i < fab->ndesc; i++)
+	for (i = 0; i < fab->ndesc; i++) {
+		fab->descs[i].data = fab->ddata + (size_t)i * max_pkt;
 		fab->dfree[fab->ndesc - 1 - i] = &fab->descs[i];
+	}
 	fab->ndfree = fab->ndesc;
 	for (r = 0; r < world; r++) {
 		struct mem_end *e = &fab->ends[r];
@@ -413,6 +417,7 @@ void gn_mem_fabric_free(struct gn_mem_fabric *fab)
 	gn_free(env, fab->qmem);
 	gn_free(env, fab->ends);
 	gn_free(env, fab->dfree);
+	gn_free(env, fab->ddata);
 	gn_free(env, fab->descs);
 	gn_free(env, fab->free);
 	gn_free(env, fab->data);

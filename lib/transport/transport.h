@@ -18,7 +18,9 @@
  *
  * Receive hands out buffers with one reference each, with the sender
  * already resolved to a rank (or GN_PEER_NONE); the core puts each one
- * when it is done with it, or holds it for later (zero copy).
+ * when it is done with it, or holds it for later (zero copy). A received
+ * buffer's bytes are the receiver's alone, shared with no sender and no
+ * other packet: the core decrypts bodies in place.
  *
  * Threads: one caller at a time, except wake(), which any thread may
  * call. get/hold/put may be called from the same context as send.

@@ -12,11 +12,12 @@
 
 #include "codec/codec.h"
 
-GN_STATIC_ASSERT(GN_WIRE_HDR_LEN == 24, "common header is 24 bytes");
-GN_STATIC_ASSERT(GN_WIRE_DATA_HDR == 56, "DATA header is 56 bytes");
-GN_STATIC_ASSERT(GN_WIRE_DATA_OVERHEAD == 64, "DATA overhead is 64 bytes");
-GN_STATIC_ASSERT(GN_WIRE_WHOLE_HDR == 40 && GN_WIRE_WHOLE_OVERHEAD == 48,
-		 "WHOLE header is 40 bytes, its overhead 48");
+GN_STATIC_ASSERT(GN_WIRE_HDR_LEN == 32, "common header is 32 bytes");
+GN_STATIC_ASSERT(GN_WIRE_TAG == 16, "the tag is Poly1305's 16 bytes");
+GN_STATIC_ASSERT(GN_WIRE_DATA_HDR == 64, "DATA header is 64 bytes");
+GN_STATIC_ASSERT(GN_WIRE_DATA_OVERHEAD == 80, "DATA overhead is 80 bytes");
+GN_STATIC_ASSERT(GN_WIRE_WHOLE_HDR == 48 && GN_WIRE_WHOLE_OVERHEAD == 64,
+		 "WHOLE header is 48 bytes, its overhead 64");
 GN_STATIC_ASSERT(GN_WIRE_HELLO_LEN == 32, "HELLO part is 32 bytes");
 GN_STATIC_ASSERT(GN_WIRE_ACK_LEN == 4 && GN_WIRE_ACK_ENTRY == 28,
 		 "ACK part is 4 bytes, an entry 28 before its bitmap");
@@ -58,6 +59,7 @@ void gn_wire_hdr_put(const struct gn_wire_hdr *h, u8 *b)
 	gn_put_le16(h->body_len, b + 20);
 	b[22] = h->phase;
 	b[23] = h->codec;
+	gn_put_le64(h->pn << 8 | h->seal, b + 24);
 }
 
 int gn_wire_hdr_get(const u8 *b, size_t len, struct gn_wire_hdr *h)
@@ -82,11 +84,13 @@ int gn_wire_hdr_get(const u8 *b, size_t len, struct gn_wire_hdr *h)
 	h->body_len = gn_get_le16(b + 20);
 	h->phase = b[22];
 	h->codec = b[23];
+	h->seal = b[24];
+	h->pn = gn_get_le64(b + 24) >> 8;
 	fixed = gn_wire_fixed_len(h->type);
 	if (fixed < 0 ||
 	    len != (size_t)GN_WIRE_HDR_LEN + fixed + h->body_len + GN_WIRE_TAG)
 		return -EBADMSG;
-	if (h->phase > GN_PHASE_INDEX)
+	if (h->phase > GN_PHASE_INDEX || h->seal & ~GN_SEAL_CLEAR || !h->pn)
 		return -EBADMSG;
 	return 0;
 }

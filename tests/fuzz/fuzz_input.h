@@ -91,10 +91,19 @@
  * receiver must bound it), and pkt is folded below a non-zero npkts.
  */
 #define GN_FZX_FIX_DATA 0x08
-/* the tag becomes the job key's MAC of the bytes before it */
+/*
+ * Sealed as the sender would (fuzz_rx.c's seal()): the packet number it
+ * carries, or if 0 the harness's next, and its GN_SEAL_CLEAR bit kept
+ */
 #define GN_FZX_SEAL 0x10
 /* delivered twice */
 #define GN_FZX_TWICE 0x20
+/*
+ * After the seal, break it: the packet's first byte's low bit picks a tag
+ * bit flipped (1) or the packet cut short (0), the rest which and by how
+ * much. Such a packet, like one never sealed, must not get past the tag.
+ */
+#define GN_FZX_BREAK 0x80
 /*
  * Not a packet: the record's first byte (GN_FZX_ST_*) sets the handshake
  * state of the context and its peers, as it may be when a packet comes.

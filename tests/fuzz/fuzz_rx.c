@@ -11,14 +11,19 @@
  * every tensor started from fixed gradients (or, if the input says so,
  * nothing registered yet). The input is a sequence of packets
  * (fuzz_input.h); a record can ask for a consistent header, a DATA part
- * snapped to a real chunk (npkts left as it is), and a correct MAC, so the
- * fuzzer gets past authentication to the decoders; or it sets the
- * handshake state, so packets also meet a context that is not ready,
- * peers half through the handshake, or a pending mismatch. A tensor whose
- * step completes is collected (gn_allreduce_wait() returns at once then)
- * and its next step started. Every packet sits in an exact-size heap buffer, so ASan reports
- * any read past it; UBSan aborts on any undefined behaviour, and the
- * context is freed after each input, so leaks are reported too.
+ * snapped to a real chunk (npkts left as it is), and a seal under the
+ * sender's key, so the fuzzer gets past authentication to the decoders,
+ * and then a broken tag or a cut; or it sets the handshake state, so
+ * packets also meet a context that is not ready, peers half through the
+ * handshake, or a pending mismatch. A tensor whose step completes is
+ * collected (gn_allreduce_wait() returns at once then) and its next step
+ * started. A packet the harness did not seal, or sealed and then broke,
+ * must be dropped before anything but the checks of the header, the
+ * source, the job and the tag sees it: no data packet taken, no drop
+ * for a reason that comes after the tag. Every packet sits in an
+ * exact-size heap buffer, so ASan reports any read past it; UBSan aborts
+ * on any undefined behaviour, and the context is freed after each input,
+ * so leaks are reported too.
  */
 #include <errno.h>
 #include <math.h>
@@ -39,9 +44,38 @@ struct rx_state {
 	bool bare;			/* no tensors registered */
 	float *data[GN_FZX_NTENSORS];
 	u32 ctrl_seq[GN_FZX_WORLD];
+	u64 pn;				/* the last packet number sealed */
 };
 
-static struct gn_mac fzx_mac;
+/* Every rank's sender key in the test context. */
+static u8 fzx_keys[GN_FZX_WORLD][GN_SEAL_KEY_LEN];
+
+/*
+ * Seal @len bytes at @pkt (tag room included) as rank @from would: a HELLO
+ * under the HELLO key of the instance it names, anything else under the
+ * sender's key; with the packet number the packet carries, or if it is 0
+ * the next of the harness's.
+ */
+static void seal(struct rx_state *rs, u8 *pkt, size_t len, int from)
+{
+	u8 hello[GN_SEAL_KEY_LEN];
+	const u8 *key = fzx_keys[from >= 0 && from < GN_FZX_WORLD ? from : 0];
+	u64 pn;
+
+	if (len < GN_WIRE_HDR_LEN + GN_WIRE_TAG)
+		return;
+	pn = gn_get_le64(pkt + 24) >> 8;
+	if (!pn)
+		pn = ++rs->pn;
+	if (pkt[3] == GN_PKT_HELLO &&
+	    len >= GN_WIRE_HDR_LEN + GN_WIRE_HELLO_LEN + GN_WIRE_TAG) {
+		if (gn_wire_hello_key(hello, gn_fzx_key, gn_get_le16(pkt + 4),
+				      gn_get_le64(pkt + GN_WIRE_HDR_LEN + 16)))
+			return;
+		key = hello;
+	}
+	gn_wire_seal(key, pkt, len - GN_WIRE_TAG, pn, pkt[24] & GN_SEAL_CLEAR);
+}
 
 static u32 s_bits_of(const struct gn_fzx_tensor *t)
 {
@@ -90,7 +124,7 @@ static void send_desc(struct rx_state *rs, int peer, unsigned int k)
 
 	gn_wire_hdr_put(&h, pkt);
 	gn_wire_ctrl_put(&c, pkt);
-	gn_mac_seal(&fzx_mac, pkt, sizeof(pkt) - GN_WIRE_TAG);
+	seal(rs, pkt, sizeof(pkt), peer);
 	deliver(rs->ctx, peer, pkt, sizeof(pkt));
 }
 
@@ -312,17 +346,52 @@ static void fix_hdr(u8 *b, size_t len, int from)
 					   GN_WIRE_TAG), 2);
 }
 
+/* What only a packet that passed its tag can move. */
+struct rx_marks {
+	u64 taken, after_tag;
+};
+
+static struct rx_marks marks(struct gn_ctx *ctx)
+{
+	GN_OPTS(gn_stats, st);
+	struct rx_marks m;
+
+	GN_FZ_CHECK(!gn_stats_ctx(ctx, &st), "gn_stats_ctx");
+	m.taken = st.rx_packets;
+	m.after_tag = st.drops[GN_DROP_REPLAY] + st.drops[GN_DROP_DUPLICATE] +
+		      st.drops[GN_DROP_TENSOR];
+	return m;
+}
+
+/*
+ * GN_FZX_BREAK, after the seal: a tag bit flipped, or the packet cut
+ * short by 1..16 bytes, as @how says.
+ */
+static size_t break_seal(u8 *pkt, size_t len, u8 how)
+{
+	if (len < GN_WIRE_TAG)
+		return len;
+	if (how & 1) {
+		pkt[len - 1 - (how >> 1) % GN_WIRE_TAG] ^= (u8)(1u << (how % 8));
+		return len;
+	}
+	return len - 1 - (how >> 1) % GN_WIRE_TAG;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static bool mac_ready;
+	static bool keys_ready;
 	struct rx_state rs;
 	size_t at = 0;
+	int p;
 
-	if (!mac_ready) {
-		gn_mac_init(&fzx_mac, gn_fzx_key);
-		mac_ready = true;
+	if (!keys_ready) {
+		for (p = 0; p < GN_FZX_WORLD; p++)
+			GN_FZ_CHECK(!gn_test_sender_key(gn_fzx_key, p, fzx_keys[p]),
+				    "sender key %d", p);
+		keys_ready = true;
 	}
 	setup(&rs, size > GN_FZX_REC_HDR && (data[0] & GN_FZX_STATE) &&
 		   gn_fz_le(data + 1, 2) && (data[GN_FZX_REC_HDR] & GN_FZX_ST_BARE));
@@ -331,6 +400,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = gn_fz_le(data + at + 1, 2);
 		int from = (ctl & GN_FZX_FROM_MASK) == GN_FZX_FROM_NONE ? -1 :
 			   ctl & GN_FZX_FROM_MASK;
+		bool forged = !(ctl & GN_FZX_SEAL) || (ctl & GN_FZX_BREAK);
+		struct rx_marks before, after;
 		u8 *pkt;
 
 		at += GN_FZX_REC_HDR;
@@ -353,11 +424,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fix_hdr(pkt, len, from);
 		if (ctl & GN_FZX_FIX_DATA)
 			fix_data(pkt, len, from);
-		if ((ctl & GN_FZX_SEAL) && len >= GN_WIRE_TAG)
-			gn_mac_seal(&fzx_mac, pkt, len - GN_WIRE_TAG);
+		if (ctl & GN_FZX_SEAL)
+			seal(&rs, pkt, len, from);
+		if (ctl & GN_FZX_BREAK)
+			len = break_seal(pkt, len, len ? pkt[0] : 0);
+		before = marks(rs.ctx);
 		gn_test_packet_in(rs.ctx, from, pkt, len);
 		if (ctl & GN_FZX_TWICE)
 			gn_test_packet_in(rs.ctx, from, pkt, len);
+		after = marks(rs.ctx);
+		/* Unsealed, a forged or broken tag or a cut: the odds that
+		 * one authenticates are 2^-128 or so, never in a fuzz run. */
+		GN_FZ_CHECK(!forged || (after.taken == before.taken &&
+					after.after_tag == before.after_tag),
+			    "a packet that was not sealed, or broken after, got past its tag");
 		free(pkt);
 		advance(&rs);
 	}

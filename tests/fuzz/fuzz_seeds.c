@@ -335,6 +335,10 @@ static void edge_seeds(void)
 
 #define RX_SEED_MAX (1 << 18)
 #define RX_FIX (GN_FZX_FIX_HDR | GN_FZX_FIX_DATA | GN_FZX_SEAL)
+/* The layout of gradnet/wire.h the seeds are written in. */
+#define RX_HDR 32			/* the common header; the part follows */
+#define RX_TAG 16
+#define RX_DATA_HDR (RX_HDR + 32)	/* header and DATA part: the body */
 
 struct rx_seed {
 	size_t len;
@@ -355,7 +359,8 @@ static void rx_rec(struct rx_seed *sd, unsigned int ctl, const uint8_t *p,
 
 /*
  * Clear @len bytes at @p and set the common header fields the harness does
- * not fix (fuzz_input.h).
+ * not fix (fuzz_input.h); the packet number stays 0, which the harness
+ * replaces with a new one when it seals.
  */
 static void rx_hdr(uint8_t *p, size_t len, unsigned int type,
 		   unsigned int tensor_idx, unsigned int step, unsigned int phase)
@@ -380,6 +385,7 @@ static void rx_data(struct rx_seed *sd, unsigned int ctl, unsigned int k,
 	size_t lo = gn_fzx_shard_lo(t->elems, shard) + (size_t)c * GN_FZX_CHUNK;
 	size_t hi = gn_fzx_shard_lo(t->elems, shard + 1), n, i, body;
 	static uint8_t p[GN_FZX_MAX_PKT], stream[GN_FZX_MAX_PKT];
+	uint8_t *d = p + RX_HDR;	/* the DATA part */
 	float x[GN_FZX_CHUNK], m = 0.0f;
 	uint8_t quartic[GN_FZX_CHUNK];
 	uint32_t count;
@@ -388,34 +394,36 @@ static void rx_data(struct rx_seed *sd, unsigned int ctl, unsigned int k,
 	for (i = 0; i < n; i++)
 		x[i] = sinf((float)(i * 3 + from * 17 + step * 5)) * amp *
 		       (i % 13 ? 1.0f : 30.0f);
-	rx_hdr(p, 60, 2, k, step, phase);
-	gn_fz_put_le(p + 24, c, 4);
+	rx_hdr(p, RX_DATA_HDR, 2, k, step, phase);
+	gn_fz_put_le(d, c, 4);
 	if (t->codec == 2) {
 		body = model_stream(x, n, t->s == 0.0f ? 1.0f : t->s, stream,
 				    quartic, &m);
 		if (!body)
 			die("rx seed: cannot quantize");
 		body -= 4;
-		memcpy(p + 60, stream + 4, body);
+		memcpy(p + RX_DATA_HDR, stream + 4, body);
 		count = (uint32_t)gn_tlc_groups(n);
 	} else {
-		size_t per = (9000 - 28 - 68) / 4, npkts = (n + per - 1) / per;
+		size_t per = (9000 - 28 - RX_DATA_HDR - RX_TAG) / 4;
+		size_t npkts = (n + per - 1) / per;
 
-		gn_fz_put_le(p + 56, (uint32_t)npkts, 4);
+		gn_fz_put_le(d + 28, (uint32_t)npkts, 4);
 		for (i = 0; i < npkts; i++) {
 			count = (uint32_t)(n - i * per < per ? n - i * per : per);
-			gn_fz_put_le(p + 36, (uint32_t)(i * per), 4);
-			gn_fz_put_le(p + 40, count, 4);
-			gn_fz_put_le(p + 52, (uint32_t)i, 4);
-			memcpy(p + 60, x + i * per, (size_t)count * 4);
-			rx_rec(sd, ctl | from, p, 60 + (size_t)count * 4 + 8);
+			gn_fz_put_le(d + 12, (uint32_t)(i * per), 4);
+			gn_fz_put_le(d + 16, count, 4);
+			gn_fz_put_le(d + 24, (uint32_t)i, 4);
+			memcpy(p + RX_DATA_HDR, x + i * per, (size_t)count * 4);
+			rx_rec(sd, ctl | from, p,
+			       RX_DATA_HDR + (size_t)count * 4 + RX_TAG);
 		}
 		return;
 	}
-	gn_fz_put_le(p + 40, count, 4);
-	gn_fz_put_le(p + 44, gn_bits(m), 4);
-	gn_fz_put_le(p + 56, 1, 4);
-	rx_rec(sd, ctl | from, p, 60 + body + 8);
+	gn_fz_put_le(d + 16, count, 4);
+	gn_fz_put_le(d + 20, gn_bits(m), 4);
+	gn_fz_put_le(d + 28, 1, 4);
+	rx_rec(sd, ctl | from, p, RX_DATA_HDR + body + RX_TAG);
 }
 
 /* Every packet rank 0 needs for step @step of tensor @k. */
@@ -450,44 +458,44 @@ static void rx_write(const char *name, const struct rx_seed *sd)
  * gradnet/wire.h), probes, an abort. */
 static void rx_control(struct rx_seed *sd)
 {
-	uint8_t p[80];
+	uint8_t p[128], *f = p + RX_HDR, *e = f + 4;	/* part, ACK entry */
 
 	/* Rank 1 has all of rank 0's contribution to shard 1 of tensor 1. */
 	rx_hdr(p, sizeof(p), 3, 0, 0, 0);
-	gn_fz_put_le(p + 24, 1, 2);		/* one entry */
-	gn_fz_put_le(p + 28, gn_fzx_tensors[0].id, 4);
-	gn_fz_put_le(p + 32, 1, 4);		/* step 1 */
-	gn_fz_put_le(p + 36, (uint32_t)gn_fzx_shard_lo(1000, 1), 4);
-	gn_fz_put_le(p + 44, 1, 4);		/* npkts */
-	gn_fz_put_le(p + 48, 1, 4);		/* base = npkts: all of it */
-	rx_rec(sd, RX_FIX | 1, p, 24 + 4 + 28 + 8);
+	gn_fz_put_le(f, 1, 2);			/* one entry */
+	gn_fz_put_le(e, gn_fzx_tensors[0].id, 4);
+	gn_fz_put_le(e + 4, 1, 4);		/* step 1 */
+	gn_fz_put_le(e + 8, (uint32_t)gn_fzx_shard_lo(1000, 1), 4);
+	gn_fz_put_le(e + 16, 1, 4);		/* npkts */
+	gn_fz_put_le(e + 20, 1, 4);		/* base = npkts: all of it */
+	rx_rec(sd, RX_FIX | 1, p, RX_HDR + 4 + 28 + RX_TAG);
 	/* ... and as a bitmap, from rank 2 for shard 2. */
 	rx_hdr(p, sizeof(p), 3, 0, 0, 0);
-	gn_fz_put_le(p + 24, 1, 2);
-	gn_fz_put_le(p + 28, gn_fzx_tensors[0].id, 4);
-	gn_fz_put_le(p + 32, 1, 4);
-	gn_fz_put_le(p + 36, (uint32_t)gn_fzx_shard_lo(1000, 2), 4);
-	gn_fz_put_le(p + 44, 1, 4);
-	gn_fz_put_le(p + 54, 1, 2);		/* one bitmap byte */
-	p[56] = 1;
-	rx_rec(sd, RX_FIX | 2, p, 24 + 4 + 28 + 1 + 8);
+	gn_fz_put_le(f, 1, 2);
+	gn_fz_put_le(e, gn_fzx_tensors[0].id, 4);
+	gn_fz_put_le(e + 4, 1, 4);
+	gn_fz_put_le(e + 8, (uint32_t)gn_fzx_shard_lo(1000, 2), 4);
+	gn_fz_put_le(e + 16, 1, 4);
+	gn_fz_put_le(e + 26, 1, 2);		/* one bitmap byte */
+	e[28] = 1;
+	rx_rec(sd, RX_FIX | 2, p, RX_HDR + 4 + 28 + 1 + RX_TAG);
 	rx_hdr(p, sizeof(p), 6, 0, 0, 0);
-	rx_rec(sd, RX_FIX | 1, p, 24 + 8 + 8);
+	rx_rec(sd, RX_FIX | 1, p, RX_HDR + 8 + RX_TAG);
 	rx_hdr(p, sizeof(p), 7, 0, 0, 0);
-	rx_rec(sd, RX_FIX | 2, p, 24 + 8 + 8);
+	rx_rec(sd, RX_FIX | 2, p, RX_HDR + 8 + RX_TAG);
 	/* Rank 2 reports a NaN in tensor 3's step 1 (after 6 descriptors). */
 	rx_hdr(p, sizeof(p), 4, 2, 1, 0);
-	gn_fz_put_le(p + 24, GN_FZX_NTENSORS + 1, 4);
-	p[28] = 2;
-	gn_fz_put_le(p + 32, EDOM, 4);
-	gn_fz_put_le(p + 40, 2, 4);
-	rx_rec(sd, RX_FIX | 2, p, 24 + 20 + 8);
+	gn_fz_put_le(f, GN_FZX_NTENSORS + 1, 4);
+	f[4] = 2;
+	gn_fz_put_le(f + 8, EDOM, 4);
+	gn_fz_put_le(f + 16, 2, 4);
+	rx_rec(sd, RX_FIX | 2, p, RX_HDR + GN_WIRE_CTRL_LEN + RX_TAG);
 	/* Rank 1 registered tensor 4 with another size. */
 	rx_hdr(p, sizeof(p), 4, 3, 0, 0);
-	gn_fz_put_le(p + 24, GN_FZX_NTENSORS + 1, 4);
-	p[28] = 1;
-	gn_fz_put_le(p + 32, 9002, 4);
-	rx_rec(sd, RX_FIX | 1, p, 24 + 20 + 8);
+	gn_fz_put_le(f, GN_FZX_NTENSORS + 1, 4);
+	f[4] = 1;
+	gn_fz_put_le(f + 8, 9002, 4);
+	rx_rec(sd, RX_FIX | 1, p, RX_HDR + GN_WIRE_CTRL_LEN + RX_TAG);
 }
 
 /*
@@ -497,17 +505,15 @@ static void rx_control(struct rx_seed *sd)
  */
 static void rx_restart(struct rx_seed *sd)
 {
-	uint8_t p[56 + GN_WIRE_HELLO_BODY];
+	uint8_t p[RX_HDR + 32 + GN_WIRE_HELLO_BODY + RX_TAG], *f = p + RX_HDR;
 
 	rx_hdr(p, sizeof(p), 1, 0, 0, 0);
 	p[20] = GN_WIRE_HELLO_BODY;
-	gn_fz_put_le(p + 24, GN_FZX_WORLD, 2);
-	p[26] = 1;
-	p[27] = 2;
-	gn_fz_put_le(p + 28, gn_bits(1.0f), 4);
-	gn_fz_put_le(p + 32, GN_FZX_CHUNK, 4);
-	gn_fz_put_le(p + 36, 9000, 2);
-	gn_fz_put_le(p + 40, 0x1234, 4);
+	gn_fz_put_le(f, GN_FZX_WORLD, 2);
+	f[2] = 1;
+	gn_fz_put_le(f + 8, GN_FZX_CHUNK, 4);
+	gn_fz_put_le(f + 12, 9000, 2);
+	gn_fz_put_le(f + 16, 0x1234, 4);
 	rx_rec(sd, RX_FIX | 2, p, sizeof(p));
 }
 
@@ -529,8 +535,8 @@ static void rx_npkts(struct rx_seed *sd, unsigned int k, uint32_t npkts,
 	size_t at = sd->len;
 
 	rx_data(sd, RX_FIX, k, 1, 0, 1, 0, 0, 1e-3f);
-	gn_fz_put_le(sd->buf + at + GN_FZX_REC_HDR + 52, pkt, 4);
-	gn_fz_put_le(sd->buf + at + GN_FZX_REC_HDR + 56, npkts, 4);
+	gn_fz_put_le(sd->buf + at + GN_FZX_REC_HDR + RX_HDR + 24, pkt, 4);
+	gn_fz_put_le(sd->buf + at + GN_FZX_REC_HDR + RX_HDR + 28, npkts, 4);
 }
 
 static void rx_seeds(void)
@@ -554,11 +560,12 @@ static void rx_seeds(void)
 		snprintf(name, sizeof(name), "rx-tensor%u-steps", k);
 		rx_write(name, &sd);
 	}
-	/* Early, duplicated and unauthenticated packets, out of order. */
+	/* Early, duplicated, unauthenticated and broken packets, out of order. */
 	sd.len = 0;
 	rx_step(&sd, RX_FIX | GN_FZX_TWICE, 0, 2);
 	rx_step(&sd, GN_FZX_FIX_HDR | GN_FZX_FIX_DATA, 0, 1);
 	rx_step(&sd, RX_FIX | GN_FZX_TWICE, 0, 1);
+	rx_step(&sd, RX_FIX | GN_FZX_BREAK, 0, 1);
 	rx_step(&sd, RX_FIX, 0, 1);
 	rx_write("rx-early-dup-replay", &sd);
 	sd.len = 0;

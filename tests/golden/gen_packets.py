@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Write tests/golden/packets.h: one golden packet of every type, laid out
 byte by byte with struct.pack from the format documented in
-include/gradnet/wire.h, and sealed with the Python MAC of gnmac.py:
-    python3 tests/golden/gen_packets.py > tests/golden/packets.h
+include/gradnet/wire.h, and sealed by the independent Python of gnseal.py
+(held to RFC 8439 and RFC 7693 first):
+    /usr/bin/python3 tests/golden/gen_packets.py > tests/golden/packets.h
 
 Nothing here comes from the C builders. The field values are what
 libgradnet sends (see the comments), and pass every parser check; where
@@ -14,7 +15,7 @@ the wrong offset, width or byte order shows.
 import struct
 import sys
 
-import gnmac
+import gnseal
 
 MAGIC = 0x4e47
 VERSION = 4
@@ -33,15 +34,24 @@ EDOM = 33
 
 KEY = bytes(range(0x40, 0x50))
 JOB = 0x6a6f6221
-TAG_LEN = 8
+TAG_LEN = gnseal.TAG_LEN
+SEAL_CLEAR = gnseal.SEAL_CLEAR
+# The run the golden packets belong to: every rank's instance (the HELLOs
+# below carry them), whose session key seals everything but HELLOs.
+INSTANCES = [0x8877665544332211, 0xfedcba9876543210, 0x0123456789abcdef]
+# The digest of the peer list every rank was given, in every HELLO.
+PEERS_DIGEST = bytes(range(0xa0, 0xb0))
+INFO = (struct.pack('<IHBB', JOB, len(INSTANCES), VERSION, 0) +
+        b''.join(struct.pack('<Q', i) for i in INSTANCES) + PEERS_DIGEST)
+SESSION = gnseal.session_key(KEY, INFO)
 
-# Common header, 24 bytes: magic, version, type, src, dst, job, tensor,
-# step, body length, phase, codec.
-HDR = struct.Struct('<HBBHHIIIHBB')
+# Common header, 32 bytes: magic, version, type, src, dst, job, tensor,
+# step, body length, phase, codec, then seal flags and packet number as
+# one u64 (flags in its low byte), which gnseal.seal() writes.
+HDR = struct.Struct('<HBBHHIIIHBBQ')
 # HELLO: world, flags, reserved u8 and u32, chunk, mtu, reserved, instance,
 # echo.
 HELLO_PART = struct.Struct('<HBBIIHHQQ')
-PEERS_DIGEST = bytes(range(0xa0, 0xb0))
 # DATA: chunk_off, chunk_len, first, count, aux, pkt, npkts.
 DATA_PART = struct.Struct('<QIIIIII')
 # WHOLE: chunk_off, chunk_len, aux; the rest of DATA's fields implied.
@@ -57,25 +67,40 @@ PING_PART = struct.Struct('<Q')
 
 assert (HDR.size, HELLO_PART.size, DATA_PART.size, ACK_PART.size,
         ACK_ENTRY.size, CTRL_PART.size, CTRL_ACK_PART.size,
-        PING_PART.size, WHOLE_PART.size) == (24, 32, 32, 4, 28, 52, 4, 8, 16)
+        PING_PART.size, WHOLE_PART.size) == (32, 32, 32, 4, 28, 52, 4, 8, 16)
 
 
 def f32(x):
     return struct.unpack('<I', struct.pack('<f', x))[0]
 
 
-def hdr(typ, src, dst, tensor=0, step=0, phase=0, codec=0):
+# Packet numbers: one a packet, with distinct bytes, up to 56 bits.
+PNS = iter([0x00f1e2d3c4b5a697 - 97 * i for i in range(64)])
+
+
+def hdr(typ, src, dst, tensor=0, step=0, phase=0, codec=0, seal=0):
     return dict(type=typ, src=src, dst=dst, job=JOB, tensor=tensor,
-                step=step, phase=phase, codec=codec)
+                step=step, phase=phase, codec=codec, seal=seal,
+                pn=next(PNS))
 
 
-def packet(name, h, part_fields, part, body=b'', keyed=True, ack=None):
+def packet(name, h, part_fields, part, body=b'', keyed=True, ack=None,
+           instance=0):
+    """Sealed under the HELLO key of @instance (a HELLO) or its sender's
+    key of the golden run; unkeyed: as a job without a key sends it."""
     raw = HDR.pack(MAGIC, VERSION, h['type'], h['src'], h['dst'], h['job'],
                    h['tensor'], h['step'], len(body), h['phase'],
-                   h['codec']) + part + body
-    tag = gnmac.Mac(KEY).tag(raw) if keyed else 0
+                   h['codec'], 0) + part + body
+    if not keyed:
+        key = None
+        h = dict(h, seal=h['seal'] | SEAL_CLEAR)
+    elif h['type'] == HELLO:
+        key = gnseal.hello_key(KEY, h['src'], instance)
+    else:
+        key = gnseal.sender_key(SESSION, h['src'])
+    sealed, tag = gnseal.seal(key, raw, h['pn'], h['seal'])
     return dict(name=name, hdr=h, fields=part_fields, body=body, keyed=keyed,
-                ack=ack or [], tag=tag, bytes=raw + struct.pack('<Q', tag))
+                ack=ack or [], tag=tag, bytes=sealed)
 
 
 def hello(name, src, dst, flags, instance, echo, keyed=True):
@@ -87,7 +112,7 @@ def hello(name, src, dst, flags, instance, echo, keyed=True):
                            f['mtu'], 0, f['instance'], f['echo'])
     # The body: the 16-byte digest of the peer list the sender was given.
     return packet(name, hdr(HELLO, src, dst), f, part, PEERS_DIGEST,
-                  keyed=keyed)
+                  keyed=keyed, instance=instance)
 
 
 def data(name, h, f, body):
@@ -126,12 +151,13 @@ def ctrl(name, h, f):
 def packets():
     out = [
         # A rank's first HELLO: it has heard nothing yet.
-        hello('hello', 2, 1, 0, 0x0123456789abcdef, 0),
+        hello('hello', 2, 1, 0, INSTANCES[2], 0),
         # The answer of a rank that has the HELLO and agrees.
         hello('hello answer', 1, 2, HELLO_REPLY | HELLO_ANSWER,
-              0xfedcba9876543210, 0x0123456789abcdef),
-        # A job without a key: the flag says so and the tag is 0.
-        hello('hello insecure', 0, 2, HELLO_INSECURE, 0x8877665544332211,
+              INSTANCES[1], INSTANCES[2]),
+        # A job without a key: the flag says so, the body is in the clear
+        # and the tag is 16 zero bytes.
+        hello('hello insecure', 0, 2, HELLO_INSECURE, INSTANCES[0],
               0x00f0e0d0c0b0a090, keyed=False),
         # A 3LC contribution: the second of four packets of a chunk past
         # 4 GiB elements, six bytes of zero-run code for 40 groups.
@@ -141,6 +167,13 @@ def packets():
              bytes([242, 121, 255, 250, 0, 130])),
         # A dense result from the owner: four float32 values.
         data('data none', hdr(DATA, 0, 2, 9, 0x0301, GATHER, CODEC_NONE),
+             dict(chunk_off=4096, chunk_len=1000, first=996, count=4,
+                  aux=0, pkt=3, npkts=4),
+             struct.pack('<4f', 1.0, -2.5, 0.0, 3.0e-3)),
+        # The same from a rank that sends bodies in the clear
+        # (GN_ENCRYPT=0): authenticated only.
+        data('data none clear', hdr(DATA, 0, 2, 9, 0x0301, GATHER,
+                                    CODEC_NONE, SEAL_CLEAR),
              dict(chunk_off=4096, chunk_len=1000, first=996, count=4,
                   aux=0, pkt=3, npkts=4),
              struct.pack('<4f', 1.0, -2.5, 0.0, 3.0e-3)),
@@ -219,10 +252,13 @@ PREAMBLE = '''/* SPDX-License-Identifier: MIT */
  * uint16_t, uint32_t, uint64_t, size_t and NULL.
  *
  * Each entry holds the field values, then the packet's bytes: the builder
- * must produce exactly these from those values, and the parser must read
- * exactly those values back. Keyed packets carry the tag of the MAC of
- * lib/wire/mac.c under gn_golden_pkt_key (from tests/golden/gnmac.py);
- * the others are from a job without a key and carry 0.
+ * and gn_wire_seal() must produce exactly these from those values, and
+ * gn_wire_open() and the parser must read exactly those values back.
+ * Keyed packets are sealed with ChaCha20-Poly1305 (tests/golden/gnseal.py):
+ * a HELLO under gn_wire_hello_key() of gn_golden_pkt_key, its sender and
+ * the instance it carries, the others under gn_wire_sender_key() of their
+ * sender and the session key of gn_golden_pkt_key and gn_golden_pkt_info.
+ * The others are from a job without a key and carry a zero tag.
  */
 #ifndef GN_GOLDEN_PACKETS_H
 #define GN_GOLDEN_PACKETS_H
@@ -232,7 +268,8 @@ struct gn_golden_pkt_hdr {		/* struct gn_wire_hdr, magic aside */
 	uint16_t src, dst;
 	uint32_t job, tensor, step;
 	uint16_t body_len;
-	uint8_t phase, codec;
+	uint8_t phase, codec, seal;
+	uint64_t pn;
 };
 
 struct gn_golden_pkt_hello {
@@ -285,10 +322,11 @@ struct gn_golden_pkt {
 	struct gn_golden_pkt_ctrl ctrl;
 	struct gn_golden_pkt_ctrl_ack ctrl_ack;
 	struct gn_golden_pkt_ping ping;
-	const uint8_t *body;		/* hdr.body_len bytes after the part */
-	int keyed;			/* sealed with gn_golden_pkt_key */
-	uint64_t tag;			/* the last 8 bytes, little-endian */
-	const uint8_t *bytes;		/* the whole packet, tag included */
+	const uint8_t *body;		/* hdr.body_len bytes after the part,
+					   before sealing */
+	int keyed;			/* sealed: not a job without a key */
+	uint8_t tag[16];		/* the last 16 bytes */
+	const uint8_t *bytes;		/* the whole packet, sealed, tag included */
 	size_t len;
 };
 
@@ -296,11 +334,15 @@ struct gn_golden_pkt {
 
 
 def emit():
+    gnseal.check_published()
     w = sys.stdout.write
     pkts = packets()
     w(PREAMBLE)
     w('static const uint8_t gn_golden_pkt_key[16] = %s;\n\n'
       % c_bytes(KEY))
+    w('/* The golden run: job, world, version and every rank\'s instance. */\n')
+    w('static const uint8_t gn_golden_pkt_info[%d] = %s;\n\n'
+      % (len(INFO), c_bytes(INFO)))
     for i, p in enumerate(pkts):
         w('/* %s */\n' % p['name'])
         w('static const uint8_t gp%d_bytes[] = %s;\n' % (i, c_bytes(p['bytes'])))
@@ -327,10 +369,11 @@ def emit():
         w('\t{\n\t\t.name = "%s",\n' % p['name'])
         w('\t\t.hdr = { .version = %d, .type = %d /* %s */, .src = %d, '
           '.dst = %d,\n\t\t\t .job = 0x%x, .tensor = %d, .step = 0x%x, '
-          '.body_len = %d,\n\t\t\t .phase = %d, .codec = %d },\n'
+          '.body_len = %d,\n\t\t\t .phase = %d, .codec = %d, '
+          '.seal = %d, .pn = 0x%xull },\n'
           % (VERSION, h['type'], TYPE_NAMES[h['type']], h['src'], h['dst'],
              h['job'], h['tensor'], h['step'], len(p['body']), h['phase'],
-             h['codec']))
+             h['codec'], h['seal'], h['pn']))
         member, names = PART_FIELDS[h['type']]
         if names:
             vals = ['.%s = %s' % (n, c_value(p['fields'][n])) for n in names]
@@ -340,7 +383,9 @@ def emit():
             w('\t\t.ack_entries = %d, .ack = gp%d_ack,\n' % (len(p['ack']), i))
         if p['body'] and h['type'] != ACK:
             w('\t\t.body = gp%d_body,\n' % i)
-        w('\t\t.keyed = %d, .tag = 0x%016xull,\n' % (p['keyed'], p['tag']))
+        tag = ['0x%02x' % x for x in p['tag']]
+        w('\t\t.keyed = %d,\n\t\t.tag = { %s,\n\t\t\t  %s },\n'
+          % (p['keyed'], ', '.join(tag[:8]), ', '.join(tag[8:])))
         w('\t\t.bytes = gp%d_bytes, .len = %d,\n\t},\n' % (i, len(p['bytes'])))
     w('};\n\n#endif /* GN_GOLDEN_PACKETS_H */\n')
 

@@ -55,10 +55,9 @@ static void test_session(const u8 *info, size_t len)
 		unlink(tmp);
 }
 
-int gn_test_session_mac(const char *path, const u8 *key, struct gn_mac *out)
+int gn_test_session_key(const char *path, const u8 *key, u8 *out)
 {
-	static u8 info[GN_MAC_INFO_MAX];
-	static struct gn_mac job;
+	static u8 info[GN_WIRE_INFO_MAX];
 	FILE *f = NULL;
 	size_t len;
 	int tries;
@@ -69,8 +68,7 @@ int gn_test_session_mac(const char *path, const u8 *key, struct gn_mac *out)
 		return -ETIMEDOUT;
 	len = fread(info, 1, sizeof(info), f);
 	fclose(f);
-	gn_mac_init(&job, key);
-	return gn_mac_session(out, &job, info, len);
+	return gn_wire_session_key(out, key, info, len);
 }
 
 /*

@@ -81,11 +81,26 @@ static const struct gn_transport_ops null_ops = {
 	.close = null_close,
 };
 
+/* The test contexts' session key: the job key twice over. */
+static void test_session(const u8 *key, u8 *out)
+{
+	memcpy(out, key, GN_MAC_KEY_LEN);
+	memcpy(out + GN_MAC_KEY_LEN, key, GN_MAC_KEY_LEN);
+}
+
+int gn_test_sender_key(const u8 *key, int rank, u8 *out)
+{
+	u8 s[GN_SEAL_KEY_LEN];
+
+	test_session(key, s);
+	return gn_wire_sender_key(out, s, (u16)rank);
+}
+
 /*
  * A ready context of @world ranks named as at 127.0.0.1:9000+k whose
  * packets go nowhere and that has no progress thread: packets are fed to
- * it with gn_test_packet_in(). Its session key is the job key, so tests
- * and fuzz seeds can tag packets.
+ * it with gn_test_packet_in(). Its session key is known (test_session()),
+ * so tests and fuzz seeds can seal packets.
  */
 int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
 		    struct gn_ctx **out)
@@ -122,9 +137,14 @@ int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
 		gn_core_set_name(ctx, i, name);
 		ctx->dl.peers[i].hello_in = ctx->dl.peers[i].hello_acked = true;
 	}
-	/* Past the handshake: the session key is the job key. */
-	if (key)
-		gn_mac_init(ctx->dl.mac, key);
+	/* Past the handshake, with the test's session key. */
+	for (i = 0; key && i < world; i++) {
+		r = gn_test_sender_key(key, i, ctx->dl.keys->sender[i]);
+		if (r) {
+			gn_test_ctx_free(ctx);
+			return r;
+		}
+	}
 	ctx->dl.ready = true;
 	*out = ctx;
 	return 0;

@@ -13,10 +13,13 @@
 /*
  * A ready context of @world ranks at 127.0.0.1:9000+k whose packets go
  * nowhere and that has no progress thread; @key NULL: insecure. Its
- * session key is the job key, so tests and fuzz seeds can tag packets.
+ * session key is the job key twice over, so tests and fuzz seeds can seal
+ * packets: under gn_test_sender_key() of their sender.
  */
 int gn_test_ctx_new(int world, int rank, const u8 *key, u32 job,
 		    struct gn_ctx **out);
+/* Rank @rank's sender key in a context of gn_test_ctx_new() with @key. */
+int gn_test_sender_key(const u8 *key, int rank, u8 *out);
 void gn_test_ctx_free(struct gn_ctx *ctx);
 
 /* Feed one packet from rank @from (or from nobody, -1) to @ctx. */
@@ -24,11 +27,12 @@ void gn_test_packet_in(struct gn_ctx *ctx, int from, const u8 *pkt,
 		       size_t len);
 
 /*
- * hooks.c: the session MAC of a run, as an insider holding the job @key
- * derives it from what a rank wrote to @path (GN_TEST_SESSION_FILE);
- * waits up to 30 s for the file. 0, -ETIMEDOUT or -EINVAL.
+ * hooks.c: the session key of a run (GN_SEAL_KEY_LEN bytes), as an
+ * insider holding the job @key derives it from what a rank wrote to @path
+ * (GN_TEST_SESSION_FILE); waits up to 30 s for the file. 0, -ETIMEDOUT or
+ * -EINVAL.
  */
-int gn_test_session_mac(const char *path, const u8 *key, struct gn_mac *out);
+int gn_test_session_key(const char *path, const u8 *key, u8 *out);
 
 /*
  * fault.c: @tp behind GN_TEST_FAULTS, in place (nothing to do if it is

@@ -67,7 +67,7 @@ struct gradnet_info {
 	__u64 reserved[4];
 };
 
-#define GRADNET_KEY_LEN		16	/* GN_MAC_KEY_LEN */
+#define GRADNET_KEY_LEN		16	/* GN_MAC_KEY_LEN, a job key */
 #define GRADNET_MAX_WORLD	256
 #define GRADNET_ERRMSG_LEN	320	/* the core's GN_ERRMSG_LEN */
 
@@ -86,7 +86,9 @@ struct gradnet_peer {
 
 /* gradnet_open.flags */
 #define GRADNET_OPEN_INSECURE	(1u << 0)	/* no key: no authentication */
-#define GRADNET_OPEN_FLAGS	GRADNET_OPEN_INSECURE
+#define GRADNET_OPEN_CLEAR	(1u << 1)	/* bodies authenticated, not
+						   encrypted (GN_ENCRYPT=0) */
+#define GRADNET_OPEN_FLAGS	(GRADNET_OPEN_INSECURE | GRADNET_OPEN_CLEAR)
 
 /*
  * Codecs are the values of enum gn_codec of <gradnet/gradnet.h>, the ids
