@@ -29,11 +29,14 @@
  *
  * usage: gn-forge --to ADDR:PORT --to-rank R --as ADDR:PORT --as-rank R
  *                 --world W --job J --key HEX --elems N [--chunk C]
- *                 [--mtu M] [--codec 3lc|none] [--tensor ID] [--step S]
+ *                 [--mtu M] [--codec 3lc|none] [--tensor ID (100)] [--step S]
  *                 [--steps N] [--count N] [--kinds LIST] [--gap-us U]
  *                 [--seed S] [--session FILE]
- * --session: seal with the run's session key, derived from the job key and
- * what FILE holds (the victim's GN_TEST_SESSION_FILE), as an insider would.
+ * --session: seal with --as-rank's key of the run, derived from the job key
+ * and what FILE holds (the victim's GN_TEST_SESSION_FILE), as an insider
+ * would; without it, with a key of the job key alone, which no rank of a
+ * run takes. The packet numbers are low ones, which the peer used long
+ * ago, as a recording's are: the victim's window does not move.
  * Sends --count packets of each kind in LIST (default: all but gso and
  * npkts), interleaved, and prints one JSON line with the packets sent per
  * kind (for gso, super-datagrams, and their segments as gso_segs).
@@ -55,7 +58,7 @@
 
 #include <gradnet/codec.h>
 #include <gradnet/wire.h>
-#include "testlib.h"	/* gn_test_session_mac() */
+#include "testlib.h"	/* gn_test_session_key() */
 
 #define IPUDP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr))
 #define MAX_TEMPLATES 512
@@ -77,6 +80,7 @@ static const char *const kind_names[K_COUNT] = {
 /* Sent unless --kinds says otherwise. */
 #define DEFAULT_KINDS ((1u << K_GSO) - 1)
 
+/* A template is kept unsealed (@len: bytes before the tag); a packet sealed. */
 struct pkt {
 	size_t len;
 	uint8_t buf[GN_WIRE_MAX_PKT];
@@ -89,7 +93,7 @@ struct forge {
 	uint64_t elems;
 	unsigned int max_pkt;
 	uint8_t codec;
-	struct gn_mac mac;
+	uint8_t key[GN_SEAL_KEY_LEN];	/* --as-rank's, what it seals under */
 	uint64_t rng;
 	int fd;
 	int gso_fd, gso_segs;
@@ -148,13 +152,21 @@ static void put_data(struct forge *f, struct pkt *p, uint8_t phase, int dst,
 		.type = GN_PKT_DATA, .src = (uint16_t)f->as_rank,
 		.dst = (uint16_t)dst, .job = f->job, .tensor = f->tensor,
 		.step = f->step, .body_len = blen, .phase = phase,
-		.codec = f->codec,
+		.codec = f->codec, .pn = 1,	/* seal() numbers it again */
 	};
 
 	gn_wire_hdr_put(&h, p->buf);
 	gn_wire_data_put(d, p->buf);
 	memcpy(p->buf + GN_WIRE_DATA_HDR, body, blen);
-	p->len = gn_mac_seal(&f->mac, p->buf, GN_WIRE_DATA_HDR + blen);
+	p->len = GN_WIRE_DATA_HDR + blen;
+}
+
+/* Seal @p (unsealed, a template's copy) as the peer would, number @i. */
+static void seal(struct forge *f, struct pkt *p, unsigned long i)
+{
+	p->len = gn_wire_seal(f->key, p->buf, p->len, 1 + i % 64, 0);
+	if (!p->len)
+		die("cannot seal a packet");
 }
 
 /*
@@ -206,36 +218,34 @@ static void build_msg(struct forge *f, uint8_t phase, int dst, int shard)
 			first += (uint32_t)used;
 		}
 	}
-	/* Now the packet count is known: write it and seal again. */
+	/* Now the packet count is known: write it. */
 	for (i = (uint32_t)at; i < (uint32_t)f->ntpl; i++) {
 		struct pkt *p = &f->tpl[i];
-		size_t blen = p->len - GN_WIRE_DATA_OVERHEAD;
 		struct gn_wire_hdr h;
 
-		if (gn_wire_hdr_get(p->buf, p->len, &h) ||
+		if (gn_wire_hdr_get(p->buf, p->len + GN_WIRE_TAG, &h) ||
 		    gn_wire_data_get(p->buf, &h, &d))
 			die("built a packet the library would not parse");
 		d.pkt = i - (uint32_t)at;
 		d.npkts = (uint32_t)f->ntpl - (uint32_t)at;
 		gn_wire_data_put(&d, p->buf);
-		p->len = gn_mac_seal(&f->mac, p->buf, GN_WIRE_DATA_HDR + blen);
 	}
 	free(x);
 	free(e);
 	free(q);
 }
 
-/* Rewrite a template's header with @edit applied and seal it again. */
-static void reseal(struct forge *f, struct pkt *p,
-		   void (*edit)(struct gn_wire_hdr *h, uint32_t arg), uint32_t arg)
+/* Rewrite an unsealed packet's header with @edit applied. */
+static void edit_hdr(struct pkt *p,
+		     void (*edit)(struct gn_wire_hdr *h, uint32_t arg),
+		     uint32_t arg)
 {
 	struct gn_wire_hdr h;
 
-	if (gn_wire_hdr_get(p->buf, p->len, &h))
+	if (gn_wire_hdr_get(p->buf, p->len + GN_WIRE_TAG, &h))
 		die("template does not parse");
 	edit(&h, arg);
 	gn_wire_hdr_put(&h, p->buf);
-	gn_mac_seal(&f->mac, p->buf, p->len - GN_WIRE_TAG);
 }
 
 static void set_src(struct gn_wire_hdr *h, uint32_t v)
@@ -253,11 +263,6 @@ static void set_job(struct gn_wire_hdr *h, uint32_t v)
 	h->job = v;
 }
 
-static void set_type(struct gn_wire_hdr *h, uint32_t v)
-{
-	h->type = (uint8_t)v;
-}
-
 static void set_version(struct gn_wire_hdr *h, uint32_t v)
 {
 	h->version = (uint8_t)v;
@@ -268,20 +273,18 @@ static void set_step(struct gn_wire_hdr *h, uint32_t v)
 	h->step = v;
 }
 
-/* A template DATA packet that claims @npkts packets, @pkt among them. */
-static void set_npkts(struct forge *f, struct pkt *p, uint32_t npkts,
-		      uint32_t pkt)
+/* An unsealed DATA packet that claims @npkts packets, @pkt among them. */
+static void set_npkts(struct pkt *p, uint32_t npkts, uint32_t pkt)
 {
 	struct gn_wire_hdr h;
 	struct gn_wire_data d;
 
-	if (gn_wire_hdr_get(p->buf, p->len, &h) ||
+	if (gn_wire_hdr_get(p->buf, p->len + GN_WIRE_TAG, &h) ||
 	    gn_wire_data_get(p->buf, &h, &d))
 		die("template does not parse");
 	d.npkts = npkts;
 	d.pkt = pkt;
 	gn_wire_data_put(&d, p->buf);
-	gn_mac_seal(&f->mac, p->buf, p->len - GN_WIRE_TAG);
 }
 
 /* ---- raw IPv4 ----------------------------------------------------------- */
@@ -390,7 +393,11 @@ static int other_rank(int not)
 	return not ? 0 : 1;
 }
 
-/* Packet @i of kind @k: fill @p and the address it comes from. */
+/*
+ * Packet @i of kind @k: fill @p and the address it comes from. Edits of
+ * what the tag covers come before the seal; what breaks the seal itself
+ * (the tag, a sealed byte, the length) after it.
+ */
 static void forge_one(struct forge *f, enum kind k, unsigned long i,
 		      struct pkt *p, struct sockaddr_in *from)
 {
@@ -401,14 +408,45 @@ static void forge_one(struct forge *f, enum kind k, unsigned long i,
 	*from = f->as;
 	switch (k) {
 	case K_SOURCE:
-		if (i % 3 == 0) {
+		if (i % 3 == 0)
 			*from = f->self;
-		} else if (i % 3 == 1) {
+		else if (i % 3 == 1)
 			from->sin_port = htons((uint16_t)(ntohs(f->as.sin_port) + 1));
+		else
+			edit_hdr(p, set_src, (uint32_t)other_rank(f->as_rank));
+		break;
+	case K_JOB:
+		edit_hdr(p, set_job, f->job ^ (uint32_t)(1 + next_rand(f) % 0xfffffffe));
+		break;
+	case K_MALFORMED:
+		if (i % 6 == 3)
+			edit_hdr(p, set_dst, (uint32_t)other_rank(f->to_rank));
+		else if (i % 6 == 5)
+			/* count = 0, sealed: caught only after the tag. */
+			memset(p->buf + GN_WIRE_HDR_LEN + 16, 0, 4);
+		break;
+	case K_NPKTS:
+		/* Sweep the steps, each sweep with the next of four claims. */
+		j = i / f->steps % 4;
+		edit_hdr(p, set_step, f->step + (uint32_t)(i % f->steps));
+		set_npkts(p, j % 2 ? 0x80000000u : 0xffffffffu,
+			  j / 2 ? (j % 2 ? 0x7fffffffu : 0xfffffffeu) : 0);
+		break;
+	case K_VERSION:
+		if (i % 3 == 2) {
+			/* A HELLO of another version, as a newer peer would send. */
+			edit_hdr(p, set_version, GN_WIRE_VERSION + 1);
+			p->buf[3] = GN_PKT_HELLO;
 		} else {
-			reseal(f, p, set_src, (uint32_t)other_rank(f->as_rank));
+			edit_hdr(p, set_version, i % 3 ? 0 : GN_WIRE_VERSION + 1);
 		}
 		break;
+	default:
+		break;
+	}
+	/* gn_wire_seal() reads the type alone: another version seals too. */
+	seal(f, p, i);
+	switch (k) {
 	case K_MAC:
 		if (i % 3 == 0)
 			p->buf[p->len - 1 - next_rand(f) % GN_WIRE_TAG] ^=
@@ -420,54 +458,20 @@ static void forge_one(struct forge *f, enum kind k, unsigned long i,
 			p->buf[GN_WIRE_DATA_HDR +
 			       next_rand(f) % (p->len - GN_WIRE_DATA_OVERHEAD)] ^= 0x10;
 		break;
-	case K_JOB:
-		reseal(f, p, set_job, f->job ^ (uint32_t)(1 + next_rand(f) % 0xfffffffe));
-		break;
-	case K_REPLAY:
-		break;
 	case K_MALFORMED:
-		switch (i % 6) {
-		case 0:
+		if (i % 6 == 0) {
 			p->len = 0;
-			break;
-		case 1:
+		} else if (i % 6 == 4) {
+			/* An unknown type has no fixed part to seal by. */
+			p->buf[3] = 9;
+		} else if (i % 6 == 1) {
 			p->len = 1 + next_rand(f) % (p->len - 1);
-			break;
-		case 2:
+		} else if (i % 6 == 2) {
 			p->len = 1 + next_rand(f) % f->max_pkt;
 			for (j = 0; j < p->len; j++)
 				p->buf[j] = (uint8_t)next_rand(f);
 			if (p->buf[0] == (GN_WIRE_MAGIC & 0xff))
 				p->buf[0] ^= 0x80;
-			break;
-		case 3:
-			reseal(f, p, set_dst, (uint32_t)other_rank(f->to_rank));
-			break;
-		case 4:
-			reseal(f, p, set_type, 9);
-			break;
-		default:
-			/* count = 0, sealed: caught only after the MAC. */
-			memset(p->buf + GN_WIRE_HDR_LEN + 16, 0, 4);
-			gn_mac_seal(&f->mac, p->buf, p->len - GN_WIRE_TAG);
-			break;
-		}
-		break;
-	case K_NPKTS:
-		/* Sweep the steps, each sweep with the next of four claims. */
-		j = i / f->steps % 4;
-		reseal(f, p, set_step, f->step + (uint32_t)(i % f->steps));
-		set_npkts(f, p, j % 2 ? 0x80000000u : 0xffffffffu,
-			  j / 2 ? (j % 2 ? 0x7fffffffu : 0xfffffffeu) : 0);
-		break;
-	case K_VERSION:
-		if (i % 3 == 2) {
-			/* A HELLO of another version, as a newer peer would send. */
-			reseal(f, p, set_version, GN_WIRE_VERSION + 1);
-			p->buf[3] = GN_PKT_HELLO;
-			gn_mac_seal(&f->mac, p->buf, p->len - GN_WIRE_TAG);
-		} else {
-			reseal(f, p, set_version, i % 3 ? 0 : GN_WIRE_VERSION + 1);
 		}
 		break;
 	default:
@@ -502,12 +506,15 @@ static void parse_addr(const char *s, struct sockaddr_in *a)
 static void session_key(struct forge *f, const char *path,
 			const uint8_t *key)
 {
-	int r = gn_test_session_mac(path, key, &f->mac);
+	uint8_t s[GN_SEAL_KEY_LEN];
+	int r = gn_test_session_key(path, key, s);
 
 	if (r == -ETIMEDOUT)
 		die("--session: the victim wrote no session file in 30 s");
 	if (r)
 		die("--session: the session file is too long");
+	if (gn_wire_sender_key(f->key, s, (uint16_t)f->as_rank))
+		die("--session: cannot derive the sender key");
 }
 
 static void parse_key(const char *hex, uint8_t *key)
@@ -589,7 +596,8 @@ int main(int argc, char **argv)
 		{ "session", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct forge f = { .to_rank = -1, .as_rank = -1, .tensor = 1, .step = 1,
+	/* Tensor 100 is gradnet-rank's (tools/gradnet-rank.c), the victim's. */
+	struct forge f = { .to_rank = -1, .as_rank = -1, .tensor = 100, .step = 1,
 			   .steps = 1, .gso_fd = -1, .chunk = 65536, .max_pkt = 1500 - GN_WIRE_IPUDP,
 			   .codec = GN_CODEC_3LC, .rng = 0x2545f4914f6cdd1dull };
 	unsigned long count = 10, i, sent[K_COUNT] = { 0 };
@@ -675,7 +683,8 @@ int main(int argc, char **argv)
 	    !f.chunk || !f.steps || f.max_pkt < 576 - GN_WIRE_IPUDP ||
 	    f.max_pkt > GN_WIRE_MAX_PKT || !p)
 		usage();
-	gn_mac_init(&f.mac, key);
+	memcpy(f.key, key, GN_MAC_KEY_LEN);
+	memcpy(f.key + GN_MAC_KEY_LEN, key, GN_MAC_KEY_LEN);
 	if (session)
 		session_key(&f, session, key);
 	own_address(&f);
