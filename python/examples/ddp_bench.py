@@ -26,14 +26,33 @@ Methods (--methods, comma-separated):
                     gradnet:topk:density=0.01,bits=4
   (gradnet-dense, gradnet-3lc and gradnet-3lc-s1.5 are the old names of
   gradnet:none, gradnet:3lc and gradnet:3lc:s=1.5.)
-In the list a "key=value" item continues the gradnet spec before it, so
---methods gloo,gradnet:topk:density=0.01,bits=4 is two methods. Before any
-rank starts, every gradnet spec is tried on a one-rank job: a codec or a
-parameter the library or the binding refuses stops the run with its
-message, before anything is measured.
+  model:CODEC[:key=value,...]
+                    no DDP: gradnet.torch.SGD, whose shard owners apply
+                    the step and send every rank the model's change; the
+                    gradients go up and the changes come down with CODEC,
+                    each direction with its own error feedback (model:3lc
+                    is 3LC's push/pull, model:none dense both ways)
+  model:dore        DORE with its ternary quantizer both ways
+  model:dore:CODEC[:key=value,...], model:dore:key=value,...
+                    DORE with CODEC both ways, or its quantizer with
+                    these parameters; alpha, beta and eta are DORE's, the
+                    other keys the codec's
+In the list a "key=value" item continues the gradnet or model spec before
+it, so --methods gloo,gradnet:topk:density=0.01,bits=4 is two methods.
+Before any rank starts, every gradnet and model spec is tried on a
+one-rank job: a codec or a parameter the library or the binding refuses
+stops the run with its message, before anything is measured.
+
+Learning rate: every method trains with SGD, momentum 0.9, at the
+workload's learning rate (digits 0.05, lm 1.0) or --lr. --batch-mult M
+makes each rank's batch M times --batch and, without --lr, the learning
+rate M times the workload's (linear scaling): a large effective batch,
+where ScaleCom's low-pass filter (cltk's beta < 1) is meant to matter.
 
 Bytes: gradnet's own counters (UDP payload of data packets plus
-acknowledgements and control: wire_bytes + ctl_bytes). For the PyTorch
+acknowledgements and control: wire_bytes + ctl_bytes); for model: methods
+they hold both directions, the gradients up and the model's changes down,
+as a dense allreduce's reduce-scatter and allgather. For the PyTorch
 hooks, the bytes of the tensors their allreduces carry (counted by
 wrapping torch.distributed.all_reduce), and what a ring allreduce sends per
 rank for them, 2 (W - 1) / W times that: the "sent" column.
@@ -58,7 +77,8 @@ ratio to Gloo, the time per step and the skipped steps, unrounded, as the
 table prints them) and "links" (every link's rows).
 
 usage: python3 python/examples/ddp_bench.py [--workload digits|lm]
-       [--ranks 4] [--steps 300] [--batch B] [--methods LIST]
+       [--ranks 4] [--steps 300] [--batch B] [--batch-mult M] [--lr LR]
+       [--methods LIST]
        [--links loopback,1gbit,10gbit] [--json FILE]
        (it starts its ranks itself; or, for one loopback run, run it under
        torchrun --redirects 1 --tee 1 --nproc_per_node 4)
@@ -130,6 +150,32 @@ def parse_codec_spec(spec):
     return name, params
 
 
+DORE_KEYS = ("alpha", "beta", "eta")
+
+
+def parse_model_spec(spec):
+    """A model: method's spec -> (dore, codec, {codec key: value},
+    {DORE key: value}). "CODEC[:k=v,...]" is CODEC both ways, each
+    direction with its own error feedback (3lc: 3LC's push/pull); "dore"
+    is DORE with its ternary quantizer, "dore:CODEC[:k=v,...]" DORE with
+    CODEC both ways, "dore:k=v,..." its quantizer with those parameters.
+    Under DORE the keys alpha, beta and eta are DORE's, the others the
+    codec's."""
+    if spec != "dore" and not spec.startswith("dore:"):
+        codec, params = parse_codec_spec(spec)
+        return False, codec, params, {}
+    rest = spec[len("dore:"):]
+    if spec == "dore":
+        return True, "default", {}, {}
+    if not rest.strip():
+        raise SpecError("model spec %r: nothing after ':'" % spec)
+    head = re.split("[:,]", rest, 1)[0]
+    codec, params = parse_codec_spec("default:" + rest if "=" in head
+                                     else rest)
+    ours = {k: params.pop(k) for k in DORE_KEYS if k in params}
+    return True, codec, params, ours
+
+
 class Method:
     """One gradient exchange: kind is gloo, fp16, powersgd or gradnet."""
 
@@ -150,9 +196,20 @@ class Method:
         elif spec.startswith("gradnet:"):
             self.kind = "gradnet"
             self.codec, self.params = parse_codec_spec(spec[len("gradnet:"):])
+        elif spec.startswith("model:"):
+            self.kind = "model"
+            self.dore, self.codec, self.params, self.dore_params = \
+                parse_model_spec(spec[len("model:"):])
         else:
-            raise SpecError("method %r: not gloo, fp16, powersgdR or "
-                            "gradnet:CODEC[:key=value,...]" % text)
+            raise SpecError("method %r: not gloo, fp16, powersgdR, "
+                            "gradnet:CODEC[:key=value,...] or "
+                            "model:[dore:]CODEC[:key=value,...]" % text)
+
+    def codec_text(self):
+        """The codec as one spec string, its parameters included."""
+        return self.codec + "".join(
+            (":" if i == 0 else ",") + "%s=%s" % kv
+            for i, kv in enumerate(self.params.items()))
 
     def __repr__(self):
         return self.text
@@ -165,10 +222,12 @@ def split_methods(text):
     for item in text.split(","):
         item = item.strip()
         if "=" in item and ":" not in item.split("=", 1)[0]:
-            if not out or not out[-1].startswith("gradnet:") or \
-               ":" not in out[-1][len("gradnet:"):]:
+            last = out[-1] if out else ""
+            kind, _, rest = last.partition(":")
+            if kind not in ("gradnet", "model") or ":" not in rest:
                 raise SpecError("--methods: %r follows no gradnet:CODEC:"
-                                "key=value spec" % item)
+                                "key=value or model:...:key=value spec"
+                                % item)
             out[-1] += "," + item
         elif item:
             out.append(item)
@@ -205,11 +264,26 @@ def attach(method, model):
     return None
 
 
+def model_optimizer(method, params, lr):
+    """gradnet.torch.SGD for a model: method (momentum 0.9, as the DDP
+    methods' torch.optim.SGD): no DDP, its step is the exchange."""
+    import gradnet.torch as gt
+    codec = method.codec_text()
+    try:
+        return gt.SGD(params, lr=lr, momentum=0.9, dore=method.dore,
+                      codec=codec, down_codec=codec, **method.dore_params)
+    except (TypeError, ValueError, OSError) as e:
+        raise SpecError("method %s: gradnet.torch.SGD(codec=%r, dore=%s%s) "
+                        "failed: %s" % (method, codec, method.dore, "".join(
+                            ", %s=%r" % kv for kv in
+                            method.dore_params.items()), e)) from e
+
+
 def preflight(methods):
     """Try every gradnet method on a one-rank DDP job of a tiny model, one
     step, in this process: what the library or the binding refuses fails
     here, with its message."""
-    ours = [m for m in methods if m.kind == "gradnet"]
+    ours = [m for m in methods if m.kind in ("gradnet", "model")]
     if not ours:
         return
     import torch
@@ -223,10 +297,17 @@ def preflight(methods):
         dist.init_process_group("gloo", store=store, rank=0, world_size=1)
         try:
             for m in ours:
-                model = DDP(torch.nn.Linear(4, 2))
-                state = attach(m, model)
+                if m.kind == "model":
+                    model = torch.nn.Linear(4, 2)
+                    opt = model_optimizer(m, model.parameters(), 0.1)
+                    state = opt
+                else:
+                    model = DDP(torch.nn.Linear(4, 2))
+                    state = attach(m, model)
                 try:
                     model(torch.ones(2, 4)).sum().backward()
+                    if m.kind == "model":
+                        opt.step()
                 except Exception as e:  # noqa: B902 - any refusal counts
                     # The hook's error, without the trace autograd appends.
                     why = str(e).split("\nAt:")[0].strip()
@@ -246,7 +327,11 @@ def command_line(args):
     if args.fixed_workload is None:
         words += ["--workload", args.workload]
     words += ["--ranks", str(args.ranks), "--steps", str(args.steps),
-              "--batch", str(args.batch)]
+              "--batch", str(args.base_batch)]
+    if args.batch_mult != 1:
+        words += ["--batch-mult", str(args.batch_mult)]
+    if args.lr_given is not None:
+        words += ["--lr", "%g" % args.lr_given]
     if args.methods_text != ",".join(METHODS):
         words += ["--methods", args.methods_text]
     if args.links != ["loopback"]:
@@ -270,12 +355,20 @@ def worker(args):
     for method in args.methods:
         torch.manual_seed(0)
         net = wl.build()
-        model = DDP(net)
+        if method.kind == "model":
+            # gradnet.torch.SGD replaces DDP and the optimizer: its step
+            # is the exchange, and its context counts both directions.
+            model = net
+            opt = model_optimizer(method, net.parameters(), args.lr)
+            state = opt.ctx
+        else:
+            model = DDP(net)
+            state = attach(method, model)
+            opt = torch.optim.SGD(model.parameters(), lr=args.lr,
+                                  momentum=0.9)
         jobs.append({
             "method": method, "net": net, "model": model,
-            "state": attach(method, model),
-            "opt": torch.optim.SGD(model.parameters(), lr=wl.lr,
-                                   momentum=0.9),
+            "state": state, "opt": opt,
             "gen": torch.Generator().manual_seed(1000 + rank),
             "counted": 0, "skipped": 0, "seconds": 0.0})
     nparams = sum(p.numel() for p in jobs[0]["net"].parameters())
@@ -299,8 +392,13 @@ def worker(args):
             batch = wl.batch(j["gen"], args.batch)
             j["opt"].zero_grad()
             wl.loss(j["model"], batch).backward()
-            if all(torch.isfinite(p.grad).all()
-                   for p in j["model"].parameters()):
+            if j["method"].kind == "model":
+                # A NaN on any rank skips the step on every rank.
+                before = j["opt"].nonfinite_steps
+                j["opt"].step()
+                j["skipped"] += j["opt"].nonfinite_steps - before
+            elif all(torch.isfinite(p.grad).all()
+                     for p in j["model"].parameters()):
                 j["opt"].step()
             else:
                 j["skipped"] += 1
@@ -330,10 +428,11 @@ def worker(args):
         run = {"command": command_line(args), "workload": wl.name,
                "model": wl.describe(nparams, args.batch),
                "parameters": nparams, "ranks": world, "steps": args.steps,
-               "batch": args.batch}
+               "batch": args.batch, "lr": args.lr}
         run.update(wl.sizes())
         print("command: " + run["command"])
         print("model: " + run["model"])
+        print("optimizer: SGD, lr %g, momentum 0.9" % args.lr)
         print("link: %s" % args.run_link)
         print("\n".join(table(wl.score, rows)))
         print("carried: allreduce payload per rank (gradnet: the float32 "
@@ -492,6 +591,12 @@ def main(workload=None):
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=None,
                     help="per rank (digits: 32 images, lm: 16 windows)")
+    ap.add_argument("--batch-mult", type=int, default=1, metavar="M",
+                    help="a large effective batch: M times --batch per "
+                    "rank, and M times the learning rate unless --lr")
+    ap.add_argument("--lr", type=float, default=None,
+                    help="every method's learning rate (digits: 0.05, "
+                    "lm: 1.0; times --batch-mult)")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--links", default="loopback",
                     help="comma-separated: loopback, none, 1gbit, 10gbit")
@@ -505,6 +610,19 @@ def main(workload=None):
         args.workload = workload
     if args.batch is None:
         args.batch = WORKLOADS[args.workload].default_batch
+    if args.batch_mult < 1 or args.batch < 1:
+        print("%s: --batch and --batch-mult must be at least 1" % PROG,
+              file=sys.stderr)
+        return 2
+    if args.lr is not None and not args.lr > 0:
+        print("%s: --lr must be a positive number" % PROG, file=sys.stderr)
+        return 2
+    args.lr_given = args.lr
+    args.base_batch = args.batch
+    args.batch *= args.batch_mult
+    if args.lr is None:
+        # Linear scaling: M times the batch, M times the step.
+        args.lr = WORKLOADS[args.workload].lr * args.batch_mult
     if args.json:
         args.json = os.path.abspath(args.json)
     args.methods_text = args.methods

@@ -69,6 +69,32 @@ def test_method_list_syntax():
             ddp_bench.split_methods(bad)
 
 
+def test_model_method_syntax():
+    P = ddp_bench.parse_model_spec
+    assert P("3lc") == (False, "3lc", {}, {})
+    assert P("3lc:s=1.5") == (False, "3lc", {"s": 1.5}, {})
+    assert P("none") == (False, "none", {}, {})
+    assert P("dore") == (True, "default", {}, {})
+    assert P("dore:alpha=0.2,eta=0.25") == (True, "default", {},
+                                             {"alpha": 0.2, "eta": 0.25})
+    assert P("dore:bucket=128,beta=1") == (True, "default", {"bucket": 128},
+                                            {"beta": 1})
+    assert P("dore:topk:density=0.1,eta=0.5") == (
+        True, "topk", {"density": 0.1}, {"eta": 0.5})
+    ms = ddp_bench.split_methods("gloo,model:dore,model:3lc:s=1.5,"
+                                 "model:dore:qsgd:bits=4,bucket=128,alpha=0.1")
+    assert [m.kind for m in ms] == ["gloo", "model", "model", "model"]
+    assert (ms[1].dore, ms[1].codec_text()) == (True, "default")
+    assert (ms[2].dore, ms[2].codec_text()) == (False, "3lc:s=1.5")
+    assert (ms[3].dore, ms[3].codec_text(), ms[3].dore_params) == (
+        True, "qsgd:bits=4,bucket=128", {"alpha": 0.1})
+    for bad, why in (("model:", "no codec name"), ("model:dore:", "nothing after"),
+                     ("model:3lc,s=1.5", "follows no gradnet"),
+                     ("model:dore:3lc:", "nothing after")):
+        with pytest.raises(ddp_bench.SpecError, match=why):
+            ddp_bench.split_methods(bad)
+
+
 def table_rows(stdout, names):
     """The LM table's rows: method -> (loss, ppl, carried, sent, ratio, ms,
     skipped) as printed."""
@@ -153,3 +179,64 @@ def test_links_in_namespaces(tmp_path):
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True,
                         text=True, check=True).stdout
     assert prefix not in ns, ns
+
+
+def test_model_methods(tmp_path):
+    """gradnet.torch.SGD in the table: dense both ways trains as Gloo does,
+    DORE and 3LC's push/pull send far less, and their bytes are both
+    directions' (dense push/pull sends what gradnet's dense allreduce
+    sends); a codec a model tensor refuses stops the run first."""
+    out = tmp_path / "model.json"
+    names = ["gloo", "gradnet:none", "model:none", "model:dore", "model:3lc"]
+    r = run(["--workload", "lm", "--ranks", "2", "--steps", "3",
+             "--methods", ",".join(names), "--json", str(out)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(out.read_text())
+    assert [m["method"] for m in got["methods"]] == names
+    table = table_rows(r.stdout, names)
+    assert set(table) == set(names), r.stdout
+    by = {m["method"]: m for m in got["methods"]}
+    for m in names:
+        assert "%.4f" % by[m]["val_loss"] == table[m][0]
+        assert by[m]["skipped"] == 0
+        assert by[m]["val_loss"] < math.log(2048)
+    assert math.isclose(by["model:none"]["val_loss"], by["gloo"]["val_loss"],
+                        rel_tol=1e-4)
+    # up and down: a dense allreduce's reduce-scatter and allgather
+    assert math.isclose(by["model:none"]["sent_bytes"],
+                        by["gradnet:none"]["sent_bytes"], rel_tol=0.02)
+    assert by["model:none"]["sent_bytes"] > by["gloo"]["sent_bytes"]
+    assert by["model:dore"]["sent_bytes"] < by["gloo"]["sent_bytes"] / 10
+    assert by["model:3lc"]["sent_bytes"] < by["gloo"]["sent_bytes"] / 50
+    r = run(["--ranks", "2", "--steps", "2", "--methods",
+             "gloo,model:cltk"], timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "model:cltk" in r.stderr and "index round" in r.stderr, r.stderr
+    assert "command:" not in r.stdout
+
+
+def test_learning_rate_and_batch_multiplier(tmp_path):
+    """--batch-mult M trains on M times the batch at M times the learning
+    rate: the same training as --batch and --lr saying so, and another
+    than the workload's own learning rate."""
+    def loss(args, name):
+        out = tmp_path / (name + ".json")
+        r = run(["--workload", "lm", "--ranks", "2", "--steps", "2",
+                 "--methods", "gloo", "--json", str(out)] + args)
+        assert r.returncode == 0, r.stdout + r.stderr
+        got = json.loads(out.read_text())
+        assert got["command"] in r.stdout
+        return got
+    mult = loss(["--batch", "8", "--batch-mult", "2"], "mult")
+    assert (mult["batch"], mult["lr"]) == (16, 2.0)
+    assert "--batch 8 --batch-mult 2" in mult["command"]
+    said = loss(["--batch", "16", "--lr", "2"], "said")
+    assert (said["batch"], said["lr"]) == (16, 2.0)
+    assert "--lr 2" in said["command"]
+    plain = loss(["--batch", "16"], "plain")
+    assert plain["lr"] == 1.0
+    assert mult["methods"][0]["val_loss"] == said["methods"][0]["val_loss"]
+    assert plain["methods"][0]["val_loss"] != said["methods"][0]["val_loss"]
+    for bad in (["--lr", "0"], ["--lr", "-1"], ["--batch-mult", "0"]):
+        r = run(["--steps", "1", "--methods", "gloo"] + bad, timeout=120)
+        assert r.returncode == 2 and "must be" in r.stderr, r.stderr
