@@ -4,7 +4,8 @@
 
   doc/compressors.png    the compressor comparison: bytes each rank sends
                          per step against test accuracy, one point per
-                         method (python/examples/ddp_digits.py --json)
+                         method (python/examples/ddp_bench.py --json, the
+                         digits CNN, every compressor)
   doc/allreduce-model.png  time per allreduce against link speed, dense
                          ring against gradnet on 1 to 8 codec cores
                          (tools/allreduce-model.py --json, with the inputs
@@ -40,7 +41,10 @@ import matplotlib.text  # noqa: E402
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORD = os.path.join(SRC, "doc", "perf", "allreduce-model.md")
-DDP_ARGS = ["--ranks", "4", "--steps", "300"]
+DDP_ARGS = ["--workload", "digits", "--ranks", "4", "--steps", "300",
+            "--methods", "gloo,fp16,powersgd1,powersgd4,gradnet:none,"
+            "gradnet:3lc,gradnet:topk,gradnet:topk:bits=4,gradnet:qsgd,"
+            "gradnet:cltk,gradnet:cltk:bits=4,model:3lc,model:dore"]
 # Link speeds of the model's curve, Gbit/s: log-spaced, the table's four
 # among them.
 LINKS = [1, 1.6, 2.5, 4, 6.3, 10, 16, 25, 40, 63, 100, 160, 250, 400]
@@ -56,8 +60,13 @@ LABELS = {
     "gradnet-3lc-s1.5": "gradnet 3LC, s = 1.5",
     "gradnet:none": "gradnet dense",
     "gradnet:3lc": "gradnet 3LC, s = 1",
+    "gradnet:topk:bits=4": "gradnet top-k 1%, 4-bit values",
+    "gradnet:cltk:bits=4": "gradnet CLT-k 1%, 4-bit values",
+    "model:3lc": "3LC push/pull (model step)",
+    "model:dore": "DORE (model step)",
 }
-CODECS = {"none": "dense", "3lc": "3LC"}
+CODECS = {"none": "dense", "3lc": "3LC", "topk": "top-k 1%", "qsgd": "QSGD",
+          "cltk": "CLT-k 1%"}
 
 
 def label(method):
@@ -131,7 +140,7 @@ def run_ddp(build):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ddp.json")
         subprocess.run(["/usr/bin/python3", os.path.join(SRC, "python", "examples",
-                                                         "ddp_digits.py")]
+                                                         "ddp_bench.py")]
                        + DDP_ARGS + ["--json", path], env=env, check=True)
         with open(path) as f:
             out = json.load(f)
@@ -214,7 +223,7 @@ def draw_compressors(d, path):
     gloo = next(m["sent_bytes"] for m in d["methods"] if m["method"] == "gloo")
     points = []
     for m in d["methods"]:
-        ours = m["method"].startswith("gradnet")
+        ours = m["method"].startswith(("gradnet", "model:"))
         x, y = m["sent_bytes"], m["accuracy"] * 100
         ax.scatter([x], [y], s=60, zorder=3, marker="o" if ours else "s",
                    color="tab:red" if ours else "tab:blue")
@@ -227,7 +236,7 @@ def draw_compressors(d, path):
     ax.set_ylabel("test accuracy, %")
     lo = min(m["sent_bytes"] for m in d["methods"])
     hi = max(m["sent_bytes"] for m in d["methods"])
-    ax.set_xlim(lo / 2, hi * 6)
+    ax.set_xlim(lo / 8, hi * 6)
     accs = [m["accuracy"] * 100 for m in d["methods"]]
     ax.set_ylim(min(accs) - 1.5, max(accs) + 1)
     ax.grid(True, which="both", alpha=0.3)
