@@ -188,7 +188,7 @@ static bool neigh_ask(struct dtp *d, u64 now)
 
 /*
  * Peers whose datagrams came from another MAC address (rx_filter() in
- * transport.c sets doubt) are asked for again, each at most once per
+ * rx.c sets doubt) are asked for again, each at most once per
  * NEIGH_ASK_MS. Called under the core's lock, from the receive path.
  */
 void dtp_neigh_doubt(struct dtp *d, u64 now)
