@@ -38,15 +38,20 @@ struct mbuf_priv {
 	u16 hdr_peer;			/* the headers in front are for this peer */
 	u16 hdr_len;			/* and this payload length */
 	u32 hdr_gen;			/* and the peers' MACs of this mac_gen */
+	bool moved;			/* rx: its frame came from @src_mac, not
+					   the sender's known address */
+	u8 src_mac[6];
 };
+
+/* gradnet's pools give every mbuf a cache line of private area. */
+_Static_assert(sizeof(struct mbuf_priv) <= RTE_CACHE_LINE_SIZE,
+	       "struct mbuf_priv outgrows the mbufs' private area");
 
 /* Where a peer's MAC address comes from, and when to ask for it again. */
 struct dtp_neigh {
 	bool known;			/* peers[].mac holds it */
 	bool fixed;			/* from the static list: never learnt */
-	bool doubt;			/* a datagram from its IP and port came
-					   from another MAC address */
-	u32 tries;			/* ARP requests sent */
+	u32 tries;			/* ARP requests sent while it is unknown */
 	u64 next_tsc;			/* the next one is due */
 };
 
@@ -62,7 +67,6 @@ struct dtp_rxq {
 	u16 rx_n, rx_i;
 	u32 low_in;			/* packets until the rx pool is read again */
 	bool low;			/* it ran low at the last read */
-	bool doubt;			/* a peer's datagram came from another MAC */
 	struct gn_buf *ready[BURST];
 	u16 ready_n, ready_i;
 	struct rte_mbuf *arp[BURST];
@@ -117,11 +121,10 @@ struct dtp {
 	int ctl_n;
 
 	u64 arp_answered, arp_asked;	/* requests for us, requests sent */
-	u64 arp_moved;			/* peers learnt at a new MAC address */
-	u64 arp_reasked;		/* requests for peers heard from another
-					   MAC (also in arp_asked) */
+	u64 arp_moved;			/* peers moved to a new MAC address */
+	u64 arp_ignored;		/* ARP that teaches nothing: replies to no
+					   request of ours, announcements */
 	u32 mac_gen;			/* bumped when a peer's MAC changes */
-	bool doubt;			/* some peer's neigh[].doubt is set */
 	const char *stats_path;
 
 	/* The link: when it was last checked, when it went down (port.c). */
@@ -190,6 +193,6 @@ void dtp_arp_in(struct dtp *d, const struct gn_dpdk_rx *rx);
 void dtp_ctl_flush(struct dtp *d);
 int dtp_neigh_init(struct dtp *d, const struct gn_dpdk_conf *c);
 int dtp_neigh_resolve(struct dtp *d, u32 timeout_ms, char *msg, size_t len);
-void dtp_neigh_doubt(struct dtp *d, u64 now);
+void dtp_authentic(void *tp, struct gn_buf *b);
 
 #endif /* GN_DPDK_DTP_H */

@@ -88,16 +88,18 @@ static unsigned int csum_state(u64 flags, u64 good, u64 bad)
  * The UDP payload of @m if it is a datagram to us, else NULL: ARP handed
  * to neigh.c (with several queues, kept in @q for after the round),
  * everything else counted by reason (filter.c checks every length
- * against the bytes the mbuf holds, in one segment). With several queues
- * it runs on one queue's worker and writes only @q and @m (and sets a
- * peer's doubt flag, which nothing else writes meanwhile).
+ * against the bytes the mbuf holds, in one segment). *@from is the
+ * frame's source MAC if a learnt peer's datagram comes from another
+ * address than its own (moved, or forged), else NULL. With several
+ * queues it runs on one queue's worker and writes only @q and @m.
  */
 static u8 *rx_filter(struct dtp *d, struct dtp_rxq *q, struct rte_mbuf *m,
-		     u16 *len, u16 *peer, bool *keep)
+		     u16 *len, u16 *peer, bool *keep, const u8 **from)
 {
 	u8 *frame = rte_pktmbuf_mtod(m, u8 *);
 	struct gn_dpdk_rx rx;
 
+	*from = NULL;
 	if (unlikely(m->nb_segs != 1)) {
 		q->drops[GN_DDROP_SEGMENTED]++;
 		return NULL;
@@ -112,15 +114,11 @@ static u8 *rx_filter(struct dtp *d, struct dtp_rxq *q, struct rte_mbuf *m,
 	case GN_DRX_UDP:
 		*len = rx.len;
 		*peer = peer_of(d, rx.src_ip, rx.src_port);
-		/* Moved, or forged: ask ARP (neigh.c). */
 		if (unlikely(*peer < d->world &&
 			     memcmp(frame + 6, d->peers[*peer].mac,
 				    RTE_ETHER_ADDR_LEN)) &&
-		    !d->neigh[*peer].fixed) {
-			__atomic_store_n(&d->neigh[*peer].doubt, true,
-					 __ATOMIC_RELAXED);
-			q->doubt = true;
-		}
+		    !d->neigh[*peer].fixed)
+			*from = frame + 6;
 		return frame + rx.off;
 	case GN_DRX_ARP_REQUEST:
 	case GN_DRX_ARP_REPLY:
@@ -164,6 +162,19 @@ static bool rx_pool_low(struct dtp_rxq *q, struct rte_mbuf *m)
 	return q->low;
 }
 
+/*
+ * Marks @b as come from @from, another MAC than its sender's: the peer
+ * moves there if the core finds @b authentic (dtp_authentic()).
+ */
+static void rx_mark(struct gn_buf *b, const u8 *from)
+{
+	struct mbuf_priv *p = priv_of(mbuf_of(b));
+
+	p->moved = from != NULL;
+	if (unlikely(from))
+		memcpy(p->src_mac, from, sizeof(p->src_mac));
+}
+
 /* @m as a gn_buf for the core, or NULL if it was not for us. */
 static struct gn_buf *rx_one(struct dtp *d, struct dtp_rxq *q,
 			     struct rte_mbuf *m)
@@ -172,7 +183,8 @@ static struct gn_buf *rx_one(struct dtp *d, struct dtp_rxq *q,
 	struct rte_mbuf *c;
 	u16 len, peer;
 	bool keep = false;
-	u8 *data = rx_filter(d, q, m, &len, &peer, &keep);
+	const u8 *from;
+	u8 *data = rx_filter(d, q, m, &len, &peer, &keep, &from);
 
 	if (!data) {
 		if (!keep)
@@ -183,9 +195,11 @@ static struct gn_buf *rx_one(struct dtp *d, struct dtp_rxq *q,
 	if (rx_pool_low(q, m) && (c = rte_pktmbuf_alloc(d->tx_pool))) {
 		b = buf_init(c, (u8 *)c->buf_addr + PAYLOAD_OFF, len);
 		memcpy(b->data, data, len);
+		rx_mark(b, from);
 		rte_pktmbuf_free(m);
 	} else {
 		b = buf_init(m, data, len);
+		rx_mark(b, from);
 	}
 	b->peer = peer;
 	return b;
@@ -261,10 +275,9 @@ static int rx_round(struct dtp *d, struct gn_buf **b, int max)
 	return rx_ready(d, b, max);
 }
 
-/* What the parts left for the core's thread: ARP, peers in doubt. */
+/* What the parts left for the core's thread: ARP. */
 static void rx_after(struct dtp *d)
 {
-	bool doubt = false;
 	int i, k;
 
 	for (i = 0; i < d->nq; i++) {
@@ -275,10 +288,7 @@ static void rx_after(struct dtp *d)
 			rte_pktmbuf_free(q->arp[k]);
 		}
 		q->arp_n = 0;
-		doubt |= q->doubt;
-		q->doubt = false;
 	}
-	d->doubt |= doubt;
 }
 int dtp_recv(void *tp, struct gn_buf **b, int max)
 {
@@ -289,8 +299,6 @@ int dtp_recv(void *tp, struct gn_buf **b, int max)
 	n = d->nq == 1 ? rx_take(d, d->rxq, b, max, RX_BURSTS) :
 			 rx_round(d, b, max);
 	rx_after(d);
-	if (unlikely(d->doubt))
-		dtp_neigh_doubt(d, rte_get_timer_cycles());
 	dtp_ctl_flush(d);
 	if (n)
 		d->active_tsc = rte_get_timer_cycles();

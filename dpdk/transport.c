@@ -30,7 +30,8 @@
 
 /*
  * The filter's counters as one JSON line in d->stats_path (GN_DPDK_STATS),
- * for tests and operators: frames dropped by reason, ARP traffic.
+ * for tests and operators: frames dropped by reason, ARP traffic, peers
+ * moved.
  */
 static void stats_write(const struct dtp *d)
 {
@@ -45,11 +46,11 @@ static void stats_write(const struct dtp *d)
 		fprintf(stderr, "gradnet: dpdk: cannot write %s\n", d->stats_path);
 		return;
 	}
-	fprintf(f, "{\"rank\": %u, \"arp_answered\": %llu, \"arp_asked\": %llu, \"arp_moved\": %llu, \"arp_reasked\": %llu, \"drops\": {",
+	fprintf(f, "{\"rank\": %u, \"arp_answered\": %llu, \"arp_asked\": %llu, \"arp_moved\": %llu, \"arp_ignored\": %llu, \"drops\": {",
 		d->rank, (unsigned long long)d->arp_answered,
 		(unsigned long long)d->arp_asked,
 		(unsigned long long)d->arp_moved,
-		(unsigned long long)d->arp_reasked);
+		(unsigned long long)d->arp_ignored);
 	for (i = 0; i < GN_DDROP_N; i++) {
 		u64 n = 0;
 
@@ -121,6 +122,7 @@ static const struct gn_transport_ops dtp_ops = {
 	.put = dtp_put,
 	.send = dtp_send,
 	.recv = dtp_recv,
+	.authentic = dtp_authentic,
 	.poll = NULL,
 	.wait = dtp_wait,
 	.wake = dtp_wake,
