@@ -180,7 +180,6 @@ void dtp_wake(void *tp);
 /* port.c */
 bool dtp_port_claim(u16 port, int queue);
 void dtp_port_release(u16 port, int queue);
-bool dtp_port_closed(u16 port);
 int dtp_port_start(struct dtp *d, const struct gn_dpdk_conf *c, char *msg,
 		   size_t len);
 int dtp_port_attach(struct dtp *d, const struct gn_dpdk_conf *c, char *msg,

@@ -2,9 +2,25 @@
 /*
  * port.c - the DPDK transport's port and its pools: which context holds
  * which port or queue, configuring and starting a port gradnet owns (or
- * taking one queue of the application's), stopping it, restarting it when
- * its link stays down, and closing every port gradnet configured when the
- * process ends.
+ * taking one queue of the application's), restarting it when its link
+ * stays down, and closing every port gradnet configured when the process
+ * ends.
+ *
+ * A port gradnet configured keeps its configuration, its pools and its
+ * link from one context to the next: closing a context leaves the port
+ * started, and the next context on it takes it as it is when it asks for
+ * the same shape (queue pairs, MTU, tx pool), or sets it up anew. Ports
+ * made from the EAL's arguments (--vdev) cannot be made again by the EAL
+ * (it starts once per process), and two drivers cannot be stopped and
+ * set up anew in place. A stopped net_memif server still lets its client
+ * connect, into the queues that setting them up again replaces (the link
+ * comes up, and what the client sends is read from rings it never
+ * wrote): a context that needs another shape closes the port and probes
+ * its device again from the same arguments (port_reprobe()). net_af_xdp's
+ * rx pool is its socket's UMEM, which must live as long as the port is
+ * open, and DPDK 22.11 never frees a closed port's UMEM, whose socket
+ * then stays bound to the queue: another shape on it is refused until
+ * the process ends.
  *
  * Two pools: tx buffers come from one, the rx queue fills from the other.
  * The core packs a whole step into tx buffers before it is acknowledged,
@@ -17,11 +33,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <rte_alarm.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_interrupts.h>
@@ -43,14 +62,25 @@
 #define LINK_CHECK_MS 100
 #define LINK_RESTART_MS 1000
 
+/* A port gradnet configured, as it stays between contexts. */
+struct port_setup {
+	bool ours;			/* configured by gradnet: closed at exit */
+	bool started;			/* not stopped by a failed restart */
+	bool umem;			/* net_af_xdp: the rx pool is its UMEM */
+	bool tx_csum;			/* it computes IPv4 and UDP checksums */
+	u16 nq;				/* its shape: queue pairs (0: none yet), */
+	u32 mtu, mbufs;			/* MTU and the tx pool size asked for */
+	struct rte_mempool *tx_pool, *rx_pool;
+};
+
 /*
  * One context per port it owns, or per queue of an application's port:
- * a queue has one user.
+ * a queue has one user. A port's setup is read and written by the
+ * context that holds the port, and by ports_close() once none does.
  */
 static pthread_mutex_t ports_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool port_busy[RTE_MAX_ETHPORTS];
-static bool port_ours[RTE_MAX_ETHPORTS];	/* configured by gradnet */
-static bool port_gone[RTE_MAX_ETHPORTS];	/* closed by gradnet */
+static struct port_setup setups[RTE_MAX_ETHPORTS];
 static u64 queue_busy[RTE_MAX_ETHPORTS][RTE_MAX_QUEUES_PER_PORT / 64];
 
 static bool queues_idle(u16 port)
@@ -92,26 +122,85 @@ void dtp_port_release(u16 port, int queue)
 	pthread_mutex_unlock(&ports_lock);
 }
 
-/* Did a context of this process close @port (net_af_xdp)? */
-bool dtp_port_closed(u16 port)
+/* @s's pools, freed once nothing holds their mbufs. */
+static void setup_pools_free(struct port_setup *s)
 {
-	bool gone;
+	rte_mempool_free(s->tx_pool);
+	rte_mempool_free(s->rx_pool);
+	s->tx_pool = NULL;
+	s->rx_pool = NULL;
+}
 
-	if (port >= RTE_MAX_ETHPORTS)
-		return false;
-	pthread_mutex_lock(&ports_lock);
-	gone = port_gone[port];
-	pthread_mutex_unlock(&ports_lock);
-	return gone;
+/*
+ * Stop (and with @close, close) @port on the EAL's interrupt thread and
+ * wait for it. Drivers handle their peers' control messages on that
+ * thread: net_memif tears the link down there when its peer leaves
+ * (unmaps and frees the shared regions), and again in the thread that
+ * stops the port, with no lock between the two, so a port stopped while
+ * its peer leaves would free the same memory twice (the EAL's "Invalid
+ * memory", or a crash in rte_free). An alarm runs on that thread, one
+ * handler after another, so the stop and the driver's handler never
+ * overlap.
+ */
+struct port_stop {
+	u16 port;
+	bool close;
+	bool done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void port_stop_now(u16 port, bool close)
+{
+	rte_eth_dev_stop(port);
+	if (close)
+		rte_eth_dev_close(port);
+}
+
+static void port_stop_run(void *arg)
+{
+	struct port_stop *ps = arg;
+
+	port_stop_now(ps->port, ps->close);
+	pthread_mutex_lock(&ps->lock);
+	ps->done = true;
+	pthread_cond_signal(&ps->cond);
+	pthread_mutex_unlock(&ps->lock);
+}
+
+static void port_stop_on_intr(u16 port, bool close)
+{
+	struct port_stop ps = {
+		.port = port,
+		.close = close,
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.cond = PTHREAD_COND_INITIALIZER,
+	};
+
+	/* On that thread already, or without one: stop here. */
+	if (rte_thread_is_intr() || rte_eal_alarm_set(1, port_stop_run, &ps)) {
+		port_stop_now(port, close);
+		return;
+	}
+	pthread_mutex_lock(&ps.lock);
+	while (!ps.done)
+		pthread_cond_wait(&ps.cond, &ps.lock);
+	pthread_mutex_unlock(&ps.lock);
+}
+
+static void port_stop(u16 port)
+{
+	port_stop_on_intr(port, false);
 }
 
 /*
  * When the process ends (or the library is unloaded), close the ports
- * gradnet configured and no context holds. A port only stopped keeps
- * what its driver set up outside the process: net_af_xdp's XDP program
- * stays attached to the interface after the process is gone, and its
- * sockets' libxdp state is never freed. A port a context still holds is
- * left alone: a thread of that context may still poll it.
+ * gradnet configured and no context holds (stopped first: DPDK closes no
+ * started port), then free their pools. A port only stopped keeps what
+ * its driver set up outside the process: net_af_xdp's XDP program stays
+ * attached to the interface after the process is gone, and its sockets'
+ * libxdp state is never freed. A port a context still holds is left
+ * alone: a thread of that context may still poll it.
  */
 __attribute__((destructor)) static void ports_close(void)
 {
@@ -119,59 +208,15 @@ __attribute__((destructor)) static void ports_close(void)
 
 	pthread_mutex_lock(&ports_lock);
 	for (port = 0; port < RTE_MAX_ETHPORTS; port++) {
-		if (port_ours[port] && !port_busy[port]) {
-			rte_eth_dev_close(port);
-			port_ours[port] = false;
+		struct port_setup *s = &setups[port];
+
+		if (s->ours && !port_busy[port]) {
+			port_stop_on_intr(port, true);
+			setup_pools_free(s);
+			s->ours = false;
 		}
 	}
 	pthread_mutex_unlock(&ports_lock);
-}
-
-/*
- * Stop @port on the EAL's interrupt thread and wait for it. Drivers
- * handle their peers' control messages on that thread: net_memif tears
- * the link down there when its peer leaves (unmaps and frees the shared
- * regions), and again in the thread that stops the port, with no lock
- * between the two, so a port stopped while its peer leaves would free the
- * same memory twice (the EAL's "Invalid memory", or a crash in rte_free).
- * An alarm runs on that thread, one handler after another, so the stop
- * and the driver's handler never overlap.
- */
-struct port_stop {
-	u16 port;
-	bool done;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-};
-
-static void port_stop_run(void *arg)
-{
-	struct port_stop *ps = arg;
-
-	rte_eth_dev_stop(ps->port);
-	pthread_mutex_lock(&ps->lock);
-	ps->done = true;
-	pthread_cond_signal(&ps->cond);
-	pthread_mutex_unlock(&ps->lock);
-}
-
-static void port_stop(u16 port)
-{
-	struct port_stop ps = {
-		.port = port,
-		.lock = PTHREAD_MUTEX_INITIALIZER,
-		.cond = PTHREAD_COND_INITIALIZER,
-	};
-
-	/* On that thread already, or without one: stop here. */
-	if (rte_thread_is_intr() || rte_eal_alarm_set(1, port_stop_run, &ps)) {
-		rte_eth_dev_stop(port);
-		return;
-	}
-	pthread_mutex_lock(&ps.lock);
-	while (!ps.done)
-		pthread_cond_wait(&ps.cond, &ps.lock);
-	pthread_mutex_unlock(&ps.lock);
 }
 
 static unsigned int pool_seq;
@@ -327,44 +372,36 @@ static int pools_create(struct dtp *d, const struct gn_dpdk_conf *c,
 	return d->rx_pool ? 0 : -ENOMEM;
 }
 
-int dtp_port_start(struct dtp *d, const struct gn_dpdk_conf *c, char *msg,
-		   size_t len)
+/*
+ * Whether @c fits @d's port, whose capabilities are @info: the MTU and
+ * the queue pairs it can take, into d->nq, and *@rss, the flows its RSS
+ * can hash by. Sets d->umem.
+ */
+static int port_check(struct dtp *d, const struct gn_dpdk_conf *c,
+		      const struct rte_eth_dev_info *info, u64 *rss,
+		      char *msg, size_t len)
 {
-	const u64 tx_csum = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
-			    RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
-	const u64 rx_csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM |
-			    RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
-	struct rte_eth_conf pc = { 0 };
-	struct rte_eth_dev_info info;
-	struct rte_eth_txconf txc;
-	int socket = rte_eth_dev_socket_id(d->port), r;
-	u16 nrx = RX_DESC, ntx = TX_DESC, q;
-	u64 rss;
+	u16 q;
 
-	r = rte_eth_dev_info_get(d->port, &info);
-	if (r) {
-		snprintf(msg, len, "DPDK port %u: cannot read its capabilities: %s",
-			 d->port, rte_strerror(-r));
-		return r;
-	}
-	if (c->mtu < info.min_mtu || c->mtu > info.max_mtu) {
+	if (c->mtu < info->min_mtu || c->mtu > info->max_mtu) {
 		snprintf(msg, len, "DPDK port %u (%s) takes an MTU of %u..%u, the job's is %u",
-			 d->port, info.driver_name, info.min_mtu, info.max_mtu,
-			 c->mtu);
+			 d->port, info->driver_name, info->min_mtu,
+			 info->max_mtu, c->mtu);
 		return -EINVAL;
 	}
 	/* memif in DPDK 22.11, for one, takes no frame over 1518 bytes. */
-	if (info.max_rx_pktlen &&
-	    ETH_LEN + c->mtu + RTE_ETHER_CRC_LEN > info.max_rx_pktlen) {
+	if (info->max_rx_pktlen &&
+	    ETH_LEN + c->mtu + RTE_ETHER_CRC_LEN > info->max_rx_pktlen) {
 		snprintf(msg, len, "DPDK port %u (%s) takes frames of at most %u bytes (an MTU of %u), the job's MTU is %u",
-			 d->port, info.driver_name, info.max_rx_pktlen,
-			 info.max_rx_pktlen - ETH_LEN - RTE_ETHER_CRC_LEN, c->mtu);
+			 d->port, info->driver_name, info->max_rx_pktlen,
+			 info->max_rx_pktlen - ETH_LEN - RTE_ETHER_CRC_LEN,
+			 c->mtu);
 		return -EINVAL;
 	}
-	d->umem = !strcmp(info.driver_name, "net_af_xdp");
+	d->umem = !strcmp(info->driver_name, "net_af_xdp");
 	if (d->umem && umem_chunk(umem_room(c->mtu)) > (u32)getpagesize()) {
 		snprintf(msg, len, "DPDK port %u (%s) receives each frame into one page of %d bytes with its headroom: an MTU of at most %u, the job's is %u",
-			 d->port, info.driver_name, getpagesize(),
+			 d->port, info->driver_name, getpagesize(),
 			 umem_mtu_max(), c->mtu);
 		return -EINVAL;
 	}
@@ -375,43 +412,55 @@ int dtp_port_start(struct dtp *d, const struct gn_dpdk_conf *c, char *msg,
 	 * net_af_packet's queues are sockets in a fanout group that the
 	 * kernel spreads by flow hash.
 	 */
-	q = RTE_MIN(info.max_rx_queues, info.max_tx_queues);
-	rss = info.flow_type_rss_offloads &
-	      (RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV4);
+	q = RTE_MIN(info->max_rx_queues, info->max_tx_queues);
+	*rss = info->flow_type_rss_offloads &
+	       (RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV4);
 	if (c->queues > q) {
 		snprintf(msg, len, "DPDK port %u (%s) has at most %u queue pairs, GN_DPDK_QUEUES is %u",
-			 d->port, info.driver_name, q, c->queues);
+			 d->port, info->driver_name, q, c->queues);
 		return -EINVAL;
 	}
 	d->nq = (u16)(c->queues ? c->queues :
-		      rss ? RTE_MAX(RTE_MIN(c->workers, (u32)q), 1u) : 1);
+		      *rss ? RTE_MAX(RTE_MIN(c->workers, (u32)q), 1u) : 1);
+	return 0;
+}
+
+/* Configure, set up the queues of and start @d's port with d's pools. */
+static int port_configure(struct dtp *d, const struct gn_dpdk_conf *c,
+			  const struct rte_eth_dev_info *info, u64 rss,
+			  char *msg, size_t len)
+{
+	const u64 tx_csum = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
+			    RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+	const u64 rx_csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM |
+			    RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	struct rte_eth_conf pc = { 0 };
+	struct rte_eth_txconf txc;
+	int socket = rte_eth_dev_socket_id(d->port), r;
+	u16 nrx = RX_DESC, ntx = TX_DESC, q;
+
 	if (d->nq > 1 && rss) {
 		pc.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
 		pc.rx_adv_conf.rss_conf.rss_hf = rss;
 	}
-	r = pools_create(d, c, socket, msg, len);
-	if (r)
-		return r;
-	d->tx_csum = (info.tx_offload_capa & tx_csum) == tx_csum;
+	d->tx_csum = (info->tx_offload_capa & tx_csum) == tx_csum;
 	if (d->tx_csum)
 		pc.txmode.offloads = tx_csum;
-	if ((info.rx_offload_capa & rx_csum) == rx_csum)
+	if ((info->rx_offload_capa & rx_csum) == rx_csum)
 		pc.rxmode.offloads = rx_csum;
 	pc.rxmode.mtu = c->mtu;
 	r = rte_eth_dev_configure(d->port, d->nq, d->nq, &pc);
 	if (!r) {
-		pthread_mutex_lock(&ports_lock);
-		port_ours[d->port] = true;
-		pthread_mutex_unlock(&ports_lock);
+		setups[d->port].ours = true;
 		r = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nrx, &ntx);
 	}
 	if (r) {
 		snprintf(msg, len, "DPDK port %u (%s): configuration with %u queue pairs and MTU %u refused: %s",
-			 d->port, info.driver_name, d->nq, c->mtu,
+			 d->port, info->driver_name, d->nq, c->mtu,
 			 rte_strerror(-r));
 		return r;
 	}
-	txc = info.default_txconf;
+	txc = info->default_txconf;
 	txc.offloads = pc.txmode.offloads;
 	for (q = 0, r = 0; q < d->nq && !r; q++) {
 		r = rte_eth_rx_queue_setup(d->port, q, nrx, socket, NULL,
@@ -422,21 +471,174 @@ int dtp_port_start(struct dtp *d, const struct gn_dpdk_conf *c, char *msg,
 	}
 	if (r) {
 		snprintf(msg, len, "DPDK port %u (%s): queue setup failed: %s",
-			 d->port, info.driver_name, rte_strerror(-r));
+			 d->port, info->driver_name, rte_strerror(-r));
 		return r;
 	}
 	r = rte_eth_dev_set_mtu(d->port, (u16)c->mtu);
 	if (r && r != -ENOTSUP) {
 		snprintf(msg, len, "DPDK port %u (%s) refuses MTU %u: %s",
-			 d->port, info.driver_name, c->mtu, rte_strerror(-r));
+			 d->port, info->driver_name, c->mtu, rte_strerror(-r));
 		return r;
 	}
 	r = rte_eth_dev_start(d->port);
-	if (r) {
+	if (r)
 		snprintf(msg, len, "DPDK port %u (%s) does not start: %s",
-			 d->port, info.driver_name, rte_strerror(-r));
+			 d->port, info->driver_name, rte_strerror(-r));
+	return r;
+}
+
+/*
+ * Drivers whose ports are closed and probed again for another shape,
+ * rather than stopped and set up anew (the file's opening comment).
+ */
+static bool port_reprobed(const char *driver)
+{
+	return !strcmp(driver, "net_memif");
+}
+
+/*
+ * Close @d's port, free its pools and probe its device again from the
+ * arguments it was made with (the EAL's hotplug); *@info becomes the new
+ * port's. The port keeps its number: a new port gets the lowest free one.
+ */
+static int port_reprobe(struct dtp *d, struct rte_eth_dev_info *info,
+			char *msg, size_t len)
+{
+	struct rte_device *dev = info->device;
+	const struct rte_devargs *da = rte_dev_devargs(dev);
+	const char *args = da && da->args ? da->args : "";
+	char name[RTE_DEV_NAME_MAX_LEN], *spec;
+	u16 port = d->port;
+	int r;
+
+	snprintf(name, sizeof(name), "%s", rte_dev_name(dev));
+	if (asprintf(&spec, "%s%s%s", name, *args ? "," : "", args) < 0) {
+		snprintf(msg, len, "out of memory");
+		return -ENOMEM;
+	}
+	port_stop_on_intr(d->port, true);
+	setup_pools_free(&setups[d->port]);
+	memset(&setups[d->port], 0, sizeof(setups[d->port]));
+	r = rte_dev_remove(dev);
+	if (!r)
+		r = rte_dev_probe(spec);
+	if (!r)
+		r = rte_eth_dev_get_port_by_name(name, &port);
+	if (!r && port != d->port)
+		r = -EADDRINUSE;
+	if (!r)
+		r = rte_eth_dev_info_get(d->port, info);
+	if (r)
+		snprintf(msg, len, "DPDK port %u (\"%s\"): closed to be set up for another MTU, queue count or pool size, and probing it again failed: %s",
+			 d->port, spec,
+			 r == -EADDRINUSE ? "it came back as another port" :
+					    rte_strerror(-r));
+	free(spec);
+	return r;
+}
+
+/*
+ * The frames a port kept while no context held it, all for an earlier
+ * context: freed, at most twice a ring's worth a queue.
+ */
+static void port_drain(struct dtp *d)
+{
+	struct rte_mbuf *m[BURST];
+	u16 q, n;
+	int i;
+
+	for (q = 0; q < d->nq; q++)
+		for (i = 0; i < 2 * RX_DESC / BURST; i++) {
+			n = rte_eth_rx_burst(d->port, q, m, BURST);
+			if (!n)
+				break;
+			rte_pktmbuf_free_bulk(m, n);
+		}
+}
+
+/* @d on its port as an earlier context left it, started again if need be. */
+static int port_resume(struct dtp *d, const char *driver, char *msg,
+		       size_t len)
+{
+	struct port_setup *s = &setups[d->port];
+	int r;
+
+	d->tx_pool = s->tx_pool;
+	d->rx_pool = s->rx_pool;
+	d->umem = s->umem;
+	d->tx_csum = s->tx_csum;
+	if (!s->started) {
+		r = rte_eth_dev_start(d->port);
+		if (r) {
+			/* So dtp_port_down() leaves it known as stopped. */
+			d->stopped = true;
+			snprintf(msg, len, "DPDK port %u (%s) does not start: %s",
+				 d->port, driver, rte_strerror(-r));
+			return r;
+		}
+		s->started = true;
+	}
+	port_drain(d);
+	rte_eth_stats_reset(d->port);
+	return rte_eth_macaddr_get(d->port, &d->mac);
+}
+
+int dtp_port_start(struct dtp *d, const struct gn_dpdk_conf *c, char *msg,
+		   size_t len)
+{
+	struct port_setup *s = &setups[d->port], old;
+	struct rte_eth_dev_info info;
+	u64 rss;
+	int r;
+
+	r = rte_eth_dev_info_get(d->port, &info);
+	if (!r)
+		r = port_check(d, c, &info, &rss, msg, len);
+	else
+		snprintf(msg, len, "DPDK port %u: cannot read its capabilities: %s",
+			 d->port, rte_strerror(-r));
+	if (r)
+		return r;
+	if (s->ours && s->nq == d->nq && s->mtu == c->mtu &&
+	    s->mbufs == c->mbufs)
+		return port_resume(d, info.driver_name, msg, len);
+	if (s->ours && s->nq && d->umem) {
+		snprintf(msg, len, "DPDK port %u (%s) is set up for MTU %u, %u queue pairs, GN_DPDK_MBUFS=%u; DPDK 22.11 keeps a closed net_af_xdp port's socket bound, so it keeps that shape: open so, or in a new process",
+			 d->port, info.driver_name, s->mtu, s->nq, s->mbufs);
+		return -EINVAL;
+	}
+	if (s->ours && port_reprobed(info.driver_name)) {
+		r = port_reprobe(d, &info, msg, len);
+		if (!r)
+			r = port_check(d, c, &info, &rss, msg, len);
+		if (r)
+			return r;
+	}
+	r = pools_create(d, c, rte_eth_dev_socket_id(d->port), msg, len);
+	if (r) {
+		/* The port is as it was: nothing for dtp_port_down() to undo. */
+		rte_mempool_free(d->tx_pool);
+		d->tx_pool = NULL;
 		return r;
 	}
+	/* Set up anew: the old pools go once the queues hold the new ones. */
+	old = *s;
+	if (s->ours)
+		port_stop(d->port);
+	s->nq = 0;
+	r = port_configure(d, c, &info, rss, msg, len);
+	if (r) {
+		s->started = false;
+		return r;
+	}
+	if (old.tx_pool != d->tx_pool)
+		setup_pools_free(&old);
+	*s = (struct port_setup){
+		.ours = true, .started = true, .umem = d->umem,
+		.tx_csum = d->tx_csum, .nq = d->nq, .mtu = c->mtu,
+		.mbufs = c->mbufs, .tx_pool = d->tx_pool,
+		.rx_pool = d->rx_pool,
+	};
 	return rte_eth_macaddr_get(d->port, &d->mac);
 }
 
@@ -524,26 +726,28 @@ void dtp_link_watch(struct dtp *d)
 }
 
 /*
- * The end of @d's use of its port: a port gradnet configured is stopped
- * and its pools freed; on the application's port only the tx pool is
- * ours, freed once the queue has let its mbufs go.
+ * The end of @d's use of its port. A port gradnet configured stays as it
+ * is, started, with its pools, for the next context on it; the pools of
+ * a setup that failed are freed once the port stops (for net_af_xdp,
+ * closes: the kernel may still write into the UMEM's buffers). On the
+ * application's port only the tx pool is ours, freed once the queue has
+ * let its mbufs go.
  */
 void dtp_port_down(struct dtp *d)
 {
+	struct port_setup *s = &setups[d->port];
+
 	if (!d->shared) {
-		/* The queues may hold mbufs of the pools until the port stops. */
-		port_stop(d->port);
-		/*
-		 * Stopping leaves net_af_xdp's socket bound, its fill ring
-		 * full of rx pool buffers the kernel may still write frames
-		 * into: the port closes before the pool goes.
-		 */
+		if (s->ours && s->nq && s->tx_pool == d->tx_pool) {
+			s->started = !d->stopped;
+			return;
+		}
 		if (d->umem) {
-			pthread_mutex_lock(&ports_lock);
-			rte_eth_dev_close(d->port);
-			port_ours[d->port] = false;
-			port_gone[d->port] = true;
-			pthread_mutex_unlock(&ports_lock);
+			port_stop_on_intr(d->port, true);
+			setup_pools_free(s);
+			memset(s, 0, sizeof(*s));
+		} else {
+			port_stop(d->port);
 		}
 		rte_mempool_free(d->tx_pool);
 		rte_mempool_free(d->rx_pool);

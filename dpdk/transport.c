@@ -175,11 +175,6 @@ int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *c,
 	if (r)
 		return r;
 	self = &c->peers[c->rank];
-	if (dtp_port_closed(c->port_id)) {
-		snprintf(msg, len, "DPDK port %u (net_af_xdp) was closed when the last context on it ended (its rx pool was the kernel's UMEM): open it again in a new process",
-			 c->port_id);
-		return -ENODEV;
-	}
 	if (!rte_eth_dev_is_valid_port(c->port_id)) {
 		snprintf(msg, len, "DPDK port %u does not exist: the EAL found %u ports (its -a or --vdev arguments make them)",
 			 c->port_id, rte_eth_dev_count_avail());
