@@ -2,7 +2,7 @@
 /*
  * filter.h - the DPDK path's receive filter on the raw bytes of one frame:
  * a UDP datagram for this rank, an ARP message, or a drop and its reason.
- * No DPDK type and no EAL: transport.c calls it on each mbuf's data, the
+ * No DPDK type and no EAL: rx.c calls it on each mbuf's data, the
  * fuzzer (tests/fuzz/fuzz_frame.c) on arbitrary bytes.
  *
  * Contract: gn_dpdk_classify() reads only frame[0, len), whatever the
@@ -28,7 +28,7 @@ enum gn_dpdk_rx_kind {
 /* Why a frame was dropped; the transport counts each. */
 enum gn_dpdk_drop {
 	GN_DDROP_SHORT,			/* shorter than the headers it claims */
-	GN_DDROP_SEGMENTED,		/* in several mbufs (transport.c only) */
+	GN_DDROP_SEGMENTED,		/* in several mbufs (rx.c only) */
 	GN_DDROP_ETHERTYPE,		/* neither IPv4 nor ARP */
 	GN_DDROP_DST_MAC,		/* IPv4 to another station */
 	GN_DDROP_IP_HDR,		/* IPv4 version or lengths wrong */

@@ -93,12 +93,19 @@ int gn_dpdk_eal_init(const char *args, char *msg, size_t len);
  * @conf->arp_timeout_ms passes (meanwhile ARP requests for our address
  * are answered, so ranks that resolve each other meet).
  *
+ * A port the transport configured outlives the context: closing leaves
+ * it started with its pools, and the next open on it takes it as it is
+ * when @conf asks for the same queue pairs, MTU and tx pool size, or sets
+ * it up anew (port.c says how; a net_af_xdp port keeps its first shape),
+ * so a process may open and close contexts any number of times. Every
+ * such port closes when the process ends.
+ *
  * Return: 0, -EINVAL (bad arguments, a queue the port lacks, an MTU over
- * the port's), -ENODEV (no such port), -EBUSY (the port or queue is in use
- * by another context), -ENOMEM (no memory for the mbuf
- * pools), -EHOSTUNREACH (a peer did not answer ARP: the message names
- * its rank and address), or the -errno of the port's configuration (an
- * MTU it refuses, for one).
+ * the port's, another shape on a net_af_xdp port), -ENODEV (no such
+ * port), -EBUSY (the port or queue is in use by another context), -ENOMEM
+ * (no memory for the mbuf pools), -EHOSTUNREACH (a peer did not answer
+ * ARP: the message names its rank and address), or the -errno of the
+ * port's configuration (an MTU it refuses, for one).
  */
 int gn_dpdk_open(struct gn_transport *tp, const struct gn_dpdk_conf *conf,
 		 char *msg, size_t len);

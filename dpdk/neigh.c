@@ -7,22 +7,25 @@
  * 100 ms, doubling up to a second, until every peer answered or the
  * job's timeout passed; the error then names the ranks that did not.
  *
- * Resolution happens at open, so the data path never meets a peer without
- * an address. A request from a peer while we still look for it counts as
- * its answer (its sender fields are the same), which spares a round trip
- * when two DPDK ranks start together.
+ * ARP carries no proof of who sent it: any station on the segment can
+ * claim a peer's IP address. So a peer's address is learnt only from a
+ * reply to a request of ours, while we still look for it at open; a
+ * request from a peer we look for only makes our next request to it due
+ * at once, which spares the wait when two DPDK ranks start together. Once
+ * known, ARP never moves a peer: unsolicited replies and gratuitous ARP
+ * are counted and dropped, so a neighbour cannot divert a peer's frames
+ * (read them, or drop them) by claiming its address.
  *
- * A learnt address can change during a job (a NIC replaced, a VM moved, a
- * rank restarted on another port): any ARP request or reply to us, or
- * gratuitous ARP, from a peer's IP with another sender MAC moves it there
- * (a kernel that changes its MAC forgets its neighbours and asks again
- * before it sends; with arp_notify it also announces the change), and the
- * headers stamped on mbufs are redone (a generation number). A peer that
- * does not ask (it has a static neighbour entry for us) still sends from
- * its new address: a datagram from a peer's IP and port but another MAC
- * has us ask for that peer again by broadcast, at most once per
- * NEIGH_ASK_MS, and its reply moves it. The datagram itself, not yet
- * authenticated, moves nothing. Addresses from the static list never move.
+ * A learnt address can still change during a job (a NIC replaced, a VM
+ * moved): the peer then sends from its new address, and the receive path
+ * marks a datagram from a peer's IP and port but another MAC (rx.c). The
+ * core authenticates each packet with the session key and says so
+ * (transport.h's authentic, dtp_authentic()): the peer moves to the new
+ * address then, and the headers stamped on mbufs are redone (a generation
+ * number). What moves a peer is the session's key, not the frame; a
+ * neighbour that captured an authentic frame of this session can send it
+ * again from its own address, which the static list alone rules out
+ * (doc/security.md). Addresses from the static list never move.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,8 +41,6 @@
 
 #define ARP_FIRST_MS 100
 #define ARP_MAX_MS 1000
-/* A peer heard from another MAC is asked for at most this often. */
-#define NEIGH_ASK_MS 500
 /* How long the resolver sleeps between polls of the rx queue. */
 #define RESOLVE_NAP_NS 200000L
 
@@ -99,32 +100,44 @@ void dtp_ctl_flush(struct dtp *d)
 	d->ctl_n = 0;
 }
 
-/*
- * @rx's sender is the address of every peer at its IP not from the static
- * list: learnt if unknown, moved if it was elsewhere.
- */
-static void neigh_learn(struct dtp *d, const struct gn_dpdk_rx *rx)
+/* Log and count @d's peer @j moving to @mac. */
+static void neigh_moved(struct dtp *d, int j, const u8 *mac)
 {
-	const u8 *ip = (const u8 *)&rx->src_ip, *m = rx->src_mac;
+	const u8 *ip = (const u8 *)&d->peers[j].ip;
+
+	d->mac_gen++;
+	d->arp_moved++;
+	fprintf(stderr, "gradnet: dpdk: rank %d (%u.%u.%u.%u) is now at %02x:%02x:%02x:%02x:%02x:%02x\n",
+		j, ip[0], ip[1], ip[2], ip[3],
+		mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+}
+
+/*
+ * @rx, ARP from a peer's IP: a reply to our request teaches every peer at
+ * that IP we still look for its address; a request from one makes our
+ * next request to it due now. Nothing else is learnt from ARP.
+ * Return: whether @rx taught anything or was a request.
+ */
+static bool neigh_learn(struct dtp *d, const struct gn_dpdk_rx *rx)
+{
+	bool used = rx->kind == GN_DRX_ARP_REQUEST;
 	int j;
 
 	for (j = 0; j < d->world; j++) {
 		struct dtp_neigh *n = &d->neigh[j];
 
-		if (j == d->rank || n->fixed || d->peers[j].ip != rx->src_ip)
+		if (n->known || !n->tries || d->peers[j].ip != rx->src_ip)
 			continue;
-		if (n->known) {
-			if (!memcmp(d->peers[j].mac, m, RTE_ETHER_ADDR_LEN))
-				continue;
-			d->mac_gen++;
-			d->arp_moved++;
-			fprintf(stderr, "gradnet: dpdk: rank %d (%u.%u.%u.%u) is now at %02x:%02x:%02x:%02x:%02x:%02x\n",
-				j, ip[0], ip[1], ip[2], ip[3],
-				m[0], m[1], m[2], m[3], m[4], m[5]);
+		if (rx->kind == GN_DRX_ARP_REQUEST) {
+			n->next_tsc = 0;
+		} else if (rx->kind == GN_DRX_ARP_REPLY &&
+			   !(rx->src_mac[0] & 1)) {	/* not a group address */
+			memcpy(d->peers[j].mac, rx->src_mac, RTE_ETHER_ADDR_LEN);
+			n->known = true;
+			used = true;
 		}
-		memcpy(d->peers[j].mac, m, RTE_ETHER_ADDR_LEN);
-		n->known = true;
 	}
+	return used;
 }
 
 void dtp_arp_in(struct dtp *d, const struct gn_dpdk_rx *rx)
@@ -136,7 +149,28 @@ void dtp_arp_in(struct dtp *d, const struct gn_dpdk_rx *rx)
 		arp_queue(d, RTE_ARP_OP_REPLY, &to, rx->src_mac, rx->src_ip);
 		d->arp_answered++;
 	}
-	neigh_learn(d, rx);
+	if (!neigh_learn(d, rx))
+		d->arp_ignored++;
+}
+
+/*
+ * The core found @b authentic (its seal opened under the session key): if its
+ * frame came from another address than its sender's (rx_mark()), the
+ * sender is there now. Under the core's lock, like recv.
+ */
+void dtp_authentic(void *tp, struct gn_buf *b)
+{
+	struct dtp *d = tp;
+	struct mbuf_priv *p = priv_of(mbuf_of(b));
+
+	if (likely(!p->moved))
+		return;
+	p->moved = false;
+	if (b->peer >= d->world || d->neigh[b->peer].fixed ||
+	    !memcmp(d->peers[b->peer].mac, p->src_mac, RTE_ETHER_ADDR_LEN))
+		return;
+	memcpy(d->peers[b->peer].mac, p->src_mac, RTE_ETHER_ADDR_LEN);
+	neigh_moved(d, b->peer, p->src_mac);
 }
 
 int dtp_neigh_init(struct dtp *d, const struct gn_dpdk_conf *c)
@@ -187,35 +221,11 @@ static bool neigh_ask(struct dtp *d, u64 now)
 }
 
 /*
- * Peers whose datagrams came from another MAC address (rx_filter() in
- * transport.c sets doubt) are asked for again, each at most once per
- * NEIGH_ASK_MS. Called under the core's lock, from the receive path.
- */
-void dtp_neigh_doubt(struct dtp *d, u64 now)
-{
-	int j;
-
-	d->doubt = false;
-	for (j = 0; j < d->world; j++) {
-		struct dtp_neigh *n = &d->neigh[j];
-
-		if (!n->doubt)
-			continue;
-		if (now < n->next_tsc) {
-			d->doubt = true;
-			continue;
-		}
-		n->doubt = false;
-		n->next_tsc = now + d->tsc_hz / 1000 * NEIGH_ASK_MS;
-		arp_ask(d, d->peers[j].ip);
-		d->arp_reasked++;
-	}
-}
-
-/*
  * Whatever the rx queues hold now: ARP handled, the rest freed. Every
  * queue: ARP need not come in on the first (net_af_packet's fanout
- * hashes it to any of its sockets).
+ * hashes it to any of its sockets). A link that stays down is restarted
+ * here as on the data path: a memif client turned away by a server not
+ * yet started would otherwise wait out the whole resolution.
  */
 static void neigh_rx(struct dtp *d)
 {
@@ -223,6 +233,9 @@ static void neigh_rx(struct dtp *d)
 	struct gn_dpdk_rx rx;
 	u16 n, i, q;
 
+	dtp_link_watch(d);
+	if (d->stopped)
+		return;
 	for (q = d->queue; q < d->queue + d->nq; q++) {
 		n = rte_eth_rx_burst(d->port, q, m, BURST);
 		for (i = 0; i < n; i++) {

@@ -26,8 +26,9 @@ rank_of() {
 	env_* | codec_* | wire_*) echo 0 ;;
 	# dpdk/'s objects: the DPDK transport (its ARP neighbours, its
 	# receive filter and checksum), or its stand-in without DPDK.
-	transport_* | transport.c.o | absent.c.o | neigh.c.o | filter.c.o | \
-	csum.c.o | csum_avx2.c.o) echo 1 ;;
+	transport_* | transport.c.o | tx.c.o | rx.c.o | poll.c.o | port.c.o | \
+	eal.c.o | absent.c.o | neigh.c.o | filter.c.o | csum.c.o | \
+	csum_avx2.c.o) echo 1 ;;
 	delivery_*) echo 2 ;;
 	collective_*) echo 3 ;;
 	api.c.o | open.c.o | options.c.o | keys.c.o | dpdk_open.c.o | launcher.c.o | \
@@ -40,8 +41,8 @@ rank_of() {
 # An object's part of its layer: lib/<part>/ by meson's prefix, or dpdk/.
 part_of() {
 	case $1 in
-	transport.c.o | absent.c.o | neigh.c.o | filter.c.o | csum.c.o | \
-	csum_avx2.c.o) echo dpdk ;;
+	transport.c.o | tx.c.o | rx.c.o | poll.c.o | port.c.o | eal.c.o | \
+	absent.c.o | neigh.c.o | filter.c.o | csum.c.o | csum_avx2.c.o) echo dpdk ;;
 	*) echo "${1%%_*}" ;;
 	esac
 }

@@ -536,6 +536,9 @@ void gn_dl_packet_in(struct gn_dl *dl, struct gn_buf *b)
 	}
 	if (p->dead || (h.type != GN_PKT_HELLO && !pn_fresh(dl, p, &h)))
 		return;
+	/* A HELLO's job key is every run's: it may be another run's packet. */
+	if (h.type != GN_PKT_HELLO && dl->tp->ops->authentic)
+		dl->tp->ops->authentic(dl->tp->state, b);
 	switch (h.type) {
 	case GN_PKT_HELLO:
 		gn_dl_hello_in(dl, p, &h, b->data);

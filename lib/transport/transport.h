@@ -67,6 +67,14 @@ struct gn_transport_ops {
 	/* Received packets, up to @max, without blocking. */
 	int (*recv)(void *tp, struct gn_buf **b, int max);
 	/*
+	 * Optional: received @b passed the core's checks up to its MAC
+	 * under the session key, so the rank it names made it (or it is a
+	 * recording of such a packet). A transport that learns a peer's
+	 * address from what it receives (the DPDK path) moves the peer to a
+	 * frame's source only then. Called before the core uses @b.
+	 */
+	void (*authentic)(void *tp, struct gn_buf *b);
+	/*
 	 * The transport's own timed work (optional, NULL if none): returns
 	 * how much it did; *next_ns gets the earliest time it wants to run
 	 * again (left alone if never).

@@ -15,8 +15,20 @@
  *   dst_port   another UDP port of the rank's address
  *   ethertype  an IPv6 ether type on an IPv4 frame
  *
+ * With --arp it sends well-formed ARP instead, each claiming that the
+ * --as address is at --from-mac (the forger's own, so that frames a
+ * DPDK rank is fooled into sending reach it):
+ *
+ *   announce   gratuitous ARP (the claimed address as target)
+ *   reply      a reply to the rank's address that no request asked for
+ *   request    a request for the rank's address
+ *
+ * all sent to the rank alone: the kernels on the segment would believe
+ * them too, and that is not what the test is about.
+ *
  * usage: gn-frame-forge --dev DEV --to-mac MAC --to ADDR:PORT
- *                       --as ADDR:PORT [--count N]
+ *                       --as ADDR:PORT [--count N] [--gap-us US]
+ *                       [--arp --from-mac MAC]
  * Prints one JSON line: frames sent per kind.
  */
 #include <arpa/inet.h>
@@ -25,6 +37,7 @@
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +57,10 @@ static const char *const names[K_COUNT] = {
 	"ip_header", "udp_len", "ip_csum", "udp_csum", "fragment", "not_udp",
 	"dst_port", "ethertype",
 };
+
+enum arp_kind { A_ANNOUNCE, A_REPLY, A_REQUEST, A_COUNT };
+
+static const char *const arp_names[A_COUNT] = { "announce", "reply", "request" };
 
 struct target {
 	uint8_t mac[6], src_mac[6];
@@ -107,6 +124,30 @@ static size_t build(const struct target *t, enum kind k, uint8_t *f)
 	return FRAME;
 }
 
+#define ARP_FRAME 60		/* the shortest Ethernet frame, zero padded */
+
+/* ARP of kind @k claiming that t->as is at t->src_mac into @f; its length. */
+static size_t build_arp(const struct target *t, enum arp_kind k, uint8_t *f)
+{
+	uint8_t *a = f + 14;
+
+	memset(f, 0, ARP_FRAME);
+	memcpy(f, t->mac, 6);
+	memcpy(f + 6, t->src_mac, 6);
+	put16(f + 12, 0x0806);
+	put16(a, 1);				/* Ethernet */
+	put16(a + 2, 0x0800);			/* IPv4 */
+	a[4] = 6;
+	a[5] = 4;
+	put16(a + 6, k == A_REQUEST ? 1 : 2);
+	memcpy(a + 8, t->src_mac, 6);
+	memcpy(a + 14, &t->as, 4);
+	if (k == A_REPLY)
+		memcpy(a + 18, t->mac, 6);
+	memcpy(a + 24, k == A_ANNOUNCE ? &t->as : &t->to, 4);
+	return ARP_FRAME;
+}
+
 static int parse_mac(const char *s, uint8_t *mac)
 {
 	unsigned int b[6];
@@ -135,12 +176,17 @@ static int parse_addr(const char *s, struct in_addr *a, uint16_t *port)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gn-frame-forge --dev DEV --to-mac MAC --to ADDR:PORT --as ADDR:PORT [--count N]\n");
+	fprintf(stderr, "usage: gn-frame-forge --dev DEV --to-mac MAC --to ADDR:PORT --as ADDR:PORT [--count N] [--gap-us US] [--arp --from-mac MAC]\n");
 	exit(2);
 }
 
-static void parse(int argc, char **argv, struct target *t, const char **dev,
-		  int *count)
+struct opts {
+	const char *dev;
+	int count, gap_us;
+	bool arp;
+};
+
+static void parse(int argc, char **argv, struct target *t, struct opts *o)
 {
 	static const struct option opts[] = {
 		{ "dev", required_argument, NULL, 'd' },
@@ -148,33 +194,46 @@ static void parse(int argc, char **argv, struct target *t, const char **dev,
 		{ "to", required_argument, NULL, 't' },
 		{ "as", required_argument, NULL, 'a' },
 		{ "count", required_argument, NULL, 'c' },
+		{ "gap-us", required_argument, NULL, 'g' },
+		{ "arp", no_argument, NULL, 'r' },
+		{ "from-mac", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, have = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': *dev = optarg; have |= 1; break;
+		case 'd': o->dev = optarg; have |= 1; break;
 		case 'm': if (parse_mac(optarg, t->mac)) usage(); have |= 2; break;
 		case 't': if (parse_addr(optarg, &t->to, &t->to_port)) usage(); have |= 4; break;
 		case 'a': if (parse_addr(optarg, &t->as, &t->as_port)) usage(); have |= 8; break;
-		case 'c': *count = atoi(optarg); break;
+		case 'c': o->count = atoi(optarg); break;
+		case 'g': o->gap_us = atoi(optarg); break;
+		case 'r': o->arp = true; break;
+		case 'f': if (parse_mac(optarg, t->src_mac)) usage(); have |= 16; break;
 		default: usage();
 		}
 	}
-	if (have != 15 || *count < 1)
+	if ((have & 15) != 15 || o->count < 1 || o->gap_us < 0 ||
+	    (o->arp && !(have & 16)))
 		usage();
 }
 
 int main(int argc, char **argv)
 {
 	struct sockaddr_ll ll = { .sll_family = AF_PACKET, .sll_halen = 6 };
-	int sent[K_COUNT] = { 0 }, count = 10, fd, i, k;
-	struct target t = { 0 };
-	const char *dev = NULL;
+	struct opts o = { .count = 10, .gap_us = 200 };
+	int sent[K_COUNT] = { 0 }, fd, i, k, kinds;
+	/* Our own MAC as the source: the bridge learns nothing odd. */
+	struct target t = { .src_mac = { 0x02, 0x66, 0, 0, 0, 0x01 } };
+	const char *const *kind_names;
 	uint8_t frame[FRAME];
+	const char *dev;
 
-	parse(argc, argv, &t, &dev, &count);
+	parse(argc, argv, &t, &o);
+	dev = o.dev;
+	kinds = o.arp ? A_COUNT : K_COUNT;
+	kind_names = o.arp ? arp_names : names;
 	fd = socket(AF_PACKET, SOCK_RAW, 0);
 	if (fd < 0) {
 		perror("gn-frame-forge: socket(AF_PACKET)");
@@ -185,22 +244,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gn-frame-forge: no interface %s\n", dev);
 		return 1;
 	}
-	memcpy(ll.sll_addr, t.mac, 6);
-	/* Our own MAC as the source: the bridge learns nothing odd. */
-	memcpy(t.src_mac, "\x02\x66\x00\x00\x00\x01", 6);
-	for (i = 0; i < count; i++)
-		for (k = 0; k < K_COUNT; k++) {
-			size_t len = build(&t, (enum kind)k, frame);
+	for (i = 0; i < o.count; i++)
+		for (k = 0; k < kinds; k++) {
+			size_t len = o.arp ? build_arp(&t, (enum arp_kind)k, frame) :
+					     build(&t, (enum kind)k, frame);
 
+			memcpy(ll.sll_addr, frame, 6);
 			if (sendto(fd, frame, len, 0, (struct sockaddr *)&ll,
 				   sizeof(ll)) == (ssize_t)len)
 				sent[k]++;
-			usleep(200);
+			usleep((useconds_t)o.gap_us);
 		}
 	close(fd);
 	printf("{");
-	for (k = 0; k < K_COUNT; k++)
-		printf("%s\"%s\": %d", k ? ", " : "", names[k], sent[k]);
+	for (k = 0; k < kinds; k++)
+		printf("%s\"%s\": %d", k ? ", " : "", kind_names[k], sent[k]);
 	printf("}\n");
 	return 0;
 }

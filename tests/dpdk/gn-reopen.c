@@ -1,29 +1,191 @@
 // SPDX-License-Identifier: MIT
 /*
- * gn-reopen.c - a process that opens a gradnet context from the
- * environment (GN_TRANSPORT=dpdk, a job of one rank), closes it and opens
- * another on the same port, for mixed_bridge.sh's xdp case: the first
- * open succeeds; on net_af_xdp, whose port closes with its context (its
- * rx pool is the kernel's UMEM), the second is -ENODEV and says to start
- * a new process; elsewhere it succeeds. Prints one line per open,
- * "open N R MESSAGE", and exits 0 whatever the second open gave.
+ * gn-reopen.c - one rank of a job that opens gradnet contexts from the
+ * environment one after another in a single process, as a trainer whose
+ * framework re-initialises does: each context is opened, with --elems
+ * used for one allreduce of a tensor of that many floats, and closed
+ * before the next opens.
+ *
+ * The tensor of context i on rank r is a fixed function of (r, i, index),
+ * so a run over any data path can be compared byte for byte with one over
+ * another (the tests compare DPDK with UDP). Prints one line per context,
+ * "open I R MESSAGE", and with --out writes context i's result to
+ * PREFIX.I. Stops at the first open or allreduce that fails, and exits 1;
+ * 0 when every context opened and did what it was asked.
+ *
+ * --mtus gives context i the i-th MTU of a list (gn_ctx_opts.mtu; the
+ * environment's GN_MTU for the rest), so a port is asked for another
+ * shape from one context to the next. A rank that opened a context at
+ * another MTU while a peer still held the last one would meet that
+ * context in its handshake and be refused (-EPROTO, on every path), so
+ * with --sync DIR every rank, having closed the context before a change
+ * of MTU, waits until all have (a file per rank and context in DIR);
+ * contexts of one MTU follow each other with no such wait.
+ *
+ * usage: gn-reopen [--contexts N] [--elems E] [--codec none|3lc]
+ *                  [--mtus M,M,...] [--sync DIR] [--out PREFIX]
  */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <gradnet/gradnet.h>
 
-int main(void)
-{
-	struct gn_ctx *ctx;
-	int i, r;
+#define MAX_CONTEXTS 64
+#define SYNC_WAIT_S 120
 
-	for (i = 0; i < 2; i++) {
-		r = gn_ctx_open(NULL, &ctx);
+/* Context @ctx_no's gradient on @rank: small integers over 256, varied. */
+static void fill(float *x, size_t n, int rank, int ctx_no)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		unsigned int h = (unsigned int)j * 2654435761u ^
+				 (unsigned int)(rank * 7919 + ctx_no * 104729);
+
+		x[j] = (float)((int)(h % 2001u) - 1000) / 256.0f;
+	}
+}
+
+/* One allreduce of @n floats on @ctx, its result written to @path. */
+static int use(struct gn_ctx *ctx, size_t n, int codec, int ctx_no,
+	       const char *path)
+{
+	GN_OPTS(gn_tensor_opts, t, .id = 1, .elems = n, .codec = codec);
+	float *x = malloc(n * sizeof(*x));
+	FILE *f;
+	int r;
+
+	if (!x)
+		return -1;
+	r = gn_tensor_register(ctx, &t);
+	if (!r) {
+		fill(x, n, gn_ctx_rank(ctx), ctx_no);
+		r = gn_allreduce(ctx, 1, x);
+	}
+	if (r) {
+		printf("allreduce %d %d %s\n", ctx_no, r, gn_ctx_errmsg(ctx));
+	} else if (path) {
+		f = fopen(path, "wb");
+		if (!f || fwrite(x, sizeof(*x), n, f) != n || fclose(f)) {
+			printf("allreduce %d: cannot write %s\n", ctx_no, path);
+			r = -1;
+		}
+	}
+	free(x);
+	return r;
+}
+
+/*
+ * Every rank of @world has closed context @ctx_no: this rank's file in
+ * @dir says so, and the others' are waited for (at most SYNC_WAIT_S).
+ */
+static int sync_closed(const char *dir, int rank, int world, int ctx_no)
+{
+	struct timespec nap = { .tv_nsec = 10 * 1000 * 1000 };
+	char path[4096];
+	FILE *f;
+	int k, i;
+
+	snprintf(path, sizeof(path), "%s/%d.%d", dir, rank, ctx_no);
+	f = fopen(path, "w");
+	if (!f || fclose(f)) {
+		printf("sync %d: cannot write %s\n", ctx_no, path);
+		return -1;
+	}
+	for (k = 0; k < world; k++) {
+		snprintf(path, sizeof(path), "%s/%d.%d", dir, k, ctx_no);
+		for (i = 0; access(path, F_OK); i++) {
+			if (i == SYNC_WAIT_S * 100) {
+				printf("sync %d: rank %d never closed it\n", ctx_no, k);
+				return -1;
+			}
+			nanosleep(&nap, NULL);
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "contexts", required_argument, NULL, 'n' },
+		{ "elems", required_argument, NULL, 'e' },
+		{ "codec", required_argument, NULL, 'c' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "mtus", required_argument, NULL, 'm' },
+		{ "sync", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = NULL, *mtus = "", *sync = NULL;
+	int contexts = 2, codec = GN_CODEC_NONE, c, i, r, rank, world;
+	unsigned int mtu[MAX_CONTEXTS] = { 0 };
+	size_t elems = 0;
+	char path[4096], *end;
+	struct gn_ctx *ctx;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			contexts = atoi(optarg);
+			break;
+		case 'e':
+			elems = strtoull(optarg, NULL, 0);
+			break;
+		case 'c':
+			codec = !strcmp(optarg, "3lc") ? GN_CODEC_3LC :
+				!strcmp(optarg, "none") ? GN_CODEC_NONE : -1;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'm':
+			mtus = optarg;
+			break;
+		case 's':
+			sync = optarg;
+			break;
+		default:
+			codec = -1;
+		}
+	}
+	for (i = 0; *mtus && i < MAX_CONTEXTS && codec >= 0; i++) {
+		mtu[i] = (unsigned int)strtoul(mtus, &end, 10);
+		if (end == mtus || (*end && *end != ','))
+			codec = -1;
+		mtus = *end ? end + 1 : end;
+	}
+	if (contexts < 1 || contexts > MAX_CONTEXTS || codec < 0 || *mtus ||
+	    optind != argc) {
+		fprintf(stderr, "usage: gn-reopen [--contexts N] [--elems E] [--codec none|3lc] [--mtus M,M,...] [--sync DIR] [--out PREFIX]\n");
+		return 2;
+	}
+	for (i = 0; i < contexts; i++) {
+		GN_OPTS(gn_ctx_opts, o);
+
+		/* Unset fields come from the environment, as with no opts. */
+		o.mtu = mtu[i];
+		r = gn_ctx_open(&o, &ctx);
 		printf("open %d %d %s\n", i, r, r ? gn_last_errmsg() : "");
 		fflush(stdout);
 		if (r)
-			return i == 0;
+			return 1;
+		if (elems) {
+			snprintf(path, sizeof(path), "%s.%d", out ? out : "", i);
+			r = use(ctx, elems, codec, i, out ? path : NULL);
+			fflush(stdout);
+		}
+		rank = gn_ctx_rank(ctx);
+		world = gn_ctx_world_size(ctx);
 		gn_ctx_close(ctx);
+		if (!r && sync && i + 1 < contexts && mtu[i + 1] != mtu[i])
+			r = sync_closed(sync, rank, world, i);
+		fflush(stdout);
+		if (r)
+			return 1;
 	}
 	return 0;
 }

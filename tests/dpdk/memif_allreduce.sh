@@ -25,6 +25,12 @@
 #  race   the client connects while the server is still filling its mbuf
 #         pool, before its port started, and is turned away: the job still
 #         runs (the transport restarts a port whose link stays down).
+#  reopen each rank opens, allreduces (3LC) and closes four contexts in
+#         a row in one process (gn-reopen), the last two at another MTU:
+#         the port stays up between contexts of one shape and is closed
+#         and probed again for the other (both ranks close the second
+#         context before either opens the third); each context's results
+#         are those of the same program over UDP on loopback, bit for bit.
 #  app    gn-app-port: an application with its own EAL and a memif port
 #         of two queue pairs hands gradnet queue 1 (GN_DPDK_QUEUE):
 #         results exact, a missing or taken queue refused, and the port
@@ -46,7 +52,7 @@
 #         link went down, well inside its longer timeout), fails the same
 #         way and never polls the stopped port.
 #
-# usage: memif_allreduce.sh GN_RANK_TEST GN_REF GN_APP_PORT GN_MODEL_RANK
+# usage: memif_allreduce.sh GN_RANK_TEST GN_REF GN_APP_PORT GN_MODEL_RANK GN_REOPEN
 # Nothing skips: a machine that cannot run DPDK fails the test.
 
 set -eu
@@ -60,11 +66,13 @@ RANK_BIN=$1
 REF_BIN=$2
 APP_BIN=$3
 MODEL_BIN=$4
-# What start_pair runs: gradnet-rank, or a model case's gn-model-rank.
-rank_cmd="$RANK_BIN --warmup 0"
+REOPEN_BIN=$5
 WORLD=2
 STEPS=3
-KILL_TIMEOUT_MS=2000
+# GN_TIMEOUT_MS also bounds the opening handshake, which waits for the
+# other rank's EAL: under a load of 10 on two CPUs rank 1's took over 2 s
+# and rank 0 gave up before the kill (exit 1, "handshake: no answer").
+KILL_TIMEOUT_MS=6000
 SERVER_KILL_TIMEOUT_MS=6000	# room for the restart a second after link down
 RUN_LIMIT=120
 KEY=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
@@ -100,11 +108,18 @@ cpus=$(sed -n 's/^Cpus_allowed_list:\s*//p' /proc/self/status | tr ',' '\n' |
 read -r CPU0 CPU1 <<<"$cpus"
 CPU1=${CPU1:-$CPU0}
 
+# The key from a file: a process that opens a second context has no
+# GN_KEY left (gradnet takes it out of the environment).
+(umask 077 && echo "$KEY" >"$tmp/key")
+
 # start_pair NAME ENV ARGS...: the two ranks of one job over a fresh memif
 # pair, in the background; JSON to $tmp/NAME.K.json, results to .out.
-# env execs, so pids[] are gradnet-rank's own.
+# env execs, so pids[] are gradnet-rank's own ($RUN_BIN's, if set).
 start_pair() {
 	local name=$1 extra=$2 k role cpu mac sock
+	local -a bin=("$RANK_BIN" --warmup 0)
+
+	[ -z "${RUN_BIN:-}" ] || bin=("$RUN_BIN")
 
 	sock=$tmp/$name.sock
 	shift 2
@@ -121,11 +136,11 @@ start_pair() {
 			done
 		fi
 		# shellcheck disable=SC2086
-		env GN_RANK=$k GN_WORLD_SIZE=2 GN_KEY="$KEY" GN_TRANSPORT=dpdk \
+		env GN_RANK=$k GN_WORLD_SIZE=2 GN_KEY_FILE="$tmp/key" GN_TRANSPORT=dpdk \
 			GN_PEERS=10.77.0.1:7000,10.77.0.2:7000 \
 			GN_DPDK_PEERS=$MAC0,$MAC1 \
 			GN_DPDK_EAL="--no-huge -m $mem --no-pci --no-telemetry -l $cpu --file-prefix=$prefix.$case.$k --vdev=net_memif0,role=$role,socket=$sock,socket-abstract=no,mac=$mac --log-level=*:warning" \
-			${extra//%k/$k} $rank_cmd \
+			${extra//%k/$k} "${bin[@]}" \
 			--out "$tmp/$name.$k.out" "$@" \
 			>"$tmp/$name.$k.json" 2>"$tmp/$name.$k.err" &
 		pids[k]=$!
@@ -149,7 +164,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..32"
+echo "1..33"
 gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -259,7 +274,6 @@ model_same() {
 			"$tmp/$name.$k.json" | cmp -s - "$tmp/$name.model" || return 1
 	done
 }
-rank_cmd=$MODEL_BIN
 for m in dore pp; do
 	name=model-$m
 	ok=1
@@ -275,7 +289,7 @@ for m in dore pp; do
 	"$here/../model/model_job.py" expect --world 2 --job "$job" \
 		--elems 300007 --steps 4 $args >"$tmp/$name.model" || ok=0
 	# shellcheck disable=SC2086
-	start_pair "$name" "GN_JOB=$job $faults" --elems 300007 --steps 4 $args
+	RUN_BIN=$MODEL_BIN start_pair "$name" "GN_JOB=$job $faults" --elems 300007 --steps 4 $args
 	gn_wait_ranks "$name" || ok=0
 	[ "$ok" -eq 1 ] && model_same "$name" || ok=0
 	if [ -n "$faults" ]; then
@@ -286,7 +300,6 @@ for m in dore pp; do
 	fi
 	gn_result "$ok" "memif, model tensor ($m${faults:+, 5% loss}): both ranks' parameters equal the numpy model's after every step"
 done
-rank_cmd="$RANK_BIN --warmup 0"
 
 # Two queue pairs a rank (GN_DPDK_QUEUES=2) and two codec workers: each
 # receive round reads both queues at once, a part per worker, and a
@@ -357,6 +370,37 @@ mem=1024
 gn_wait_ranks "$name" || ok=0
 [ "$ok" -eq 1 ] && same_as_ref "$name" "$tmp/clean-none-sum-5.ref" || ok=0
 gn_result "$ok" "memif: a client turned away before the server's port started still joins"
+
+# Contexts one after another in each rank's process, over one memif
+# pair: the first two at MTU 1500 (the port is taken as the first left
+# it), the last two at 1400 (closed and probed again: memif's stopped
+# server would take its client into queues about to be replaced). Both
+# ranks close the second context before either opens the third (--sync):
+# a context at 1400 that met its peer's at 1500 would be refused.
+name=reopen
+ok=1
+reopen=(--contexts 4 --mtus 1500,1500,1400,1400 --elems 100003 --codec 3lc)
+mkdir "$tmp/$name.sync" "$tmp/$name-udp.sync"
+RUN_BIN=$REOPEN_BIN start_pair "$name" "" "${reopen[@]}" --sync "$tmp/$name.sync"
+gn_wait_ranks "$name" || ok=0
+port=$((20000 + ($$ + 7) % 20000))
+for k in 0 1; do
+	env GN_RANK=$k GN_WORLD_SIZE=2 GN_KEY_FILE="$tmp/key" GN_TRANSPORT=udp \
+		GN_PEERS=127.0.0.1:$port,127.0.0.1:$((port + 1)) \
+		"$REOPEN_BIN" "${reopen[@]}" --sync "$tmp/$name-udp.sync" \
+		--out "$tmp/$name-udp.$k.out" \
+		>"$tmp/$name-udp.$k.json" 2>"$tmp/$name-udp.$k.err" &
+	pids[k]=$!
+done
+gn_wait_ranks "$name-udp" || ok=0
+for k in 0 1; do
+	gn_diag "$name: rank $k: $(tr '\n' ' ' <"$tmp/$name.$k.json")"
+	for i in 0 1 2 3; do
+		cmp -s "$tmp/$name.$k.out.$i" "$tmp/$name-udp.$k.out.$i" &&
+			cmp -s "$tmp/$name.$k.out.$i" "$tmp/$name.0.out.$i" || ok=0
+	done
+done
+gn_result "$ok" "memif: four contexts in a row in each rank's process, two MTUs: every allreduce bit-identical to the UDP path's"
 
 # An application's own port, one queue of it gradnet's.
 name=app

@@ -264,6 +264,14 @@ static int fault_recv(void *state, struct gn_buf **b, int max)
 	return f->inner.ops->recv(f->inner.state, b, max);
 }
 
+static void fault_authentic(void *state, struct gn_buf *b)
+{
+	struct fault *f = state;
+
+	if (f->inner.ops->authentic)
+		f->inner.ops->authentic(f->inner.state, b);
+}
+
 static int fault_poll(void *state, u64 now_ns, u64 *next_ns)
 {
 	struct fault *f = state;
@@ -310,6 +318,7 @@ static const struct gn_transport_ops fault_ops = {
 	.put = fault_put,
 	.send = fault_send,
 	.recv = fault_recv,
+	.authentic = fault_authentic,
 	.poll = fault_poll,
 	.wait = fault_wait,
 	.wake = fault_wake,
