@@ -24,6 +24,7 @@
 #include "mem.h"
 #include "collective/collective.h"
 #include "core/scenario.h"
+#include "core/libc_idle.h"
 
 #include "golden/core_hashes.h"
 #define GOLDEN_CASES ((int)(sizeof(gn_core_golden) / sizeof(gn_core_golden[0])))
@@ -35,23 +36,6 @@
 static double secs(uint64_t ns)
 {
 	return (double)ns * 1e-9;
-}
-
-/* Sleep until the earliest time a core wants polling, 10 ms at most. */
-static void libc_idle(void *arg, uint64_t until_ns)
-{
-	uint64_t now = gn_env_libc_now(), d;
-	struct timespec ts;
-
-	(void)arg;
-	if (!until_ns || until_ns <= now)
-		return;
-	d = until_ns - now;
-	if (d > 10000000)
-		d = 10000000;
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)d;
-	nanosleep(&ts, NULL);
 }
 
 /*
@@ -130,7 +114,7 @@ static void count_step_end(void *arg, int kase, int step)
 /* The scenario over the fabric with the libc env. Return: 0 or -errno. */
 static int run_scenario(struct gn_scn_result *res, struct counting_env *c)
 {
-	struct gn_scn_hooks hooks = { .idle = libc_idle,
+	struct gn_scn_hooks hooks = { .idle = gn_scn_libc_idle,
 				      .step_end = count_step_end, .arg = c };
 	int err;
 

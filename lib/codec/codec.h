@@ -31,7 +31,10 @@
  *
  * FPU rule: the operations marked "float" run inside one FPU section of the
  * caller (lib/collective/fp.c) and their files are FPU units in the kernel
- * build; the others are integer-only and run anywhere.
+ * build; so do the ones marked "SIMD", integer work that a codec may do
+ * with SIMD kernels (which in the kernel would otherwise overwrite the
+ * vector registers of the task that last used them); the others are
+ * integer-only and run anywhere.
  */
 #ifndef GN_CODEC_CODEC_H
 #define GN_CODEC_CODEC_H
@@ -146,7 +149,7 @@ struct gn_codec_call {
  * @finish: (may be NULL) the same rewrite for codecs whose slices read the
  *	sum itself (@slice's @x), after they were packed.
  *
- * Streams (integer):
+ * Streams (integer; @slice and @check_slice SIMD, 3LC's zero-run code):
  * @slice: from unit @at of a chunk, the longest slice that fits @cap bytes
  *	at @dst; *@units its units (> 0). @x is the chunk's values (the sum,
  *	for a result), for codecs whose slices are values. Return: bytes

@@ -402,7 +402,8 @@ void gn_ctrl_acked(void *up, struct gn_peer *p, u32 seq);
  * file (and the codecs' float units) is built with the FPU enabled; each
  * function here opens and closes its own FPU section around one codec
  * operation, and no other file of the core touches a float value
- * (pointers to floats are fine).
+ * (pointers to floats are fine) or calls a codec operation that may run
+ * SIMD kernels (gn_fp_slice(), gn_fp_check_slice()).
  */
 struct gn_codec_call gn_fp_call(const struct gn_ctx *ctx,
 			       const struct gn_step *st, u8 phase,
@@ -425,5 +426,11 @@ void gn_fp_add_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 void gn_fp_result_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 			float *out, const struct gn_wire_data *d,
 			const u8 *body, u16 blen);
+long gn_fp_slice(const struct gn_codec_ops *cd,
+		 const struct gn_codec_params *p, const void *scratch, u32 aux,
+		 const float *x, u32 len, u32 at, u8 *dst, u32 cap, u32 *units);
+int gn_fp_check_slice(const struct gn_codec_ops *cd,
+		      const struct gn_codec_params *p, u32 len, u32 first,
+		      u32 count, u32 aux, const u8 *body, u32 blen);
 
 #endif /* GN_COLLECTIVE_CORE_H */

@@ -2,11 +2,14 @@
 /*
  * fp.c - the collective's floating-point unit: every call into a
  * compressor's float operations (encoding contributions, adding them,
- * encoding the owner's sum, decoding results). The rest of lib/delivery
- * and lib/collective is integer-only and holds floats only by pointer or
- * as their bits, so in the kernel this file and the codecs' float units
- * are the only ones built with the FPU enabled, and each function here is
- * one FPU section (gn_simd_begin/end; free in userspace).
+ * encoding the owner's sum, decoding results), and into the integer ones
+ * that a codec may run in SIMD kernels (cutting a stream into slices,
+ * checking a slice that came: 3LC's zero-run code). The rest of
+ * lib/delivery and lib/collective is integer-only and holds floats only by
+ * pointer or as their bits, so in the kernel this file and the codecs'
+ * float units are the only ones built with the FPU enabled, and each
+ * function here is one FPU section (gn_simd_begin/end; a call to an empty
+ * function in userspace).
  */
 #include "core.h"
 #include "codec/rng.h"
@@ -164,4 +167,36 @@ void gn_fp_result_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 	cd->decode(&c, out, d->chunk_len, d->first, d->count, d->aux, body,
 		   blen);
 	gn_simd_end();
+}
+
+/*
+ * A slice of a chunk's stream cut into @dst (pack.c). No float here, but
+ * the codec may cut it with SIMD kernels, which in the kernel must not run
+ * outside an FPU section: they would overwrite the vector registers of the
+ * user task that last ran on the CPU, which the kernel saved when it
+ * switched away and does not load again while that task still owns them.
+ */
+long gn_fp_slice(const struct gn_codec_ops *cd,
+		 const struct gn_codec_params *p, const void *scratch, u32 aux,
+		 const float *x, u32 len, u32 at, u8 *dst, u32 cap, u32 *units)
+{
+	long n;
+
+	gn_simd_begin();
+	n = cd->slice(p, scratch, aux, x, len, at, dst, cap, units);
+	gn_simd_end();
+	return n;
+}
+
+/* The codec's check of a slice that came (reduce.c), as gn_fp_slice(). */
+int gn_fp_check_slice(const struct gn_codec_ops *cd,
+		      const struct gn_codec_params *p, u32 len, u32 first,
+		      u32 count, u32 aux, const u8 *body, u32 blen)
+{
+	int r;
+
+	gn_simd_begin();
+	r = cd->check_slice(p, len, first, count, aux, body, blen);
+	gn_simd_end();
+	return r;
 }

@@ -95,9 +95,9 @@ static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
 
 	if (take_bufs(ctx, m, 1))
 		return -ENOMEM;
-	len = cd->slice(p, scratch, ms->aux, x, ms->chunk_len, 0,
-			m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
-			&used);
+	len = gn_fp_slice(cd, p, scratch, ms->aux, x, ms->chunk_len, 0,
+			  m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
+			  &used);
 	if (len < 0 || used != units)
 		return -EINVAL;
 	m->stream_bytes = cd->stream_extra + (u64)len;
@@ -121,8 +121,8 @@ static long cut(const struct cutter *k, u32 at, u8 *dst, u32 cap, u32 *used)
 
 	if (k->idx)
 		return gn_index_slice(k->idx, k->ms->aux, at, dst, cap, used);
-	return cd->slice(p, k->scratch, k->ms->aux, k->x, k->ms->chunk_len, at,
-			 dst, cap, used);
+	return gn_fp_slice(cd, p, k->scratch, k->ms->aux, k->x,
+			   k->ms->chunk_len, at, dst, cap, used);
 }
 
 /*

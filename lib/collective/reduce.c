@@ -45,8 +45,8 @@ static bool body_ok(const struct gn_tensor *t, const struct gn_wire_hdr *h,
 		return (u64)d->first + d->count <= d->aux &&
 		       gn_index_check(d->chunk_len, d->count, body,
 				      h->body_len) == h->body_len;
-	return !cd->check_slice(p, d->chunk_len, d->first, d->count, d->aux,
-				body, h->body_len);
+	return !gn_fp_check_slice(cd, p, d->chunk_len, d->first, d->count,
+				  d->aux, body, h->body_len);
 }
 
 /* Most packets of @d's message: a chunk's, or an index set's. */

@@ -153,13 +153,15 @@ static inline void gn_fpu_end(struct gn_fpu *f)
 		_mm_setcsr(f->csr);
 }
 
-static inline void gn_simd_begin(void)
-{
-}
-
-static inline void gn_simd_end(void)
-{
-}
+/*
+ * In a process the sections cost nothing (the registers are the
+ * process's own) but a call: they stay real calls, defined in libc.c, so
+ * that a test (tests/simd_sections_test.c) can see them and hold the core
+ * to the kernel's rule, that every codec call which may run SIMD kernels
+ * is inside one.
+ */
+void gn_simd_begin(void);
+void gn_simd_end(void);
 
 static inline bool gn_cpu_has_avx2(void)
 {

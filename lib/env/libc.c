@@ -1,14 +1,23 @@
 // SPDX-License-Identifier: MIT
 /*
  * libc.c - the core's environment in a process: calloc, the monotonic
- * clock, a pthread mutex and condition variable, getrandom(), and the
- * codec workers' pool (workers.c) for run().
+ * clock, a pthread mutex and condition variable, getrandom(), the
+ * codec workers' pool (workers.c) for run(), and the core's FPU sections.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "libc.h"
+
+/* The core's FPU sections (gn_deps.h): nothing to do in a process. */
+void gn_simd_begin(void)
+{
+}
+
+void gn_simd_end(void)
+{
+}
 
 u64 gn_env_libc_now(void)
 {

@@ -2,7 +2,9 @@
 /*
  * ops.c - 3LC in the registry: its parameter, sizes and streams. A chunk's
  * scratch is its quartic groups, its word the scale M; a slice is the
- * zero-run code of a run of groups (<gradnet/codec.h>). Integer-only.
+ * zero-run code of a run of groups (<gradnet/codec.h>). Integer-only, but
+ * the slicer and the check call the zero-run kernels, SIMD where the CPU
+ * has it: the caller runs them inside an FPU section (lib/codec/codec.h).
  */
 #include "tlc_impl.h"
 #include "codec/codec.h"
