@@ -3,7 +3,7 @@
 127.0.0.1 (one thread and one gradnet.Context each) against the numpy
 model of the whole sharded allreduce (tests/model/allreduce.py, written
 from include/gradnet/codec.h): for none, 3lc, qsgd, topk and topk with
-QSGD values, summed and averaged, over several steps of real gradients
+QSGD or float16 values and each index codec, summed and averaged, over several steps of real gradients
 (data/gradients/mlp-small-seq), every rank's result equals the model's
 value for value, bit for bit. The model keeps each rank's error feedback
 across steps and keys the generator with the job id, the tensor id, the
@@ -51,6 +51,17 @@ TENSORS = [
     # chunk's first entry (e0 > 0), QSGD buckets cut between slices.
     (15, "topk:density=0.45,bits=8,bucket=16", "fc1.weight", True),
     (16, "topk:density=0.3", "fc1.weight", False),
+    # Index and value codecs: Bloom groups (a chunk's many, in several
+    # packets), each policy, float16 values, the per-chunk choice.
+    (17, "topk:density=0.01,idx=bloom,bits=4", "fc1.weight", True),
+    (18, "topk:density=0.2,idx=bloom,fpr=0.01", "fc1.weight", False),
+    (19, "topk:density=0.1,idx=bloom-p1,fpr=0.05,val=f16", "fc1.weight",
+     True),
+    (20, "topk:density=0.2,idx=bloom-p2,fpr=0.1,bits=8,bucket=16",
+     "fc1.weight", False),
+    (21, "topk:density=0.05,idx=auto", "fc3.weight", True),
+    (22, "topk:density=0.3,idx=rle,val=f16", "fc1.weight", False),
+    (23, "topk:density=0.1,idx=bitmap,bits=2", "fc1.weight", True),
 ]
 
 
