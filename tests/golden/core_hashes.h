@@ -25,6 +25,10 @@ static const struct gn_core_golden {
 	{ "topk-sum", { 0xd4da05ef70377a25ull, 0x90deff77425e17a6ull, 0x60b9190108f63736ull } },
 	{ "topk-block-avg", { 0x336905ceaf41d64bull, 0xc70fd04ddc009426ull, 0xa97b8a16c3bb9ca1ull } },
 	{ "topk-qsgd-avg", { 0x752564ba2d2466d5ull, 0xe2a8c2e991e1be21ull, 0xfa64969b2f3dc9e6ull } },
+	{ "topk-bloom-qsgd-avg", { 0xf8e1cc3bf1c754a7ull, 0x0d4456d7158a1508ull, 0xd786e098231ae66full } },
+	{ "topk-bloom-p1-f16-sum", { 0x81a3f928c012e334ull, 0x1750179a71c09830ull, 0x90a43599d83a7654ull } },
+	{ "topk-bloom-p2-avg", { 0x565b1eec7d47aabaull, 0xba646ccc48bfdd57ull, 0xa9bab70d77969bf4ull } },
+	{ "topk-auto-sum", { 0x7cbbd2488241a468ull, 0xf3703ecba5621fcbull, 0x4d28ed2bf65d4682ull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */
