@@ -122,10 +122,11 @@
  * the default, bitmap, rle, bloom, bloom-p1, bloom-p2, or auto; below),
  * fpr (the Bloom filter's false-positive rate: 0, the default, stands for
  * 0.001; else 1e-6 to 0.5; only with a Bloom idx) and val (the value
- * codec: f32, the default, f16 or qsgd). bits given alone makes the values
- * QSGD's; val=qsgd without bits takes 4. bits with val=f16 is refused, so
- * is bucket without QSGD values, and a Bloom idx at an MTU whose DATA body
- * holds fewer than 448 bytes.
+ * codec: f32, the default, f16, qsgd or fit). bits given alone makes the
+ * values QSGD's; val=qsgd without bits takes 4. bits with val=f16 or fit
+ * is refused, so is bucket without QSGD or fitted values (for fit, bucket
+ * is the values a curve covers: 0 stands for 256, else 16 to 65536), and
+ * a Bloom idx at an MTU whose DATA body holds fewer than 448 bytes.
  *
  * Encode a chunk of n values x with error feedback e: a_i = x_i + e_i
  * (float32; any a_i not finite is -EDOM, e untouched). In each block of m
@@ -136,8 +137,9 @@
  * stream carries (its "values", below) are at the entries, except under a
  * Bloom index codec, which chooses them (Bloom groups). Then e_i = a_i at
  * every position that carries no value, and at a position i that does,
- * e_i = a_i - v_i for float16 (v_i what a receiver decodes), else +0
- * (float32 is exact; QSGD's rounding is unbiased and not fed back).
+ * e_i = a_i - v_i for float16 and fitted values (v_i what a receiver
+ * decodes), else +0 (float32 is exact; QSGD's rounding is unbiased and not
+ * fed back).
  *
  * The owner adds the contributions exactly: its own share as what its own
  * stream stands for, then the others' in rank order, into a sum of the
@@ -151,8 +153,8 @@
  * than its dense form, else dense: sparse bytes = the body of one sparse
  * slice holding every value of the chunk (from position 0, e0 = 0); dense
  * bytes = the body of one dense slice of all n positions (a position that
- * is not an entry is 0): 4 n (f32), 2 n (f16) or the QSGD buckets of n
- * values. idx=auto takes, per chunk, the smallest sparse body of varint,
+ * is not an entry is 0): 4 n (f32, fit), 2 n (f16) or the QSGD buckets
+ * of n values. idx=auto takes, per chunk, the smallest sparse body of varint,
  * bitmap and rle (ties to the first in that order). The QSGD values are
  * drawn for the form that is sent, the stream's values' with counters
  * their indices in the stream, the dense form's with positions.
@@ -171,22 +173,58 @@
  * one packet sends the positions before it as a slice of no values. Its
  * body:
  *	varint nnz: values in the slice
- *	(QSGD) varint e0: the index of its first value among the chunk's
+ *	(QSGD, fit) varint e0: the index of its first value among the chunk's
  *	index part, by the word's index codec (below)
  *	values: nnz float32, or nnz float16 (binary16, little-endian), or
  *	    (QSGD) the norms of the buckets that the values e0 .. e0 + nnz
  *	    - 1 touch (buckets of B values of the chunk's value sequence),
- *	    then the nnz codes packed as a bucket's
+ *	    then the nnz codes packed as a bucket's, or (fit) the headers of
+ *	    the buckets they touch, then their codes (Fit values)
  * (varint: LEB128, 7 bits a byte, least significant first, at most 5
  * bytes, no superfluous final 0 byte). A dense slice covers positions
- * [first, first + count): count float32 or float16 values, or the QSGD
- * buckets of those positions (first a multiple of B, count too unless at
+ * [first, first + count): count float32 (f32, fit) or float16 values, or
+ * the QSGD buckets of those positions (first a multiple of B, count too unless at
  * the end), as codec "qsgd". Decoding a result slice sets its positions:
  * 0 where it has no value, else the value (divided by W for an average).
  *
  * Float16: binary16 of a float32 rounded to nearest, ties to even, on the
  * bits (a magnitude at or above 2^16, or one that rounds past 65504, is
  * 65504; below 2^-25 it is 0, 2^-25 itself ties to 0); decoded exactly.
+ *
+ * Fit values. The chunk's value sequence is cut into buckets of F values
+ * (bucket; the last shorter). Bucket b's m values w_j (float32) have
+ * magnitudes y_j = |w_j| and signs s_j (bit 31 of w_j). Their ranks order
+ * them by y descending, ties to the lower j; Y_t is the magnitude of rank
+ * t. Knots: k_0 = 0; with a = the last knot, while fewer than 4 segments
+ * and m - a >= 32: for t from a + 16 to m - 16, d_t = |Y_t - (Y_a +
+ * (Y_{m-1} - Y_a) * ((t - a) / (m - 1 - a)))| in binary64 (that order);
+ * the first t of the largest d_t > 0 is the next knot, else stop. Segment
+ * s covers ranks [k_s, k_{s+1}) (k_S = m), L = k_{s+1} - k_s of them. Its
+ * six control points c_0..c_5: for L >= 6 the least-squares fit of Y_{k_s
+ * + t}, t = 0..L-1, by sum_i c_i B_i(t / (L - 1)), in binary64: u = t /
+ * (L - 1), v = 1 - u, u2 = u u, u3 = u2 u, u4 = u3 u, v2 = v v, v3 = v2 v,
+ * v4 = v3 v, B_0 = v4 v, B_1 = 5 (u v4), B_2 = 10 (u2 v3), B_3 = 10 (u3 v2),
+ * B_4 = 5 (u4 v), B_5 = u4 u; A_ij (i <= j) and r_i summed in order of t
+ * from 0 (A_ij = A_ij + B_i B_j, r_i = r_i + B_i Y), A_ji = A_ij; for p =
+ * 0..5, for i = p+1..5: f = A_ip / A_pp, A_ij = A_ij - f A_pj (j = p..5),
+ * r_i = r_i - f r_p; then for i = 5 down to 0: x = r_i, x = x - A_ij c_j
+ * for j = i+1..5 in turn, c_i = x / A_ii. For L < 6, c_i = Y_{k_s +
+ * floor(i (L - 1) / 5)}. Each c_i is then rounded to float32 and clamped:
+ * not >= 0 (NaN too) gives +0, above T gives T, T = min(Y_{k_s},
+ * 0x1.fffffep126). A value decodes to its rank r's curve: u = (float)(r -
+ * k_s) / (float)(L - 1) (0 for L = 1), in float32 de Casteljau: b_i = c_i,
+ * then for l = 1..5, for i = 0..5-l: b_i = (1 - u) b_i + u b_{i+1}; the
+ * value is b_0, negated if its sign bit was set. On the wire a bucket's
+ * header is u16 m - 1, a byte S (segments), S - 1 u16 knots k_1..k_{S-1},
+ * then 6 S float32 control points, segment after segment; a value's code
+ * is its rank at ceil(log2 m) bits then its sign bit, the slice's codes
+ * packed least significant first, padding 0. A slice's fitted values are
+ * refused if a header is cut short, has m > F, S = 0 or S > 4, knots that
+ * do not increase strictly inside (0, m), or a control point whose bits
+ * are above 0x7effffff (negative, -0, 2^127 and beyond, infinite, NaN); if
+ * a bucket its values pass beyond holds fewer than F values, its last
+ * value lies past its bucket's m, a rank is m or more, or the codes'
+ * bytes are not exactly ceil(sum of their widths / 8).
  *
  * Index codecs. Positions p_0 < p_1 < ... of a slice's values:
  *   varint: nnz varints, p_0 - first, then p_j - p_{j-1} - 1.
@@ -241,8 +279,9 @@
  * The sender cuts its entries into groups in order: a group takes the next
  * min(gmax, entries left) entries; while it holds more than one and its
  * body as a slice of its own (skip 0, from its first entry, e0 its first
- * value's index in the stream) would exceed 224 bytes, it keeps the first
- * ceil(r / 2) of them. Its span runs from its first entry to its last; the
+ * value's index in the stream; fitted values counted with every header
+ * at 4 segments and ranks at ceil(log2 F) bits) would exceed 224 bytes,
+ * it keeps the first ceil(r / 2) of them. Its span runs from its first entry to its last; the
  * filter and key as above (a group is never empty).
  *
  * A slice is refused (-EBADMSG, nothing touched) if its word is not one

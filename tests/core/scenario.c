@@ -53,6 +53,10 @@ const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
 	/* The smallest of varint, bitmap and run lengths per chunk. */
 	{ "topk-auto-sum", { .codec = GN_CODEC_TOPK, .given = 0x21,
 			     .p = { .w = { 0x3d4ccccdu, 0, 0, 0, 0, 6 } } }, 0 },
+	/* Curve-fitted values, curves of 128 values. */
+	{ "topk-fit-avg", { .codec = GN_CODEC_TOPK, .given = 0x89,
+			    .p = { .w = { 0x3d4ccccdu, 0, 0, 128, 0, 0, 0, 3 } } },
+	  GN_TENSOR_AVERAGE },
 };
 
 /*

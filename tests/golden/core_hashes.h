@@ -29,6 +29,7 @@ static const struct gn_core_golden {
 	{ "topk-bloom-p1-f16-sum", { 0x81a3f928c012e334ull, 0x1750179a71c09830ull, 0x90a43599d83a7654ull } },
 	{ "topk-bloom-p2-avg", { 0x565b1eec7d47aabaull, 0xba646ccc48bfdd57ull, 0xa9bab70d77969bf4ull } },
 	{ "topk-auto-sum", { 0x7cbbd2488241a468ull, 0xf3703ecba5621fcbull, 0x4d28ed2bf65d4682ull } },
+	{ "topk-fit-avg", { 0x9bc8dadf86e125d3ull, 0xafd67096e7d49496ull, 0x6c11be905f02bbceull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

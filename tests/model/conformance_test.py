@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
+import fit  # noqa: E402
 import index  # noqa: E402
 import models  # noqa: E402
 import qsgd  # noqa: E402
@@ -95,6 +96,11 @@ def topk_sets():
                 'density=0.1,block=64,idx=%s,fpr=1e-6,bits=2,bucket=16'
                 % idx,
                 'density=0.02,idx=%s,fpr=0.5' % idx]
+    # Fitted values: buckets of 16 to 1024, with each kind of index.
+    out += ['density=0.01,val=fit', 'density=0.1,val=fit,bucket=16',
+            'density=0.2,val=fit,bucket=1024,idx=rle',
+            'density=0.05,idx=bloom,val=fit', 'density=0.7,val=fit',
+            'density=0.3,block=64,idx=bloom-p2,val=fit,bucket=64']
     return out + ['density=0.01,val=f16', 'density=0.7,val=f16',
                   'density=0.05,val=qsgd', 'density=0.3,idx=bloom,fpr=0.2',
                   'density=0.6,idx=bloom-p2,val=f16']
@@ -306,7 +312,9 @@ def topk_results(tap, tool, rng):
                     'density=0.3,bits=8,bucket=16', 'density=0.4',
                     'density=0.01,idx=auto', 'density=0.05,idx=rle,val=f16',
                     'density=0.01,idx=bloom', 'density=0.02,idx=bloom-p1',
-                    'density=0.02,idx=bloom-p2,fpr=0.1,bits=4'):
+                    'density=0.02,idx=bloom-p2,fpr=0.1,bits=4',
+                    'density=0.05,val=fit,bucket=64',
+                    'density=0.02,idx=bloom-p1,val=fit'):
         spec = 'topk:' + setting
         p = models.model(spec).p
         bad = []
@@ -532,6 +540,56 @@ def crafted_index(p, n):
     return out
 
 
+def crafted_fit(p, n):
+    """Hand-made fitted values: two values at positions 3 and 4 of a
+    varint slice, under one header (what, stream)."""
+    v = varint.encode
+    f = p.fit
+
+    def hdr(m, segs, knots=(), cps=None):
+        cps = [0.5] * (6 * segs) if cps is None else cps
+        return (m - 1).to_bytes(2, 'little') + bytes([segs]) + \
+            b''.join(k.to_bytes(2, 'little') for k in knots) + \
+            np.array(cps, dtype='<f4').tobytes()
+
+    def codes(ranks, m, signs=(0, 1)):
+        w = fit.rank_bits(m)
+        acc, bit = 0, 0
+        for r, sg in zip(ranks, signs):
+            acc |= (r | sg << w) << bit
+            bit += w + 1
+        return acc.to_bytes((bit + 7) // 8, 'little')
+
+    def slice_(h, c, nnz=2, e0=0):
+        return le32(0) + v([nnz]) + v([e0]) + v([3, 0][:nnz]) + h + c
+
+    cps2 = [0.0, 0.1, 0.2, 0.3, 0.4, 1.0, 2.0, 1.5, 1.0, 0.5, 0.2, 0.0]
+    out = [('fit: one segment', slice_(hdr(2, 1), codes([0, 1], 2))),
+           ('fit: two segments', slice_(hdr(20, 2, (10,), cps2) if f >= 20
+                                        else hdr(2, 1), codes([3, 15], 20)
+                                        if f >= 20 else codes([0, 1], 2))),
+           ('fit: no segment', slice_(hdr(2, 0), codes([0, 1], 2))),
+           ('fit: five segments', slice_(hdr(8, 5, (1, 2, 3, 4)),
+                                         codes([0, 1], 8))),
+           ('fit: knots equal', slice_(hdr(8, 3, (2, 2)), codes([0, 1], 8))),
+           ('fit: knot at m', slice_(hdr(8, 2, (8,)), codes([0, 1], 8))),
+           ('fit: m above the bucket', slice_(hdr(f + 1, 1),
+                                              codes([0, 1], f + 1))),
+           ('fit: a rank at m', slice_(hdr(3, 1), codes([0, 3], 3))),
+           ('fit: a value past m', slice_(hdr(1, 1), codes([0, 0], 1))),
+           ('fit: padding bits', slice_(hdr(2, 1), bytes([
+               codes([0, 1], 2)[0] | 0x80]))),
+           ('fit: a code byte short', slice_(hdr(200, 1),
+                                             codes([0, 1], 200)[:-1])),
+           ('fit: header cut short', slice_(hdr(2, 1)[:-1], b''))]
+    for what, cp in (('NaN', np.nan), ('inf', np.inf), ('-0', -0.0),
+                     ('-1', -1.0), ('2^127', 2.0 ** 127),
+                     ('the largest below 2^127', float(fit.CP_MAX))):
+        out.append(('fit: control point %s' % what,
+                    slice_(hdr(2, 1, cps=[0.5] * 5 + [cp]), codes([0, 1], 2))))
+    return out
+
+
 def crafted_qsgd(p, n):
     b = p.bucket
     s1 = 1 << (p.bits - 1)
@@ -596,7 +654,9 @@ def hostile(tap, tool, name, rng):
                      'density=0.2,idx=rle,bits=4', 'density=0.1,idx=auto',
                      'density=0.1,val=f16', 'density=0.1,idx=bloom',
                      'density=0.1,idx=bloom-p1,fpr=0.3',
-                     'density=0.2,idx=bloom-p2,fpr=0.2,bits=2,bucket=16']}[name]
+                     'density=0.2,idx=bloom-p2,fpr=0.2,bits=2,bucket=16',
+                     'density=0.2,val=fit,bucket=16',
+                     'density=0.1,idx=bloom,val=fit']}[name]
     for setting in sets:
         spec = name + (':' + setting if setting else '')
         m = models.model(spec)
@@ -607,6 +667,8 @@ def hostile(tap, tool, name, rng):
         cases = list(mutations(base, rng))
         if name == 'topk':
             cases += crafted_topk(m.p, n) + crafted_index(m.p, n)
+            if m.p.val == topk.FIT:
+                cases += crafted_fit(m.p, n)
         elif name == 'qsgd':
             cases += crafted_qsgd(m.p, n)
         elif name == '3lc':

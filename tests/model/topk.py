@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
+import fit
 import gnrng
 import index
 import qsgd
@@ -24,8 +25,8 @@ from errors import Edom, Refused
 
 F = np.float32
 SPARSE, DENSE = 0, 1
-VALS = ['f32', 'f16', 'qsgd']
-F32, F16, QSGD = range(3)
+VALS = ['f32', 'f16', 'qsgd', 'fit']
+F32, F16, QSGD, FIT = range(4)
 # A Bloom group's body as a slice of its own, at most.
 BLOOM_BYTES = 224
 
@@ -65,6 +66,7 @@ class Params:
         self.bits = (bits or 4) if self.val == QSGD else 0
         if self.bits:
             self.q = qsgd.Params(self.bits, bucket, norm)
+        self.fit = bucket or 256
         self.bloom = index.Bloom(self.fpr_bits)
 
 
@@ -103,13 +105,21 @@ def _buckets_touched(e0, nnz, b):
     return 0 if not nnz else (e0 + nnz - 1) // b - e0 // b + 1
 
 
+def bucketed(p):
+    """Values in buckets: a slice says its first one's index, e0."""
+    return bool(p.bits) or p.val == FIT
+
+
 def head_bytes(p, e0, nnz):
     return len(varint.encode([nnz])) + (len(varint.encode([e0]))
-                                        if p.bits else 0)
+                                        if bucketed(p) else 0)
 
 
-def vals_bytes(p, e0, nnz):
-    """Bytes of the values e0 .. e0 + nnz - 1 of a sparse slice."""
+def vals_bytes(p, e0, nnz, buckets=None):
+    """Bytes of the values e0 .. e0 + nnz - 1 of a sparse slice (fit:
+    with its buckets, or without, by the Bloom groups' size rule)."""
+    if p.val == FIT:
+        return fit.size(buckets, e0, nnz, p.fit)
     if p.val == F16:
         return 2 * nnz
     if not p.bits:
@@ -190,8 +200,10 @@ def stream(idx, vals, n, p, key, rest=None):
         codecs = list(index.LISTS) if p.idx == index.AUTO else [p.idx]
         sizes = [len(index.put(c, pos, 0)) for c in codecs]
         codec = codecs[sizes.index(min(sizes))]
+    buckets = fit.fit(pv, p.fit) if p.val == FIT else None
     sparse_b = head_bytes(p, 0, len(pos)) + \
-        len(index_part(codec, pos, groups)) + vals_bytes(p, 0, len(pos))
+        len(index_part(codec, pos, groups)) + \
+        vals_bytes(p, 0, len(pos), buckets)
     if sparse_b >= dense_b:
         dense = np.zeros(n, dtype=F)
         dense[idx] = vals
@@ -207,10 +219,15 @@ def stream(idx, vals, n, p, key, rest=None):
             else np.zeros(len(idx), F)
         return DENSE.to_bytes(4, 'little') + body, dec, idx, err
     body = varint.encode([len(pos)])
-    if p.bits:
+    if bucketed(p):
         body += varint.encode([0])
     body += index_part(codec, pos, groups)
-    if p.bits:
+    if p.val == FIT:
+        body += fit.put(buckets, 0, len(pos), p.fit)
+        ev = np.concatenate([b.values for b in buckets]) if buckets else \
+            np.zeros(0, F)
+        err = (pv - ev).astype(F)
+    elif p.bits:
         norms, codes = qsgd.quantize(pv, key, np.arange(len(pos)), p.bits,
                                      p.q.bucket, p.q.norm)
         body += norms.astype('<f4').tobytes() + qsgd.pack(codes, p.bits)
@@ -262,7 +279,7 @@ def parse_slice(aux, body, n, p, first=0, count=None):
     if nnz > count:
         raise Refused('nnz %d exceeds the %d positions' % (nnz, count))
     e0 = 0
-    if p.bits:
+    if bucketed(p):
         e0, at = varint.decode_one(body, at)
         if e0 + nnz > n:
             raise Refused('e0 %d + nnz %d exceed the chunk of %d' % (e0, nnz, n))
@@ -273,6 +290,8 @@ def parse_slice(aux, body, n, p, first=0, count=None):
         pos, at = index.parse(codec, body, at, first, count, nnz)
     pos = np.array(pos, dtype=np.int64)
     rest = body[at:]
+    if p.val == FIT:
+        return ('sparse', pos, fit.parse(rest, e0, nnz, p.fit), e0)
     if not p.bits:
         return ('sparse', pos, _plain_values(rest, nnz, p), e0)
     b = p.q.bucket

@@ -3,7 +3,7 @@
 127.0.0.1 (one thread and one gradnet.Context each) against the numpy
 model of the whole sharded allreduce (tests/model/allreduce.py, written
 from include/gradnet/codec.h): for none, 3lc, qsgd, topk and topk with
-QSGD or float16 values and each index codec, summed and averaged, over several steps of real gradients
+QSGD, float16 or fitted values and each index codec, summed and averaged, over several steps of real gradients
 (data/gradients/mlp-small-seq), every rank's result equals the model's
 value for value, bit for bit. The model keeps each rank's error feedback
 across steps and keys the generator with the job id, the tensor id, the
@@ -62,6 +62,8 @@ TENSORS = [
     (21, "topk:density=0.05,idx=auto", "fc3.weight", True),
     (22, "topk:density=0.3,idx=rle,val=f16", "fc1.weight", False),
     (23, "topk:density=0.1,idx=bitmap,bits=2", "fc1.weight", True),
+    (24, "topk:density=0.2,val=fit,bucket=128", "fc1.weight", True),
+    (25, "topk:density=0.05,idx=bloom-p2,val=fit", "fc3.weight", False),
 ]
 
 

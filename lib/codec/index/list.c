@@ -7,6 +7,7 @@
  */
 #include "index.h"
 #include "varint.h"
+#include "codec/bits.h"
 
 void gn_idx_size_init(struct gn_idx_size *s, u32 codec, u32 first)
 {
@@ -74,53 +75,10 @@ u64 gn_idx_list_bytes(u32 codec, const u32 *pos, u32 n, u32 first)
 	return gn_idx_size_bytes(&s);
 }
 
-/* LSB-first bit packing through a 64-bit accumulator. */
-struct bits_out {
-	u8 *dst;
-	u64 acc;
-	u32 have;
-};
-
-static void bits_put(struct bits_out *o, u32 v, u32 w)
-{
-	if (!w)
-		return;
-	o->acc |= (u64)v << o->have;
-	o->have += w;
-	while (o->have >= 8) {
-		*o->dst++ = (u8)o->acc;
-		o->acc >>= 8;
-		o->have -= 8;
-	}
-}
-
-static void bits_flush(struct bits_out *o)
-{
-	if (o->have)
-		*o->dst++ = (u8)o->acc;
-	o->have = 0;
-	o->acc = 0;
-}
-
-/* @w bits (w <= 32) at bit @bit of @src, LSB first; the bytes exist. */
-static u32 bits_get(const u8 *src, u64 bit, u32 w)
-{
-	u64 v = 0;
-	u32 k, nb;
-
-	if (!w)
-		return 0;
-	nb = (u32)(((bit & 7) + w + 7) / 8);
-	for (k = 0; k < nb; k++)
-		v |= (u64)src[bit / 8 + k] << (8 * k);
-	v >>= bit & 7;
-	return (u32)(v & (w == 32 ? 0xffffffffull : (1ull << w) - 1));
-}
-
 static u32 put_rle(const u32 *pos, u32 n, u32 first, u8 *dst)
 {
 	struct gn_idx_size s;
-	struct bits_out o;
+	struct gn_bits_out o;
 	u32 j, start, at, wg, wo;
 
 	gn_idx_size_init(&s, GN_IDX_RLE, first);
@@ -133,18 +91,15 @@ static u32 put_rle(const u32 *pos, u32 n, u32 first, u8 *dst)
 	wo = gn_idx_bitlen(s.max_len1);
 	dst[at++] = (u8)wg;
 	dst[at++] = (u8)wo;
-	o.dst = dst + at;
-	o.acc = 0;
-	o.have = 0;
+	gn_bits_start(&o, dst + at);
 	for (j = 0; j < n; j = start) {
 		start = j + 1;
 		while (start < n && pos[start] == pos[start - 1] + 1)
 			start++;
-		bits_put(&o, j ? pos[j] - pos[j - 1] - 2 : pos[j] - first, wg);
-		bits_put(&o, start - j - 1, wo);
+		gn_bits_put(&o, j ? pos[j] - pos[j - 1] - 2 : pos[j] - first, wg);
+		gn_bits_put(&o, start - j - 1, wo);
 	}
-	bits_flush(&o);
-	return (u32)(o.dst - dst);
+	return (u32)(gn_bits_end(&o) - dst);
 }
 
 /* Write the index part; gn_idx_list_bytes() says how long it is. */
@@ -223,8 +178,8 @@ static long check_rle(const u8 *src, u32 len, u32 first, u32 count, u32 n)
 	if (wg > 32 || wo > 32 || bytes > len - at)
 		return -EBADMSG;
 	for (j = 0, bit = 0; j < k; j++) {
-		u64 gap = bits_get(src + at, bit, wg);
-		u64 run = (u64)bits_get(src + at, bit + wg, wo) + 1;
+		u64 gap = gn_bits_get(src + at, bit, wg);
+		u64 run = (u64)gn_bits_get(src + at, bit + wg, wo) + 1;
 
 		bit += wg + wo;
 		pos += gap + (j ? 1 : 0);
@@ -321,9 +276,9 @@ u32 gn_idx_walk_next(struct gn_idx_walk *w)
 		if (!w->left) {
 			const u8 *bits = w->src + w->at;
 
-			w->pos += bits_get(bits, w->gbit, w->wg) +
+			w->pos += gn_bits_get(bits, w->gbit, w->wg) +
 				  (w->run ? 1 : 0);
-			w->left = bits_get(bits, w->gbit + w->wg, w->wo) + 1;
+			w->left = gn_bits_get(bits, w->gbit + w->wg, w->wo) + 1;
 			w->gbit += w->wg + w->wo;
 			w->run++;
 		}

@@ -17,7 +17,7 @@ static const char *const idx_names[] = {
 };
 static const char *const val_names[] = {
 	[GN_TOPK_VAL_F32] = "f32", [GN_TOPK_VAL_F16] = "f16",
-	[GN_TOPK_VAL_QSGD] = "qsgd",
+	[GN_TOPK_VAL_QSGD] = "qsgd", [GN_TOPK_VAL_FIT] = "fit",
 };
 
 /* 1e-6 as float32 bits: the smallest false-positive rate. */
@@ -35,7 +35,7 @@ static const struct gn_codec_param topk_params[] = {
 	  .what = "the values' bits: 0 float32, else QSGD codes" },
 	{ .name = "bucket", .word = GN_TOPK_W_BUCKET, .type = GN_PARAM_U32,
 	  .def = 0, .lo = 0, .hi = 65536, .range = "0 (auto) or 16..65536",
-	  .what = "QSGD: values a norm covers; 0: 512, or 128 at 2 bits" },
+	  .what = "QSGD: values a norm covers; 0: 512, or 128 at 2 bits; fit: values a curve covers; 0: 256" },
 	{ .name = "norm", .word = GN_TOPK_W_NORM, .type = GN_PARAM_ENUM,
 	  .def = 0, .hi = 1, .choices = norm_names,
 	  .what = "QSGD: a bucket's norm: l2 or max" },
@@ -47,8 +47,8 @@ static const struct gn_codec_param topk_params[] = {
 	  .range = "0 (0.001) or 1e-6 to 0.5",
 	  .what = "the Bloom filter's false-positive rate: m = -r ln(fpr) / (ln 2)^2 bits" },
 	{ .name = "val", .word = GN_TOPK_W_VAL, .type = GN_PARAM_ENUM,
-	  .def = GN_TOPK_VAL_F32, .hi = GN_TOPK_VAL_QSGD, .choices = val_names,
-	  .what = "the value codec: float32, float16 or QSGD (bits alone also chooses QSGD)" },
+	  .def = GN_TOPK_VAL_F32, .hi = GN_TOPK_VAL_FIT, .choices = val_names,
+	  .what = "the value codec: float32, float16, QSGD (bits alone also chooses it) or fit: curves of sorted magnitudes, a rank and sign a value" },
 };
 
 static int topk_check(const struct gn_codec_params *p, u32 chunk,
@@ -69,8 +69,14 @@ static int topk_check(const struct gn_codec_params *p, u32 chunk,
 			 bits, val_names[val]);
 		return -EINVAL;
 	}
-	if (!qsgd && p->w[GN_TOPK_W_BUCKET]) {
-		snprintf(msg, len, "topk: bucket=%u is QSGD's: give bits or val=qsgd too",
+	if (!qsgd && val != GN_TOPK_VAL_FIT && p->w[GN_TOPK_W_BUCKET]) {
+		snprintf(msg, len, "topk: bucket=%u is QSGD's or fit's: give bits, val=qsgd or val=fit too",
+			 p->w[GN_TOPK_W_BUCKET]);
+		return -EINVAL;
+	}
+	if (val == GN_TOPK_VAL_FIT && p->w[GN_TOPK_W_BUCKET] &&
+	    p->w[GN_TOPK_W_BUCKET] < 16) {
+		snprintf(msg, len, "topk: bucket=%u: 0 (256) or 16 to 65536 values a curve covers",
 			 p->w[GN_TOPK_W_BUCKET]);
 		return -EINVAL;
 	}
@@ -113,17 +119,20 @@ static u64 topk_bound(const struct gn_codec_params *p, u32 len)
  * of over 4 cap - 128 positions (bitmap), or with fewer than (cap - 32)
  * / 12 values in it (run lengths of at most 8 bytes a run, values of at
  * most 4). A Bloom slice wastes less than one group, GN_TOPK_BLOOM_BYTES
- * and its varints (under 288 with its own head). Either form takes at
- * most this many packets.
+ * and its varints (under 288 with its own head). Fitted values repeat a
+ * bucket's header in each slice, and may waste one more. Either form
+ * takes at most this many packets.
  */
 static u32 sparse_pkts(const struct gn_topk *t, u32 idx, u32 len, u32 cap,
 		       u64 dense)
 {
+	u32 fit = t->val == GN_TOPK_VAL_FIT ? 2 * GN_FIT_HDR_MAX : 0;
+
 	if (gn_idx_is_bloom(idx))
-		return (u32)(dense / (cap - 288) + 3);
+		return (u32)(dense / (cap - 288 - fit) + 3);
 	if (idx == GN_IDX_VARINT)
-		return (u32)(dense / (cap - 32) + 2);
-	return len / ((cap - 32) / 12) + len / (4 * cap - 128) + 3;
+		return (u32)(dense / (cap - 32 - fit) + 2);
+	return len / ((cap - 32 - fit) / 12) + len / (4 * cap - 128) + 3;
 }
 
 static u32 topk_pkts_max(const struct gn_codec_params *p, u32 len, u32 cap)

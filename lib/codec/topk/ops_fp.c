@@ -9,6 +9,7 @@
 #include "topk.h"
 #include "codec/index/varint.h"
 #include "codec/value/f16.h"
+#include "codec/bits.h"
 
 static float f_of(u32 b)
 {
@@ -23,30 +24,60 @@ static float f_at(const u8 *p)
 	return f_of(gn_get_le32(p));
 }
 
-/* The values of a checked slice, by their index in it. */
+/*
+ * The values of a checked slice, in order: @val is the codec they are in
+ * (a dense slice of fitted values carries float32); a fitted one walks
+ * its headers as its values cross buckets.
+ */
 struct vals {
 	const struct gn_topk *t;
 	const u8 *v;
-	u32 e0, nb;
+	u32 val, e0, nb;
+	const u8 *hdr, *codes;	/* fit: the current bucket's header */
+	u32 b, w;		/*	its index and rank width */
+	u64 bit;		/*	the next code */
 };
 
 static void vals_start(struct vals *r, const struct gn_topk *t, const u8 *v,
-		       u32 e0, u32 n)
+		       u32 e0, u32 n, bool dense)
 {
+	u32 f = t->fit_bucket, b, o = 0;
+
 	r->t = t;
 	r->v = v;
 	r->e0 = e0;
+	r->val = dense && t->val == GN_TOPK_VAL_FIT ? GN_TOPK_VAL_F32 : t->val;
 	r->nb = t->qsgd && n ? (e0 + n - 1) / t->q.bucket - e0 / t->q.bucket + 1 :
 			       0;
+	if (r->val != GN_TOPK_VAL_FIT || !n)
+		return;
+	for (b = e0 / f; b <= (e0 + n - 1) / f; b++)
+		o += gn_fit_hdr_bytes(v[o + 2]);
+	r->codes = v + o;
+	r->bit = 0;
+	r->hdr = v;
+	r->b = e0 / f;
+	r->w = gn_fit_rank_bits(gn_fit_hdr_m(v));
 }
 
-static float vals_at(const struct vals *r, u32 j)
+/* Value @j of the slice: called with j = 0, 1, ... in turn. */
+static float vals_at(struct vals *r, u32 j)
 {
 	const struct gn_topk *t = r->t;
-	u32 b;
+	u32 b, code;
 
-	if (t->val == GN_TOPK_VAL_F16)
+	if (r->val == GN_TOPK_VAL_F16)
 		return f_of(gn_f32_of_f16(gn_get_le16(r->v + 2 * j)));
+	if (r->val == GN_TOPK_VAL_FIT) {
+		if ((r->e0 + j) / t->fit_bucket != r->b) {
+			r->hdr += gn_fit_hdr_bytes(r->hdr[2]);
+			r->b++;
+			r->w = gn_fit_rank_bits(gn_fit_hdr_m(r->hdr));
+		}
+		code = gn_bits_get(r->codes, r->bit, r->w + 1);
+		r->bit += r->w + 1;
+		return gn_fit_value(r->hdr, code);
+	}
 	if (!t->qsgd)
 		return f_at(r->v + 4 * j);
 	b = (r->e0 + j) / t->q.bucket - r->e0 / t->q.bucket;
@@ -108,14 +139,14 @@ static void apply(const struct gn_codec_call *c, float *out, u32 len,
 
 	gn_topk_params(c->p, &t);
 	if (aux == GN_TOPK_DENSE) {
-		vals_start(&a.vals, &t, body, 0, count);
+		vals_start(&a.vals, &t, body, 0, count, true);
 		apply_dense(&t, &a, first, count, body);
 		return;
 	}
 	gn_topk_parse_sparse(&t, len, first, count, aux, body, blen, &sp);
 	if (set)
 		memset(out + first, 0, (size_t)count * sizeof(float));
-	vals_start(&a.vals, &t, body + sp.vals_at, sp.e0, sp.n);
+	vals_start(&a.vals, &t, body + sp.vals_at, sp.e0, sp.n, false);
 	if (!gn_idx_is_bloom(sp.idx_codec)) {
 		gn_idx_walk_start(&w, sp.idx_codec, body + sp.idx_at, first);
 		for (j = 0; j < sp.n; j++)

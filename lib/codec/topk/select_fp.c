@@ -259,16 +259,29 @@ static void fix_error(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 {
 	bool bloom = ck->form == GN_TOPK_SPARSE &&
 		     gn_idx_is_bloom(ck->idx_codec);
+	bool fit = ck->form == GN_TOPK_SPARSE && t->val == GN_TOPK_VAL_FIT;
 	u32 j;
 
-	if (!bloom && t->val != GN_TOPK_VAL_F16)
+	if (!bloom && !fit && t->val != GN_TOPK_VAL_F16)
 		return;
 	if (bloom)
 		for (j = 0; j < ck->ntrue; j++)
 			e[ck->tru[j]] = ck->tval[j];
 	for (j = 0; j < ck->nnz; j++)
 		e[ck->idx[j]] = t->val == GN_TOPK_VAL_F16 ?
-			ck->val[j] - f16_value(ck->val[j]) : 0.0f;
+			ck->val[j] - f16_value(ck->val[j]) :
+			fit ? ck->val[j] - ck->fitv[j] : 0.0f;
+}
+
+/* The sparse form's values fitted, bucket by bucket. */
+static void fit_values(const struct gn_topk *t, struct gn_topk_chunk *ck)
+{
+	u32 f = t->fit_bucket, b, at;
+
+	for (b = 0, at = 0; at < ck->nnz; b++, at += f)
+		gn_fit_bucket(ck->val + at, ck->nnz - at < f ? ck->nnz - at : f,
+			      ck->fkeys, ck->rank + at, &ck->fith[b],
+			      ck->fitv + at);
 }
 
 /*
@@ -303,6 +316,8 @@ static void finish_form(const struct gn_topk *t, struct gn_topk_chunk *ck,
 		ck->salt = (u32)(gn_draw_u64(key, 1ull << 32) >> 48);
 		gn_topk_bloom_build(t, ck, rest);
 	}
+	if (t->val == GN_TOPK_VAL_FIT)
+		fit_values(t, ck);
 	gn_topk_pick_form(t, ck);
 	if (bloom && ck->form == GN_TOPK_DENSE) {
 		ck->nnz = ck->ntrue;
@@ -360,6 +375,8 @@ static float value_at(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 				     ck->code[j]);
 	if (t->val == GN_TOPK_VAL_F16)
 		return f16_value(ck->val[j]);
+	if (t->val == GN_TOPK_VAL_FIT && ck->form == GN_TOPK_SPARSE)
+		return ck->fitv[j];
 	return ck->val[j];
 }
 

@@ -10,6 +10,7 @@
 #include "topk.h"
 #include "codec/index/varint.h"
 #include "codec/value/f16.h"
+#include "codec/bits.h"
 
 void gn_topk_params(const struct gn_codec_params *p, struct gn_topk *t)
 {
@@ -23,6 +24,8 @@ void gn_topk_params(const struct gn_codec_params *p, struct gn_topk *t)
 	t->qsgd = t->val == GN_TOPK_VAL_QSGD;
 	if (t->qsgd && !bits)
 		bits = GN_TOPK_QSGD_BITS;
+	t->fit_bucket = p->w[GN_TOPK_W_BUCKET] ? p->w[GN_TOPK_W_BUCKET] :
+						  GN_FIT_BUCKET;
 	gn_qsgd_of(t->qsgd ? bits : 8, p->w[GN_TOPK_W_BUCKET],
 		   p->w[GN_TOPK_W_NORM], &t->q);
 	gn_bloom_init(&t->bloom, p->w[GN_TOPK_W_FPR]);
@@ -33,10 +36,20 @@ static bool is_bloom(const struct gn_topk *t)
 	return gn_idx_is_bloom(t->idx);
 }
 
+static bool is_fit(const struct gn_topk *t)
+{
+	return t->val == GN_TOPK_VAL_FIT;
+}
+
 /* Values that come in buckets carry their first one's index, e0. */
 static bool bucketed(const struct gn_topk *t)
 {
-	return t->qsgd;
+	return t->qsgd || is_fit(t);
+}
+
+static u32 min_u32(u32 a, u32 b)
+{
+	return a < b ? a : b;
 }
 
 static size_t up8(size_t n)
@@ -75,6 +88,16 @@ void gn_topk_chunk_at(const struct gn_topk *t, void *scratch, u32 cap,
 	ck->tval = (float *)at;
 	at += bloom ? up8(4 * chunk) : 0;
 	ck->gmap = (u64 *)at;
+	at += bloom ? 8 * (chunk / 64 + 1) : 0;
+	ck->fith = (struct gn_fit_bucket *)at;
+	if (!is_fit(t))
+		return;
+	at += sizeof(struct gn_fit_bucket) * (chunk / 16 + 1);
+	ck->fitv = (float *)at;
+	at += up8(4 * chunk);
+	ck->fkeys = (u64 *)at;
+	at += 8 * (size_t)min_u32(cap, t->fit_bucket);
+	ck->rank = (u16 *)at;
 }
 
 /* A chunk encoded into @scratch, as its header says it was laid out. */
@@ -102,6 +125,10 @@ size_t gn_topk_scratch_bytes(const struct gn_topk *t, u32 chunk)
 		n += up8(4 * ((size_t)chunk / 16 + 1)) + up8(chunk);
 	if (is_bloom(t))
 		n += 2 * up8(4 * (size_t)chunk) + 8 * ((size_t)chunk / 64 + 1);
+	if (is_fit(t))
+		n += sizeof(struct gn_fit_bucket) * ((size_t)chunk / 16 + 1) +
+		     up8(4 * (size_t)chunk) +
+		     8 * (size_t)min_u32(chunk, t->fit_bucket) + 2 * (size_t)chunk;
 	return n;
 }
 
@@ -125,9 +152,37 @@ u32 gn_topk_k(u32 density, u32 m)
 	return prod ? (u32)(prod < m ? prod : m) : 1;
 }
 
-/* Bytes of the values e0 .. e0 + n - 1 of a sparse slice. */
-static u64 vals_bytes(const struct gn_topk *t, u32 e0, u32 n)
+/*
+ * A fitted slice's values: the headers of the buckets they touch, then
+ * each value's rank and sign. Without @ck (a Bloom group's size rule, before
+ * the fit), every header at its largest, ranks of a full bucket's width.
+ */
+static u64 fit_bytes(const struct gn_topk *t, const struct gn_topk_chunk *ck,
+		     u32 e0, u32 n)
 {
+	u32 f = t->fit_bucket, b, last;
+	u64 bytes = 0, bits = 0;
+
+	if (!n)
+		return 0;
+	last = (e0 + n - 1) / f;
+	for (b = e0 / f; b <= last; b++) {
+		u32 lo = b * f > e0 ? b * f : e0;
+		u32 hi = (b + 1) * f < e0 + n ? (b + 1) * f : e0 + n;
+		u32 m = ck ? ck->fith[b].m : f;
+
+		bytes += ck ? gn_fit_hdr_bytes(ck->fith[b].segs) : GN_FIT_HDR_MAX;
+		bits += (u64)(hi - lo) * (gn_fit_rank_bits(m) + 1);
+	}
+	return bytes + (bits + 7) / 8;
+}
+
+/* Bytes of the values e0 .. e0 + n - 1 of a sparse slice. */
+static u64 vals_bytes(const struct gn_topk *t, const struct gn_topk_chunk *ck,
+		      u32 e0, u32 n)
+{
+	if (is_fit(t))
+		return fit_bytes(t, ck, e0, n);
 	if (t->val == GN_TOPK_VAL_F16)
 		return 2 * (u64)n;
 	if (!t->qsgd)
@@ -138,24 +193,52 @@ static u64 vals_bytes(const struct gn_topk *t, u32 e0, u32 n)
 	       gn_qsgd_code_bytes(&t->q, n);
 }
 
+/* @n float32 values at @v as float32 or float16 (@width bytes). */
+static u32 plain_put(u32 width, const float *v, u32 n, u8 *dst)
+{
+	u32 j, b;
+
+	if (width == 4) {
+		memcpy(dst, v, 4 * (size_t)n);
+		return 4 * n;
+	}
+	for (j = 0; j < n; j++) {
+		memcpy(&b, v + j, 4);
+		gn_put_le16(gn_f16_of_f32(b), dst + 2 * j);
+	}
+	return 2 * n;
+}
+
+static u32 fit_put(const struct gn_topk *t, const struct gn_topk_chunk *ck,
+		   u32 e0, u32 n, u8 *dst)
+{
+	u32 f = t->fit_bucket, o = 0, b, j, sign;
+	struct gn_bits_out bo;
+
+	if (!n)
+		return 0;
+	for (b = e0 / f; b <= (e0 + n - 1) / f; b++)
+		o += gn_fit_hdr_put(&ck->fith[b], dst + o);
+	gn_bits_start(&bo, dst + o);
+	for (j = e0; j < e0 + n; j++) {
+		u32 w = gn_fit_rank_bits(ck->fith[j / f].m);
+
+		memcpy(&sign, ck->val + j, 4);
+		gn_bits_put(&bo, ck->rank[j] | (sign >> 31) << w, w + 1);
+	}
+	return (u32)(gn_bits_end(&bo) - dst);
+}
+
 static u32 vals_put(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 		    u32 e0, u32 n, u8 *dst)
 {
 	u32 j, o = 0;
 
-	if (t->val == GN_TOPK_VAL_F16) {
-		for (j = 0; j < n; j++) {
-			u32 b;
-
-			memcpy(&b, ck->val + e0 + j, 4);
-			gn_put_le16(gn_f16_of_f32(b), dst + 2 * j);
-		}
-		return 2 * n;
-	}
-	if (!t->qsgd) {
-		memcpy(dst, ck->val + e0, 4 * (size_t)n);
-		return 4 * n;
-	}
+	if (is_fit(t))
+		return fit_put(t, ck, e0, n, dst);
+	if (!t->qsgd)
+		return plain_put(t->val == GN_TOPK_VAL_F16 ? 2 : 4, ck->val + e0,
+				 n, dst);
 	if (!n)
 		return 0;
 	for (j = e0 / t->q.bucket; j <= (e0 + n - 1) / t->q.bucket; j++) {
@@ -230,7 +313,7 @@ static u64 lone_bytes(const struct gn_topk *t, u32 v0, u32 nv, u32 r,
 		      u32 span)
 {
 	return head_bytes(t, v0, nv) + gn_varint_len(1) +
-	       group_bytes(t, 0, r, span) + vals_bytes(t, v0, nv);
+	       group_bytes(t, 0, r, span) + vals_bytes(t, NULL, v0, nv);
 }
 
 /* The Bloom key of the chunk's stream. */
@@ -322,13 +405,13 @@ static u64 list_bytes(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 {
 	return head_bytes(t, 0, ck->nnz) +
 	       gn_idx_list_bytes(codec, ck->idx, ck->nnz, 0) +
-	       vals_bytes(t, 0, ck->nnz);
+	       vals_bytes(t, ck, 0, ck->nnz);
 }
 
 /* Bytes of one sparse slice of every Bloom group. */
 static u64 bloom_bytes(const struct gn_topk *t, const struct gn_topk_chunk *ck)
 {
-	u64 b = head_bytes(t, 0, ck->nnz) + vals_bytes(t, 0, ck->nnz);
+	u64 b = head_bytes(t, 0, ck->nnz) + vals_bytes(t, ck, 0, ck->nnz);
 	u32 t0, ng = 0, end = 0;
 	struct grp g;
 
@@ -402,7 +485,7 @@ static long list_slice(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 		next = s;
 		gn_idx_size_add(&next, ck->idx[e0 + n]);
 		if (head_bytes(t, e0, n + 1) + gn_idx_size_bytes(&next) +
-		    vals_bytes(t, e0, n + 1) > cap)
+		    vals_bytes(t, ck, e0, n + 1) > cap)
 			break;
 		s = next;
 		n++;
@@ -448,7 +531,7 @@ static long bloom_slice(const struct gn_topk *t,
 		group_at(ck, t1, &g);
 		b = group_bytes(t, g.start - end, g.r, g.span);
 		if (head_bytes(t, v0, nv + g.nv) + gn_varint_len(ng + 1) + gb +
-		    b + vals_bytes(t, v0, nv + g.nv) > cap)
+		    b + vals_bytes(t, ck, v0, nv + g.nv) > cap)
 			break;
 		gb += b;
 		nv += g.nv;
@@ -475,7 +558,10 @@ static long bloom_slice(const struct gn_topk *t,
 	return o;
 }
 
-/* Dense: float32 or float16 values, or whole QSGD buckets of positions. */
+/*
+ * Dense: float32 or float16 values (float32 for fitted ones), or whole
+ * QSGD buckets of positions.
+ */
 static long dense_slice(const struct gn_topk *t,
 			const struct gn_topk_chunk *ck, u32 at, u8 *dst,
 			u32 cap, u32 *units)
@@ -487,7 +573,7 @@ static long dense_slice(const struct gn_topk *t,
 		if (!n)
 			return -ENOSPC;
 		*units = n;
-		return vals_put(t, ck, at, n, dst);
+		return plain_put(vb, ck->val + at, n, dst);
 	}
 	if (at % t->q.bucket)
 		return -EINVAL;
@@ -533,23 +619,74 @@ u64 gn_topk_whole_bytes(const struct gn_codec_params *p, const void *scratch,
 	return ((const struct gn_topk_chunk *)scratch)->bytes;
 }
 
+/* @n float32 or float16 (@width bytes) values, exactly @left bytes. */
+static int check_plain(u32 width, const u8 *v, u32 n, u32 left)
+{
+	u32 j;
+
+	if ((u64)left != (u64)width * n)
+		return -EBADMSG;
+	if (width == 4)
+		return gn_f32_all_finite(v, n) ? 0 : -EBADMSG;
+	for (j = 0; j < n; j++)
+		if (!gn_f16_ok(gn_get_le16(v + 2 * j)))
+			return -EBADMSG;
+	return 0;
+}
+
+/*
+ * Fitted values: a sound header for every bucket they touch, each value
+ * inside its bucket's count, ranks below it, padding 0, nothing after.
+ */
+static int check_fit(const struct gn_topk *t, u32 e0, u32 n, const u8 *v,
+		     u32 left)
+{
+	u32 f = t->fit_bucket, b, j, o = 0, m = 0, w = 0, code;
+	const u8 *codes;
+	u64 bits = 0;
+	long k;
+
+	for (b = e0 / f; n && b <= (e0 + n - 1) / f; b++) {
+		k = gn_fit_hdr_check(v + o, left - o, f);
+		if (k < 0)
+			return -EBADMSG;
+		m = gn_fit_hdr_m(v + o);
+		if ((e0 + n - 1) / f == b && (e0 + n - 1) % f >= m)
+			return -EBADMSG;
+		if ((e0 + n - 1) / f != b && m != f)
+			return -EBADMSG;
+		bits += (u64)(min_u32((b + 1) * f, e0 + n) - (b * f > e0 ? b * f : e0)) *
+			(gn_fit_rank_bits(m) + 1);
+		o += (u32)k;
+	}
+	if ((u64)left - o != (bits + 7) / 8)
+		return -EBADMSG;
+	codes = v + o;
+	for (j = 0, bits = 0, o = 0, b = ~0u; j < n; j++) {
+		if ((e0 + j) / f != b) {
+			b = (e0 + j) / f;
+			m = gn_fit_hdr_m(v + o);
+			w = gn_fit_rank_bits(m);
+			o += gn_fit_hdr_bytes(v[o + 2]);
+		}
+		code = gn_bits_get(codes, bits, w + 1);
+		bits += w + 1;
+		if ((code & ((1u << w) - 1)) >= m)
+			return -EBADMSG;
+	}
+	return bits % 8 && codes[bits / 8] >> (bits % 8) ? -EBADMSG : 0;
+}
+
 /* @n values from @e0, their bytes exactly the rest of the body. */
 static int check_vals(const struct gn_topk *t, u32 e0, u32 n, const u8 *v,
 		      u32 left)
 {
 	u32 j, nb;
 
-	if (t->val == GN_TOPK_VAL_F16) {
-		if ((u64)left != 2 * (u64)n)
-			return -EBADMSG;
-		for (j = 0; j < n; j++)
-			if (!gn_f16_ok(gn_get_le16(v + 2 * j)))
-				return -EBADMSG;
-		return 0;
-	}
+	if (is_fit(t))
+		return check_fit(t, e0, n, v, left);
 	if (!t->qsgd)
-		return (u64)left == 4 * (u64)n && gn_f32_all_finite(v, n) ?
-			       0 : -EBADMSG;
+		return check_plain(t->val == GN_TOPK_VAL_F16 ? 2 : 4, v, n, left);
 	nb = n ? (e0 + n - 1) / t->q.bucket - e0 / t->q.bucket + 1 : 0;
 	if ((u64)left != 4 * (u64)nb + gn_qsgd_code_bytes(&t->q, n))
 		return -EBADMSG;
@@ -713,5 +850,5 @@ int gn_topk_check_slice(const struct gn_codec_params *p, u32 len, u32 first,
 					    blen, &sp) < 0 ? -EBADMSG : 0;
 	if (t.qsgd)
 		return gn_qsgd_check_buckets(&t.q, len, first, count, body, blen);
-	return check_vals(&t, 0, count, body, blen);
+	return check_plain(t.val == GN_TOPK_VAL_F16 ? 2 : 4, body, count, blen);
 }

@@ -4,7 +4,7 @@
  * the chunk scratch its float unit (select_fp.c, ops_fp.c) fills and its
  * integer unit (stream.c) slices and checks. Its sparse stream names an
  * index codec (lib/codec/index) and a value codec (float32, float16,
- * QSGD).
+ * QSGD, curve fitting).
  */
 #ifndef GN_CODEC_TOPK_H
 #define GN_CODEC_TOPK_H
@@ -13,6 +13,7 @@
 #include "codec/index/bloom.h"
 #include "codec/index/index.h"
 #include "codec/qsgd/qsgd.h"
+#include "codec/value/fit.h"
 
 /*
  * Words of the parameter block: density, block, QSGD's three, then the
@@ -33,6 +34,7 @@
 #define GN_TOPK_VAL_F32 0
 #define GN_TOPK_VAL_F16 1
 #define GN_TOPK_VAL_QSGD 2
+#define GN_TOPK_VAL_FIT 3
 /* QSGD values when val=qsgd gives no bits. */
 #define GN_TOPK_QSGD_BITS 4
 
@@ -67,13 +69,15 @@ struct gn_topk {
 	bool qsgd;			/* values as QSGD codes */
 	struct gn_qsgd q;
 	struct gn_bloom bloom;
+	u32 fit_bucket;			/* values a fitted curve covers */
 };
 
 /*
  * A chunk's scratch: @nnz values of the sparse form at idx[]/val[] in
  * position order (the entries, or with a Bloom filter the positions its
  * policy gives), or (dense form) every position's value in val[]; with
- * QSGD, a code per value and the bucket norms. With a Bloom filter, the
+ * QSGD, a code per value and the bucket norms; fitted, each value's rank
+ * and decoded value and each bucket's curve. With a Bloom filter, the
  * @ntrue entries at tru[] (group starts flagged) and tval[]. @bytes is
  * the one-slice body of the form chosen, @idx_codec its index codec and
  * @salt its Bloom salt.
@@ -96,6 +100,10 @@ struct gn_topk_chunk {
 	u32 *tru;
 	float *tval;
 	u64 *gmap;			/* bit t: tru[t] starts a group */
+	struct gn_fit_bucket *fith;
+	u16 *rank;
+	float *fitv;
+	u64 *fkeys;			/* the fit's sort, a bucket at a time */
 };
 
 void gn_topk_params(const struct gn_codec_params *p, struct gn_topk *t);

@@ -7,10 +7,10 @@
 # same for QSGD and top-k (per chunk, per block, with QSGD values, and
 # dense enough to switch), under one job id: their draws depend on it; and
 # for top-k's index and value codecs (Bloom groups under each policy, run
-# lengths, the per-chunk choice, float16 values).
+# lengths, the per-chunk choice, float16 and fitted values).
 # ref: r3 3 3 1:3lc:sum,4:3lc:avg,5:3lc:sum,1000003:3lc:avg,1:none:avg,4:none:sum,5:none:avg,1000003:none:sum
 # ref: r3c 3 3 1:topk/density=0.5:sum,5:qsgd:avg,65537:topk/density=0.01/bits=4:avg,262147:qsgd/bits=8/bucket=128:sum,100003:topk/density=0.05/block=512:avg,4099:topk/density=0.7:sum 7001
-# ref: r3d 3 3 65537:topk/density=0.01/bits=4/idx=bloom:avg,100003:topk/density=0.05/idx=bloom-p1/fpr=0.01/val=f16:sum,20011:topk/density=0.2/idx=bloom-p2:avg,70001:topk/density=0.05/idx=auto:sum,4099:topk/density=0.3/idx=rle/val=f16:avg 7002
+# ref: r3d 3 3 65537:topk/density=0.01/bits=4/idx=bloom:avg,100003:topk/density=0.05/idx=bloom-p1/fpr=0.01/val=f16:sum,20011:topk/density=0.2/idx=bloom-p2:avg,70001:topk/density=0.05/idx=auto:sum,4099:topk/density=0.3/idx=rle/val=f16:avg,30011:topk/density=0.05/val=fit/bucket=128:sum 7002
 # shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
@@ -34,7 +34,7 @@ for k in 0 1 2; do
 done
 kt_job r3d /tmp/r3d kmod kmod kmod
 rc=$?
-ok "$rc" "3 kmod ranks ran 3 steps of top-k with Bloom, run-length and per-chunk index codecs, float16 values ($rc failed)"
+ok "$rc" "3 kmod ranks ran 3 steps of top-k with Bloom, run-length and per-chunk index codecs, float16 and fitted values ($rc failed)"
 [ "$rc" -eq 0 ] || kt_show /tmp/r3d.0 /tmp/r3d.1 /tmp/r3d.2
 for k in 0 1 2; do
 	kt_same_as_ref "/tmp/r3d.$k" r3d
