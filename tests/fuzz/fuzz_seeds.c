@@ -240,6 +240,9 @@ static void codec_seeds(const char *file, size_t max_n)
 		{ "topk", 0x25, { 0x3c23d70au, 0, 4, 0, 0, 4 } },
 		{ "topk", 0x61, { 0x3d4ccccdu, 0, 0, 0, 0, 5, 0x3d4ccccdu } },
 		{ "topk", 0x81, { 0x3c23d70au, 0, 0, 0, 0, 0, 0, 1 } },
+		/* 5%, fitted values in curves of 128; with Bloom P1 */
+		{ "topk", 0x89, { 0x3d4ccccdu, 0, 0, 128, 0, 0, 0, 3 } },
+		{ "topk", 0xa1, { 0x3d4ccccdu, 0, 0, 0, 0, 4, 0, 3 } },
 	};
 	char rel[256], name[160];
 	uint8_t hdr[39 + 12];
