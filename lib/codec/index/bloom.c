@@ -100,34 +100,55 @@ void gn_bloom_fill(const struct gn_bloom *b, u64 key, const u32 *pos, u32 r,
 	}
 }
 
-/* Is @q a positive of the filter of @mbytes bytes? */
-bool gn_bloom_has(const struct gn_bloom *b, u64 key, const u8 *filter,
-		  u32 mbytes, u32 q)
+/*
+ * Is @q a positive of the filter of @m bits? A filter is about half ones,
+ * so a branch on each probe goes either way alike: the first three are
+ * tested together, which mostly says no at once.
+ */
+static bool has_m(const struct gn_bloom *b, u64 key, const u8 *filter, u32 m,
+		  u32 q)
 {
 	struct probe p;
-	u32 j;
+	u32 j, all = 1;
 
-	probe_start(&p, key, q, 8 * mbytes);
-	for (j = 0; j < b->h; j++)
+	probe_start(&p, key, q, m);
+	for (j = 0; j < b->h && j < 3; j++)
+		all &= bit_at(filter, probe_next(&p));
+	if (!all)
+		return false;
+	for (; j < b->h; j++)
 		if (!bit_at(filter, probe_next(&p)))
 			return false;
 	return true;
 }
 
-static bool has(const struct gn_bloom *b, u64 key,
-		const struct gn_bloom_group *g, u32 q)
+/* Is @q a positive of the filter of @mbytes bytes? */
+bool gn_bloom_has(const struct gn_bloom *b, u64 key, const u8 *filter,
+		  u32 mbytes, u32 q)
 {
-	return gn_bloom_has(b, key, g->filter, gn_bloom_bytes(b, g->r), q);
+	return has_m(b, key, filter, 8 * mbytes, q);
+}
+
+/* A group's filter bits, m. */
+static u32 bits_of(const struct gn_bloom *b, const struct gn_bloom_group *g)
+{
+	return 8 * gn_bloom_bytes(b, g->r);
+}
+
+static bool has(const struct gn_bloom *b, u64 key,
+		const struct gn_bloom_group *g, u32 m, u32 q)
+{
+	return has_m(b, key, g->filter, m, q);
 }
 
 /* Positives of group @g: the positions of its span its filter answers. */
 u32 gn_bloom_positives(const struct gn_bloom *b, u64 key,
 		       const struct gn_bloom_group *g)
 {
-	u32 q, n = 0;
+	u32 q, n = 0, m = bits_of(b, g);
 
 	for (q = g->start; q - g->start < g->span; q++)
-		n += has(b, key, g, q);
+		n += has(b, key, g, m, q);
 	return n;
 }
 
@@ -148,9 +169,10 @@ static u32 choose_p1(const struct gn_bloom *b, u64 key, u64 dkey,
 		     void *arg)
 {
 	u32 left = gn_bloom_positives(b, key, g), need = g->r, t = 0, q;
+	u32 m = bits_of(b, g);
 
 	for (q = g->start; need && q - g->start < g->span; q++) {
-		if (!has(b, key, g, q))
+		if (!has(b, key, g, m, q))
 			continue;
 		if (take(dkey, t++, left--, need)) {
 			emit(arg, q);
@@ -235,13 +257,13 @@ static u32 visit(const struct gn_bloom *b, u64 key,
 		 const struct gn_bloom_group *g, struct p2 *s, u32 t0,
 		 u32 taken)
 {
-	u32 m = 8 * gn_bloom_bytes(b, g->r), round, q, t, nb;
+	u32 m = bits_of(b, g), round, q, t, nb;
 
 	for (round = 0; round < 2; round++) {
 		for (q = g->start, t = 0; q - g->start < g->span; q++) {
 			if (taken == g->r || (round && t == t0))
 				return taken;
-			if (!has(b, key, g, q))
+			if (!has(b, key, g, m, q))
 				continue;
 			if ((t++ < t0) != (bool)round)
 				continue;
@@ -259,13 +281,13 @@ static u32 choose_p2(const struct gn_bloom *b, u64 key, u64 dkey,
 		     const struct gn_bloom_group *g, gn_bloom_emit_fn *emit,
 		     void *arg)
 {
-	u32 m = 8 * gn_bloom_bytes(b, g->r), q, k, nb, npos = 0, nsure = 0;
+	u32 m = bits_of(b, g), q, k, nb, npos = 0, nsure = 0;
 	u32 t = 0, need, left, taken, t0;
 	struct p2 s;
 
 	memset(&s, 0, sizeof(s));
 	for (q = g->start; q - g->start < g->span; q++) {
-		if (!has(b, key, g, q))
+		if (!has(b, key, g, m, q))
 			continue;
 		npos++;
 		nb = hits(b, key, m, q, &s);
@@ -276,14 +298,14 @@ static u32 choose_p2(const struct gn_bloom *b, u64 key, u64 dkey,
 		}
 	}
 	for (q = g->start; q - g->start < g->span; q++)
-		if (has(b, key, g, q) && sure(&s, hits(b, key, m, q, &s)))
+		if (has(b, key, g, m, q) && sure(&s, hits(b, key, m, q, &s)))
 			nsure++;
 	if (nsure >= g->r) {
 		/* More sure hits than entries: r of them, drawn as P1. */
 		need = g->r;
 		left = nsure;
 		for (q = g->start; need && q - g->start < g->span; q++) {
-			if (!has(b, key, g, q) || !sure(&s, hits(b, key, m, q, &s)))
+			if (!has(b, key, g, m, q) || !sure(&s, hits(b, key, m, q, &s)))
 				continue;
 			if (take(dkey, t++, left--, need)) {
 				emit(arg, q);
@@ -293,7 +315,7 @@ static u32 choose_p2(const struct gn_bloom *b, u64 key, u64 dkey,
 		return g->r;
 	}
 	for (q = g->start; q - g->start < g->span; q++) {
-		if (!has(b, key, g, q))
+		if (!has(b, key, g, m, q))
 			continue;
 		nb = hits(b, key, m, q, &s);
 		if (sure(&s, nb))
@@ -312,7 +334,7 @@ static u32 choose_p2(const struct gn_bloom *b, u64 key, u64 dkey,
 	need = g->r - taken;
 	left = npos - taken;
 	for (q = g->start, k = 0, t = 0; q - g->start < g->span; q++) {
-		if (!has(b, key, g, q))
+		if (!has(b, key, g, m, q))
 			continue;
 		if (sure(&s, hits(b, key, m, q, &s)) || was_taken(&s, &k, q)) {
 			emit(arg, q);
@@ -343,14 +365,14 @@ u32 gn_bloom_choose(const struct gn_bloom *b, u32 policy, u64 key,
 		    void *arg)
 {
 	u64 dkey = gn_draw_key(key, g->start);
-	u32 q, n = 0;
+	u32 q, n = 0, m = bits_of(b, g);
 
 	if (policy == GN_IDX_BLOOM_P1)
 		return choose_p1(b, key, dkey, g, emit, arg);
 	if (policy == GN_IDX_BLOOM_P2)
 		return choose_p2(b, key, dkey, g, emit, arg);
 	for (q = g->start; q - g->start < g->span; q++) {
-		if (has(b, key, g, q)) {
+		if (has(b, key, g, m, q)) {
 			emit(arg, q);
 			n++;
 		}

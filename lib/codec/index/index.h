@@ -55,6 +55,7 @@ u64 gn_idx_list_bytes(u32 codec, const u32 *pos, u32 n, u32 first);
 u32 gn_idx_list_put(u32 codec, const u32 *pos, u32 n, u32 first, u8 *dst);
 long gn_idx_list_check(u32 codec, const u8 *src, u32 len, u32 first,
 		       u32 count, u32 n);
+u32 gn_idx_list_skip(u32 codec, const u8 *src, u32 n);
 
 /* The positions of a checked index part, one at a time. */
 struct gn_idx_walk {

@@ -221,6 +221,29 @@ long gn_idx_list_check(u32 codec, const u8 *src, u32 len, u32 first,
 	return -EBADMSG;
 }
 
+/* The bytes of an index part of @n positions gn_idx_list_check() took. */
+u32 gn_idx_list_skip(u32 codec, const u8 *src, u32 n)
+{
+	u32 at = 0, j, v = 0, wg, wo;
+
+	switch (codec) {
+	case GN_IDX_VARINT:
+		for (j = 0; j < n; j++)
+			at += gn_varint_get(src + at, GN_VARINT_MAX, &v);
+		return at;
+	case GN_IDX_BITMAP:
+		at = gn_varint_get(src, GN_VARINT_MAX, &v);
+		return at + v;
+	default:
+		at = gn_varint_get(src, GN_VARINT_MAX, &v);
+		if (!v)
+			return at;
+		wg = src[at];
+		wo = src[at + 1];
+		return at + 2 + (u32)(((u64)v * (wg + wo) + 7) / 8);
+	}
+}
+
 void gn_idx_walk_start(struct gn_idx_walk *w, u32 codec, const u8 *src,
 		       u32 first)
 {

@@ -143,7 +143,7 @@ static void apply(const struct gn_codec_call *c, float *out, u32 len,
 		apply_dense(&t, &a, first, count, body);
 		return;
 	}
-	gn_topk_parse_sparse(&t, len, first, count, aux, body, blen, &sp);
+	gn_topk_locate_sparse(&t, aux, body, &sp);
 	if (set)
 		memset(out + first, 0, (size_t)count * sizeof(float));
 	vals_start(&a.vals, &t, body + sp.vals_at, sp.e0, sp.n, false);

@@ -92,7 +92,7 @@ void gn_topk_chunk_at(const struct gn_topk *t, void *scratch, u32 cap,
 	ck->fith = (struct gn_fit_bucket *)at;
 	if (!is_fit(t))
 		return;
-	at += sizeof(struct gn_fit_bucket) * (chunk / 16 + 1);
+	at += up8(sizeof(struct gn_fit_bucket) * (chunk / 16 + 1));
 	ck->fitv = (float *)at;
 	at += up8(4 * chunk);
 	ck->fkeys = (u64 *)at;
@@ -126,7 +126,7 @@ size_t gn_topk_scratch_bytes(const struct gn_topk *t, u32 chunk)
 	if (is_bloom(t))
 		n += 2 * up8(4 * (size_t)chunk) + 8 * ((size_t)chunk / 64 + 1);
 	if (is_fit(t))
-		n += sizeof(struct gn_fit_bucket) * ((size_t)chunk / 16 + 1) +
+		n += up8(sizeof(struct gn_fit_bucket) * ((size_t)chunk / 16 + 1)) +
 		     up8(4 * (size_t)chunk) +
 		     8 * (size_t)min_u32(chunk, t->fit_bucket) + 2 * (size_t)chunk;
 	return n;
@@ -344,11 +344,6 @@ static void keep_value(void *arg, u32 q)
 	ck->nnz++;
 }
 
-static void count_value(void *arg, u32 q)
-{
-	(*(u32 *)arg)++;
-}
-
 /**
  * gn_topk_bloom_build() - Bloom groups of a chunk's entries and the values
  * their policy gives
@@ -369,33 +364,36 @@ void gn_topk_bloom_build(const struct gn_topk *t, struct gn_topk_chunk *ck,
 	u8 filter[GN_BLOOM_FILTER_MAX];
 	u64 key = chunk_key(ck);
 	struct gn_bloom_group g;
-	u32 t0, r, nv;
+	u32 t0, r, v0;
 
 	memset(ck->gmap, 0, 8 * ((size_t)ck->ntrue / 64 + 1));
 	ck->nnz = 0;
 	for (t0 = 0; t0 < ck->ntrue; t0 += r) {
-		struct keep k = { .ck = ck, .rest = rest, .t = t0 };
+		struct keep k = { .ck = ck, .rest = rest };
 
 		r = ck->ntrue - t0 < b->gmax ? ck->ntrue - t0 : b->gmax;
-		for (;;) {
+		/* P1 and P2 give r values: the size rule needs no query. */
+		while (t->idx != GN_IDX_BLOOM && r > 1 &&
+		       lone_bytes(t, ck->nnz, r, r, ck->tru[t0 + r - 1] -
+						     ck->tru[t0] + 1) >
+			       GN_TOPK_BLOOM_BYTES)
+			r = (r + 1) / 2;
+		/* P0's values go straight in; a group that does not fit is undone. */
+		for (v0 = ck->nnz;; ck->nnz = v0) {
 			g.start = ck->tru[t0];
 			g.span = ck->tru[t0 + r - 1] - g.start + 1;
 			g.r = r;
 			g.filter = filter;
 			gn_bloom_fill(b, key, ck->tru + t0, r, filter);
-			nv = 0;
-			if (t->idx == GN_IDX_BLOOM)
-				gn_bloom_choose(b, t->idx, key, &g, count_value, &nv);
-			else
-				nv = r;
-			if (r == 1 || lone_bytes(t, ck->nnz, nv, r, g.span) <=
+			k.t = t0;
+			k.tend = t0 + r;
+			gn_bloom_choose(b, t->idx, key, &g, keep_value, &k);
+			if (r == 1 || lone_bytes(t, v0, ck->nnz - v0, r, g.span) <=
 					      GN_TOPK_BLOOM_BYTES)
 				break;
 			r = (r + 1) / 2;
 		}
 		ck->gmap[t0 / 64] |= 1ull << (t0 % 64);
-		k.tend = t0 + r;
-		gn_bloom_choose(b, t->idx, key, &g, keep_value, &k);
 	}
 }
 
@@ -836,6 +834,34 @@ long gn_topk_parse_sparse(const struct gn_topk *t, u32 len, u32 first,
 	at += (u32)k;
 	sp->vals_at = at;
 	return check_vals(t, e0, n, body + at, blen - at) ? -EBADMSG : (long)n;
+}
+
+/*
+ * The parts of a sparse slice gn_topk_parse_sparse() accepted, found again
+ * without checking (or querying a Bloom filter) twice.
+ */
+void gn_topk_locate_sparse(const struct gn_topk *t, u32 aux, const u8 *body,
+			   struct gn_topk_sparse *sp)
+{
+	struct gn_bloom_group g = { 0 };
+	u32 at, ng = 0, j, end = 0;
+
+	sp->e0 = 0;
+	at = gn_varint_get(body, GN_VARINT_MAX, &sp->n);
+	if (bucketed(t))
+		at += gn_varint_get(body + at, GN_VARINT_MAX, &sp->e0);
+	sp->idx_codec = GN_TOPK_AUX_IDX(aux);
+	sp->key = gn_bloom_key(GN_TOPK_AUX_SALT(aux));
+	sp->idx_at = at;
+	if (!gn_idx_is_bloom(sp->idx_codec)) {
+		sp->vals_at = at + gn_idx_list_skip(sp->idx_codec, body + at,
+						    sp->n);
+		return;
+	}
+	at += gn_varint_get(body + at, GN_VARINT_MAX, &ng);
+	for (j = 0; j < ng; j++)
+		gn_topk_next_group(t, body, &at, &end, &g);
+	sp->vals_at = at;
 }
 
 int gn_topk_check_slice(const struct gn_codec_params *p, u32 len, u32 first,

@@ -135,6 +135,8 @@ struct gn_topk_sparse {
 long gn_topk_parse_sparse(const struct gn_topk *t, u32 len, u32 first,
 			  u32 count, u32 aux, const u8 *body, u32 blen,
 			  struct gn_topk_sparse *sp);
+void gn_topk_locate_sparse(const struct gn_topk *t, u32 aux, const u8 *body,
+			   struct gn_topk_sparse *sp);
 u32 gn_topk_next_group(const struct gn_topk *t, const u8 *body, u32 *at,
 		       u32 *end, struct gn_bloom_group *g);
 int gn_topk_check_slice(const struct gn_codec_params *p, u32 len, u32 first,
