@@ -122,13 +122,6 @@ static bool has_m(const struct gn_bloom *b, u64 key, const u8 *filter, u32 m,
 	return true;
 }
 
-/* Is @q a positive of the filter of @mbytes bytes? */
-bool gn_bloom_has(const struct gn_bloom *b, u64 key, const u8 *filter,
-		  u32 mbytes, u32 q)
-{
-	return has_m(b, key, filter, 8 * mbytes, q);
-}
-
 /* A group's filter bits, m. */
 static u32 bits_of(const struct gn_bloom *b, const struct gn_bloom_group *g)
 {

@@ -56,8 +56,6 @@ static inline u64 gn_bloom_key(u32 salt)
 
 void gn_bloom_fill(const struct gn_bloom *b, u64 key, const u32 *pos, u32 r,
 		   u8 *filter);
-bool gn_bloom_has(const struct gn_bloom *b, u64 key, const u8 *filter,
-		  u32 mbytes, u32 q);
 u32 gn_bloom_positives(const struct gn_bloom *b, u64 key,
 		       const struct gn_bloom_group *g);
 u32 gn_bloom_choose(const struct gn_bloom *b, u32 policy, u64 key,

@@ -143,6 +143,14 @@ static long check_varint(const u8 *src, u32 len, u32 first, u32 count,
 	return at;
 }
 
+/* Set bits of a byte, without a libgcc call where the CPU has no popcnt. */
+static u32 ones_of(u32 b)
+{
+	b = b - ((b >> 1) & 0x55);
+	b = (b & 0x33) + ((b >> 2) & 0x33);
+	return (b + (b >> 4)) & 0x0f;
+}
+
 static long check_bitmap(const u8 *src, u32 len, u32 count, u32 n)
 {
 	u32 at, b, j, ones = 0;
@@ -151,7 +159,7 @@ static long check_bitmap(const u8 *src, u32 len, u32 count, u32 n)
 	if (!at || b > len - at || (u64)b * 8 > (u64)count + 7)
 		return -EBADMSG;
 	for (j = 0; j < b; j++)
-		ones += (u32)__builtin_popcount(src[at + j]);
+		ones += ones_of(src[at + j]);
 	/* No position at or past the slice's end. */
 	if (ones != n || (b && (u64)b * 8 > count &&
 			  src[at + b - 1] >> (count % 8)))
