@@ -11,17 +11,9 @@
 #include "codec/value/f16.h"
 #include "codec/bits.h"
 
-static float f_of(u32 b)
-{
-	float f;
-
-	memcpy(&f, &b, sizeof(f));
-	return f;
-}
-
 static float f_at(const u8 *p)
 {
-	return f_of(gn_get_le32(p));
+	return gn_f32_of(gn_get_le32(p));
 }
 
 /*
@@ -67,7 +59,7 @@ static float vals_at(struct vals *r, u32 j)
 	u32 b, code;
 
 	if (r->val == GN_TOPK_VAL_F16)
-		return f_of(gn_f32_of_f16(gn_get_le16(r->v + 2 * j)));
+		return gn_f32_of(gn_f32_of_f16(gn_get_le16(r->v + 2 * j)));
 	if (r->val == GN_TOPK_VAL_FIT) {
 		if ((r->e0 + j) / t->fit_bucket != r->b) {
 			r->hdr += gn_fit_hdr_bytes(r->hdr[2]);

@@ -12,6 +12,7 @@
 #include "scan.h"
 #include "codec/rng.h"
 #include "codec/value/f16.h"
+#include "codec/bits.h"
 
 static u32 key_of(const float *a, u32 i)
 {
@@ -240,12 +241,7 @@ static void spread_dense(struct gn_topk_chunk *ck)
 /* What a receiver decodes of a value sent as float16. */
 static float f16_value(float v)
 {
-	u32 b;
-
-	memcpy(&b, &v, sizeof(b));
-	b = gn_f32_of_f16(gn_f16_of_f32(b));
-	memcpy(&v, &b, sizeof(v));
-	return v;
+	return gn_f32_of(gn_f32_of_f16(gn_f16_of_f32(gn_f32_bits(v))));
 }
 
 /*

@@ -261,20 +261,26 @@ static u32 head_put(const struct gn_topk *t, u32 e0, u32 n, u8 *dst)
 	return bucketed(t) ? o + gn_varint_put(e0, dst + o) : o;
 }
 
-/* The first value at or after position @at. */
-static u32 entry_from(const struct gn_topk_chunk *ck, u32 at)
+/* The first of @n increasing positions at @pos that is at or after @at. */
+static u32 first_from(const u32 *pos, u32 n, u32 at)
 {
-	u32 lo = 0, hi = ck->nnz;
+	u32 lo = 0, hi = n;
 
 	while (lo < hi) {
 		u32 mid = lo + (hi - lo) / 2;
 
-		if (ck->idx[mid] < at)
+		if (pos[mid] < at)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
+}
+
+/* The first value at or after position @at. */
+static u32 entry_from(const struct gn_topk_chunk *ck, u32 at)
+{
+	return first_from(ck->idx, ck->nnz, at);
 }
 
 /* A Bloom group of the chunk's entries, and the values it gives. */
@@ -502,17 +508,7 @@ static long list_slice(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 /* The first entry at or after position @at (Bloom: groups start there). */
 static u32 true_from(const struct gn_topk_chunk *ck, u32 at)
 {
-	u32 lo = 0, hi = ck->ntrue;
-
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-
-		if (ck->tru[mid] < at)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return first_from(ck->tru, ck->ntrue, at);
 }
 
 /* A Bloom slice: the most whole groups that fit @cap. */
