@@ -2,8 +2,7 @@
 /*
  * bits.h - fields of up to 32 bits packed least significant first, from
  * bit 0 of a byte string, as run lengths and fitted values' codes are on
- * the wire; and a float32's bits and back, by copy (no aliasing, no
- * float arithmetic: integer units may call them).
+ * the wire. Integer-only.
  */
 #ifndef GN_CODEC_BITS_H
 #define GN_CODEC_BITS_H
@@ -60,22 +59,6 @@ static inline u32 gn_bits_get(const u8 *src, u64 bit, u32 w)
 		v |= (u64)src[bit / 8 + k] << (8 * k);
 	v >>= bit & 7;
 	return (u32)(v & (w == 32 ? 0xffffffffull : (1ull << w) - 1));
-}
-
-static inline u32 gn_f32_bits(float f)
-{
-	u32 b;
-
-	memcpy(&b, &f, sizeof(b));
-	return b;
-}
-
-static inline float gn_f32_of(u32 b)
-{
-	float f;
-
-	memcpy(&f, &b, sizeof(f));
-	return f;
 }
 
 #endif /* GN_CODEC_BITS_H */

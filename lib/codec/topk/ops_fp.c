@@ -10,10 +10,11 @@
 #include "codec/index/varint.h"
 #include "codec/value/f16.h"
 #include "codec/bits.h"
+#include "codec/tlc/tlc_fp.h"
 
 static float f_at(const u8 *p)
 {
-	return gn_f32_of(gn_get_le32(p));
+	return gn_u2f(gn_get_le32(p));
 }
 
 /*
@@ -59,7 +60,7 @@ static float vals_at(struct vals *r, u32 j)
 	u32 b, code;
 
 	if (r->val == GN_TOPK_VAL_F16)
-		return gn_f32_of(gn_f32_of_f16(gn_get_le16(r->v + 2 * j)));
+		return gn_u2f(gn_f32_of_f16(gn_get_le16(r->v + 2 * j)));
 	if (r->val == GN_TOPK_VAL_FIT) {
 		if ((r->e0 + j) / t->fit_bucket != r->b) {
 			r->hdr += gn_fit_hdr_bytes(r->hdr[2]);

@@ -12,7 +12,7 @@
 #include "scan.h"
 #include "codec/rng.h"
 #include "codec/value/f16.h"
-#include "codec/bits.h"
+#include "codec/tlc/tlc_fp.h"
 
 static u32 key_of(const float *a, u32 i)
 {
@@ -241,7 +241,7 @@ static void spread_dense(struct gn_topk_chunk *ck)
 /* What a receiver decodes of a value sent as float16. */
 static float f16_value(float v)
 {
-	return gn_f32_of(gn_f32_of_f16(gn_f16_of_f32(gn_f32_bits(v))));
+	return gn_u2f(gn_f32_of_f16(gn_f16_of_f32(gn_f2u(v))));
 }
 
 /*

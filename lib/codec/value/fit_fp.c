@@ -10,7 +10,7 @@
  * caller's FPU section.
  */
 #include "fit.h"
-#include "codec/bits.h"
+#include "codec/tlc/tlc_fp.h"
 
 static void sift(u64 *a, u32 i, u32 n)
 {
@@ -123,7 +123,7 @@ static void fit_segment(const float *y, u32 k, u32 len, float *c)
 {
 	double a[GN_FIT_CPS][GN_FIT_CPS], r[GN_FIT_CPS], x[GN_FIT_CPS];
 	double b[GN_FIT_CPS], f, s;
-	float top = y[k] < gn_f32_of(GN_FIT_CP_MAX) ? y[k] : gn_f32_of(GN_FIT_CP_MAX);
+	float top = y[k] < gn_u2f(GN_FIT_CP_MAX) ? y[k] : gn_u2f(GN_FIT_CP_MAX);
 	u32 t, i, j, p;
 
 	if (len < GN_FIT_CPS) {
@@ -180,13 +180,13 @@ void gn_fit_bucket(const float *v, u32 m, u64 *keys, u16 *rank,
 	u32 t, j, s;
 
 	for (j = 0; j < m; j++)
-		keys[j] = (u64)(0x7fffffffu - (gn_f32_bits(v[j]) & 0x7fffffffu)) << 32 | j;
+		keys[j] = (u64)(0x7fffffffu - (gn_f2u(v[j]) & 0x7fffffffu)) << 32 | j;
 	sort_keys(keys, m);
 	/* out[] holds the sorted magnitudes until the curve replaces them. */
 	for (t = 0; t < m; t++) {
 		j = (u32)keys[t];
 		rank[j] = (u16)t;
-		out[t] = gn_f32_of(gn_f32_bits(v[j]) & 0x7fffffffu);
+		out[t] = gn_u2f(gn_f2u(v[j]) & 0x7fffffffu);
 	}
 	b->m = m;
 	b->segs = cuts(out, m, b->knot);
@@ -199,7 +199,7 @@ void gn_fit_bucket(const float *v, u32 m, u64 *keys, u16 *rank,
 			s++;
 		y = eval(b->c[s], t, b->knot[s], b->knot[s + 1] - b->knot[s]);
 		j = (u32)keys[t];
-		out[j] = gn_f32_bits(v[j]) >> 31 ? -y : y;
+		out[j] = gn_f2u(v[j]) >> 31 ? -y : y;
 	}
 }
 
@@ -217,7 +217,7 @@ float gn_fit_value(const u8 *hdr, u32 code)
 	if (s + 1 < segs)
 		end = gn_get_le16(hdr + 3 + 2 * s);
 	for (i = 0; i < GN_FIT_CPS; i++)
-		c[i] = gn_f32_of(gn_get_le32(hdr + gn_fit_hdr_bytes(segs) -
+		c[i] = gn_u2f(gn_get_le32(hdr + gn_fit_hdr_bytes(segs) -
 					4 * GN_FIT_CPS * (segs - s) + 4 * i));
 	y = eval(c, r, k, end - k);
 	return code >> w & 1 ? -y : y;
