@@ -24,21 +24,19 @@ for k in 0 1 2; do
 	kt_same_as_ref "/tmp/r3.$k" r3
 	ok $? "rank $k: all 24 results bit-identical to the userspace reference"
 done
-kt_job r3c /tmp/r3c kmod kmod kmod
-rc=$?
-ok "$rc" "3 kmod ranks ran 3 steps of QSGD and top-k tensors ($rc failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/r3c.0 /tmp/r3c.1 /tmp/r3c.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/r3c.$k" r3c
-	ok $? "rank $k: every QSGD and top-k result bit-identical to the userspace reference"
-done
-kt_job r3d /tmp/r3d kmod kmod kmod
-rc=$?
-ok "$rc" "3 kmod ranks ran 3 steps of top-k with Bloom, run-length and per-chunk index codecs, float16 and fitted values ($rc failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/r3d.0 /tmp/r3d.1 /tmp/r3d.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/r3d.$k" r3d
-	ok $? "rank $k: every result of top-k's index and value codecs bit-identical to the userspace reference"
-done
+# kmod_codec_job NAME WHAT: reference NAME's job on 3 kmod ranks, every
+# rank's results bit-identical to the userspace reference.
+kmod_codec_job() {
+	kt_job "$1" "/tmp/$1" kmod kmod kmod
+	rc=$?
+	ok "$rc" "3 kmod ranks ran 3 steps of $2 ($rc failed)"
+	[ "$rc" -eq 0 ] || kt_show "/tmp/$1.0" "/tmp/$1.1" "/tmp/$1.2"
+	for k in 0 1 2; do
+		kt_same_as_ref "/tmp/$1.$k" "$1"
+		ok $? "rank $k: every result of $2 bit-identical to the userspace reference"
+	done
+}
+kmod_codec_job r3c "QSGD and top-k tensors"
+kmod_codec_job r3d "top-k with Bloom, run-length and per-chunk index codecs, float16 and fitted values"
 kt_refcnt_zero
 ok $? "every file closed: gradnet's refcnt is 0"
