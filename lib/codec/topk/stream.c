@@ -378,8 +378,11 @@ void gn_topk_bloom_build(const struct gn_topk *t, struct gn_topk_chunk *ck,
 		struct keep k = { .ck = ck, .rest = rest };
 
 		r = ck->ntrue - t0 < b->gmax ? ck->ntrue - t0 : b->gmax;
-		/* P1 and P2 give r values: the size rule needs no query. */
-		while (t->idx != GN_IDX_BLOOM && r > 1 &&
+		/*
+		 * P1 and P2 give r values, P0 at least r: groups too large
+		 * even so are halved before any query.
+		 */
+		while (r > 1 &&
 		       lone_bytes(t, ck->nnz, r, r, ck->tru[t0 + r - 1] -
 						     ck->tru[t0] + 1) >
 			       GN_TOPK_BLOOM_BYTES)
