@@ -10,13 +10,14 @@
  *	mlp-digits steps 1, 100 and 1000 (fresh error feedback), chunks of
  *	65536 values; beside them, top-k's entries at 8 bytes each (a
  *	float32 value and a 32-bit index) for the spec's density.
- *   sparse-bench speed [--data DIR] [--secs S] SPEC...
+ *   sparse-bench speed [--data DIR] [--secs S] [--rounds R] SPEC...
  *	Encode and decode GB/s (raw float32 bytes a second) of each spec on
  *	mlp-digits step 1000 in chunks of 65536, then zstd -1, zstd -3,
  *	deflate -1 and deflate -6 compressing and decompressing the very
  *	streams the spec made (GB/s of stream bytes), and how much smaller
- *	each makes them. Fastest of three rounds of at least S seconds
- *	(0.2).
+ *	each makes them. Fastest of R rounds (3) of at least S seconds
+ *	(0.2); a round measures every spec in turn, so a change in the
+ *	host's load falls on all of them alike.
  *
  * Prints the command line first, then one row a spec.
  */
@@ -301,16 +302,112 @@ static double pass_dec(enum op op, struct streams *st, u8 *tmp, size_t tcap,
 	return now() - t0;
 }
 
-static void speed_mode(const char *data, double secs, int nspecs,
+/* A spec's state for the speed runs: its streams and their compressions. */
+struct bench {
+	struct codec k;
+	struct streams st;
+	double best[OPS];
+	size_t clen[4], tcap;
+	u8 *tmp, **z;
+	size_t *zl;
+};
+
+static void bench_start(struct bench *b, const char *spec, const float *x,
+			size_t n, float *ez, float *eo, float *out)
+{
+	u32 c;
+	int op;
+
+	codec_of(spec, &b->k);
+	b->st.n = (u32)((n + CHUNK - 1) / CHUNK);
+	b->st.cap = (size_t)b->k.bound * b->st.n;
+	b->st.buf = malloc(b->st.cap);
+	b->st.at = calloc(b->st.n + 1, sizeof(size_t));
+	b->tcap = ZSTD_compressBound(b->k.bound) + compressBound(b->k.bound);
+	b->tmp = malloc(b->tcap);
+	b->z = calloc(b->st.n, sizeof(*b->z));
+	b->zl = calloc(b->st.n, sizeof(*b->zl));
+	if (!b->st.buf || !b->st.at || !b->tmp || !b->z || !b->zl)
+		die("out of memory", NULL);
+	for (c = 0; c < b->st.n; c++) {
+		size_t off = (size_t)c * CHUNK;
+		u32 m = (u32)(n - off < CHUNK ? n - off : CHUNK);
+		long len = encode(&b->k, c, x + off, ez + off, eo + off, m);
+
+		memcpy(b->st.buf + b->st.len, b->k.stream, (size_t)len);
+		b->st.len += (size_t)len;
+		b->st.at[c + 1] = b->st.len;
+		b->z[c] = malloc(b->tcap);
+		if (!b->z[c])
+			die("out of memory", NULL);
+	}
+	for (op = 0; op < OPS; op++)
+		b->best[op] = 1e30;
+	/* The compressed sizes, once: every pass gives the same. */
+	memset(b->clen, 0, sizeof(b->clen));
+	for (op = ZC1; op <= DC6; op += 2)
+		pass(op, &b->k, x, n, ez, eo, out, &b->st, b->tmp, b->tcap,
+		     b->clen);
+}
+
+static void bench_round(struct bench *b, double secs, const float *x,
+			size_t n, float *ez, float *eo, float *out)
+{
+	size_t clen[4];
+	int op;
+
+	for (op = 0; op < OPS; op++) {
+		double t = 0;
+		int reps = 0;
+
+		while (t < secs) {
+			if (op == ZD1 || op == ZD3 || op == DD1 || op == DD6)
+				t += pass_dec(op, &b->st, b->tmp, b->tcap, b->z,
+					      b->zl);
+			else
+				t += pass(op, &b->k, x, n, ez, eo, out, &b->st,
+					  b->tmp, b->tcap, clen);
+			reps++;
+		}
+		if (t / reps < b->best[op])
+			b->best[op] = t / reps;
+	}
+}
+
+static void bench_end(struct bench *b, size_t n)
+{
+	u32 c;
+	int op, i;
+
+	printf("%-44s %7.2f", b->k.text, 4.0 * n / b->st.len);
+	/* The codec's speeds on its floats, the others' on its streams. */
+	for (op = 0; op < OPS; op++)
+		printf(" %8.3f", (op <= DEC ? 4.0 * n : (double)b->st.len) /
+				 b->best[op] / 1e9);
+	for (i = 0; i < 4; i++)
+		printf(" %7.3f", (double)b->st.len / b->clen[i]);
+	printf("\n");
+	for (c = 0; c < b->st.n; c++)
+		free(b->z[c]);
+	free(b->z);
+	free(b->zl);
+	free(b->tmp);
+	free(b->st.buf);
+	free(b->st.at);
+	free(b->k.scratch);
+	free(b->k.stream);
+}
+
+static void speed_mode(const char *data, double secs, int rounds, int nspecs,
 		       char **specs)
 {
 	char path[512];
-	float *x, *ez, *eo, *out;
+	float *x = NULL, *ez, *eo, *out;
+	struct bench *b;
 	size_t n = 0, m;
-	int s, i;
+	int s, i, r;
 
 	/* mlp-digits step 1000, its tensors back to back. */
-	x = NULL;
 	for (i = 0; i < (int)(sizeof(seq_tensors) / sizeof(*seq_tensors)); i++) {
 		float *t;
 
@@ -327,86 +424,21 @@ static void speed_mode(const char *data, double secs, int nspecs,
 	ez = calloc(n, sizeof(float));
 	eo = calloc(n, sizeof(float));
 	out = calloc(n, sizeof(float));
+	b = calloc((size_t)nspecs, sizeof(*b));
+	if (!ez || !eo || !out || !b)
+		die("out of memory", NULL);
+	for (s = 0; s < nspecs; s++)
+		bench_start(&b[s], specs[s], x, n, ez, eo, out);
+	for (r = 0; r < rounds; r++)
+		for (s = 0; s < nspecs; s++)
+			bench_round(&b[s], secs, x, n, ez, eo, out);
 	printf("%-44s %7s", "spec", "ratio");
 	for (i = 0; i < OPS; i++)
 		printf(" %8s", op_names[i]);
 	printf(" %7s %7s %7s %7s\n", "zstd1 x", "zstd3 x", "defl1 x", "defl6 x");
-	for (s = 0; s < nspecs; s++) {
-		struct codec k;
-		struct streams st = { 0 };
-		double best[OPS];
-		size_t clen[4] = { 0 };
-		size_t tcap;
-		u8 *tmp, **z;
-		size_t *zl;
-		u32 c;
-		int op, round;
-
-		codec_of(specs[s], &k);
-		st.n = (u32)((n + CHUNK - 1) / CHUNK);
-		st.cap = (size_t)k.bound * st.n;
-		st.buf = malloc(st.cap);
-		st.at = calloc(st.n + 1, sizeof(size_t));
-		tcap = ZSTD_compressBound(k.bound) + compressBound(k.bound);
-		tmp = malloc(tcap);
-		z = calloc(st.n, sizeof(*z));
-		zl = calloc(st.n, sizeof(*zl));
-		if (!st.buf || !st.at || !tmp || !z || !zl)
-			die("out of memory", NULL);
-		for (c = 0; c < st.n; c++) {
-			size_t off = (size_t)c * CHUNK;
-			u32 mm = (u32)(n - off < CHUNK ? n - off : CHUNK);
-			long len = encode(&k, c, x + off, ez + off, eo + off, mm);
-
-			memcpy(st.buf + st.len, k.stream, (size_t)len);
-			st.len += (size_t)len;
-			st.at[c + 1] = st.len;
-			z[c] = malloc(tcap);
-			if (!z[c])
-				die("out of memory", NULL);
-		}
-		for (op = 0; op < OPS; op++)
-			best[op] = 1e30;
-		for (round = 0; round < 3; round++)
-			for (op = 0; op < OPS; op++) {
-				double t = 0;
-				int reps = 0;
-
-				while (t < secs) {
-					if (op == ZD1 || op == ZD3 || op == DD1 || op == DD6)
-						t += pass_dec(op, &st, tmp, tcap, z, zl);
-					else
-						t += pass(op, &k, x, n, ez, eo, out, &st,
-							  tmp, tcap, clen);
-					reps++;
-				}
-				if (t / reps < best[op])
-					best[op] = t / reps;
-			}
-		/* The compressed sizes, once: every pass gives the same. */
-		memset(clen, 0, sizeof(clen));
-		pass(ZC1, &k, x, n, ez, eo, out, &st, tmp, tcap, clen);
-		pass(ZC3, &k, x, n, ez, eo, out, &st, tmp, tcap, clen);
-		pass(DC1, &k, x, n, ez, eo, out, &st, tmp, tcap, clen);
-		pass(DC6, &k, x, n, ez, eo, out, &st, tmp, tcap, clen);
-		printf("%-44s %7.2f", specs[s], 4.0 * n / st.len);
-		/* The codec's speeds on its floats, the others' on its streams. */
-		for (op = 0; op < OPS; op++)
-			printf(" %8.3f", (op <= DEC ? 4.0 * n : (double)st.len) /
-					 best[op] / 1e9);
-		for (i = 0; i < 4; i++)
-			printf(" %7.3f", (double)st.len / clen[i]);
-		printf("\n");
-		for (c = 0; c < st.n; c++)
-			free(z[c]);
-		free(z);
-		free(zl);
-		free(tmp);
-		free(st.buf);
-		free(st.at);
-		free(k.scratch);
-		free(k.stream);
-	}
+	for (s = 0; s < nspecs; s++)
+		bench_end(&b[s], n);
+	free(b);
 	free(x);
 	free(ez);
 	free(eo);
@@ -417,10 +449,10 @@ int main(int argc, char **argv)
 {
 	const char *data = GN_DATA_DEFAULT;
 	double secs = 0.2;
-	int i, a = 2;
+	int i, a = 2, rounds = 3;
 
 	if (argc < 3)
-		die("usage: sparse-bench bytes|speed [--data DIR] [--secs S] SPEC...",
+		die("usage: sparse-bench bytes|speed [--data DIR] [--secs S] [--rounds R] SPEC...",
 		    NULL);
 	printf("#");
 	for (i = 0; i < argc; i++)
@@ -431,6 +463,8 @@ int main(int argc, char **argv)
 			data = argv[a + 1];
 		else if (!strcmp(argv[a], "--secs"))
 			secs = atof(argv[a + 1]);
+		else if (!strcmp(argv[a], "--rounds"))
+			rounds = atoi(argv[a + 1]);
 		else
 			die("unknown option", argv[a]);
 		a += 2;
@@ -438,7 +472,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "bytes"))
 		bytes_mode(data, argc - a, argv + a);
 	else if (!strcmp(argv[1], "speed"))
-		speed_mode(data, secs, argc - a, argv + a);
+		speed_mode(data, secs, rounds > 0 ? rounds : 1, argc - a, argv + a);
 	else
 		die("mode is bytes or speed", argv[1]);
 	return 0;
