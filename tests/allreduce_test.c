@@ -148,6 +148,16 @@ FIXTURE_VARIANT_ADD(loopback, r3_cltk_faults) {
 FIXTURE_VARIANT_ADD(loopback, r4_cltk_index_faults) {
 	.world = 4, .codec = GN_CODEC_CLTK, .params = "density=0.2,bits=8",
 	.faults = "loss=0.3,dup=0.1,reorder=0.2,phase=2,seed=17" };
+/* Top-k's index and value codecs: Bloom groups, run lengths, float16. */
+FIXTURE_VARIANT_ADD(loopback, r3_topk_bloom_qsgd) {
+	.world = 3, .codec = GN_CODEC_TOPK,
+	.params = "density=0.01,bits=4,idx=bloom" };
+FIXTURE_VARIANT_ADD(loopback, r4_topk_bloom_p2_f16_avg_faults) {
+	.world = 4, .codec = GN_CODEC_TOPK, .flags = GN_TENSOR_AVERAGE,
+	.params = "density=0.05,idx=bloom-p2,fpr=0.01,val=f16",
+	.faults = "loss=0.05,dup=0.05,reorder=0.1,seed=13" };
+FIXTURE_VARIANT_ADD(loopback, r2_topk_auto) {
+	.world = 2, .codec = GN_CODEC_TOPK, .params = "density=0.2,idx=auto" };
 /* IPv6 peers, with faults so that retransmissions find them too. */
 FIXTURE_VARIANT_ADD(loopback, r3_3lc_ipv6) {
 	.world = 3, .codec = GN_CODEC_3LC, .ipv6 = true,

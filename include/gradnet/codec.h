@@ -2,12 +2,12 @@
 /*
  * gradnet/codec.h - gradnet's compressors, specified: 3LC (three-value
  * quantization with sparsity multiplication and error feedback, quartic
- * encoding and zero-run encoding), QSGD, top-k and CLT-k (with its index
- * round), the generator the stochastic ones draw from, and the
- * model-updating step (DORE and 3LC's push/pull) that compresses both
- * directions. The functions below are 3LC's; every codec is
- * reached through the registry (lib/codec/codec.h). Freestanding: the same
- * code runs in libgradnet, the DPDK path and the kernel module.
+ * encoding and zero-run encoding), QSGD, top-k with its index and value
+ * codecs, CLT-k (with its index round), the generator the stochastic ones
+ * draw from, and the model-updating step (DORE and 3LC's push/pull) that
+ * compresses both directions. The functions below are 3LC's; every codec
+ * is reached through the registry (lib/codec/codec.h). Freestanding: the
+ * same code runs in libgradnet, the DPDK path and the kernel module.
  *
  * In every specification here the scalar implementation is the reference;
  * every SIMD version produces identical bytes and identical floats. Float
@@ -118,58 +118,188 @@
  *
  * Parameters: density (0 < d <= 1, default 0.01), block (0: the chunk is
  * one block, the default; else blocks of this many values, 64 to 65536,
- * as SparCML's 512), bits (0: float32 values, the default; 2, 4 or 8:
- * QSGD values), bucket and norm (QSGD's, for its values; here bucket 0,
- * the default, is 128 values and the default norm is max: a sparse
- * stream's values are a tensor's largest, and under the l2 norm of 512
- * of them most would round to level 0).
+ * as SparCML's 512), bits (0: none, the default; 2, 4 or 8: QSGD values),
+ * bucket and norm (QSGD's, for its values; here bucket 0, the default, is
+ * 128 values and the default norm is max: a sparse stream's values are a
+ * tensor's largest, and under the l2 norm of 512 of them most would round
+ * to level 0), idx (the index codec: varint,
+ * the default, bitmap, rle, bloom, bloom-p1, bloom-p2, or auto; below),
+ * fpr (the Bloom filter's false-positive rate: 0, the default, stands for
+ * 0.001; else 1e-6 to 0.5; only with a Bloom idx) and val (the value
+ * codec: f32, the default, f16, qsgd or fit). bits given alone makes the
+ * values QSGD's; val=qsgd without bits takes 4. bits with val=f16 or fit
+ * is refused, so is bucket without QSGD or fitted values (for fit, bucket
+ * is the values a curve covers: 0 stands for 256, else 16 to 65536), and
+ * a Bloom idx at an MTU whose DATA body holds fewer than 448 bytes.
  *
  * Encode a chunk of n values x with error feedback e: a_i = x_i + e_i
  * (float32; any a_i not finite is -EDOM, e untouched). In each block of m
  * values, select k = ceil(d * m) entries exactly (the real product of d's
  * float32 value and m, rounded up; at least 1): those with the largest
  * |a_i|, ties to the lower index. The chunk's entries are the selected
- * indices in increasing order with their values a_i; then e_i = a_i
- * except at the entries, where e_i = +0. (QSGD's rounding of the values is
- * not fed back: it is unbiased.)
+ * indices in increasing order with their values a_i. The values the
+ * stream carries (its "values", below) are at the entries, except under a
+ * Bloom index codec, which chooses them (Bloom groups). Then e_i = a_i at
+ * every position that carries no value, and at a position i that does,
+ * e_i = a_i - v_i for float16 and fitted values (v_i what a receiver
+ * decodes), else +0 (float32 is exact; QSGD's rounding is unbiased and not
+ * fed back).
  *
  * The owner adds the contributions exactly: its own share as what its own
- * entries stand for (their values, or their QSGD values), then the others'
- * in rank order, into a sum of the chunk that is 0 elsewhere. The result's
- * entries are the sum's nonzero values (bit pattern not 0: -0 counts),
- * every index once: SparCML's exact sparse merge, no re-selection.
+ * stream stands for, then the others' in rank order, into a sum of the
+ * chunk that is 0 elsewhere. The result's entries are the sum's nonzero
+ * values (bit pattern not 0: -0 counts), every index once: SparCML's
+ * exact sparse merge, no re-selection; coded with the same codecs (a
+ * Bloom policy may leave entries out: they decode as +0, and a value at
+ * a position that is no entry is the sum's +0 there).
  *
  * Dynamic switch. A stream is sent sparse when its sparse form is smaller
  * than its dense form, else dense: sparse bytes = the body of one sparse
- * slice holding every entry of the chunk (below: e0 = 0); dense bytes =
- * the body of one dense slice of all n values (a value that is not an
- * entry is 0), 4 n or the QSGD buckets of n values. The chunk's word
- * (aux) says which: 0 sparse, 1 dense. Contributions and results alike;
- * the QSGD values are drawn for the form that is sent, the entries' with
- * counters their entry indices, the dense form's with positions.
+ * slice holding every value of the chunk (from position 0, e0 = 0); dense
+ * bytes = the body of one dense slice of all n positions (a position that
+ * is not an entry is 0): 4 n (f32, fit), 2 n (f16) or the QSGD buckets
+ * of n values. idx=auto takes, per chunk, the smallest sparse body of varint,
+ * bitmap and rle (ties to the first in that order). The QSGD values are
+ * drawn for the form that is sent, the stream's values' with counters
+ * their indices in the stream, the dense form's with positions.
+ *
+ * The chunk's word (aux): byte 0 the form, 0 sparse or 1 dense; byte 1 a
+ * sparse stream's index codec, 0 varint, 1 bitmap, 2 rle, 3 bloom (P0),
+ * 4 bloom-p1, 5 bloom-p2 (one idx allows, or for auto one of 0..2);
+ * bytes 2-3 (bits 16..31) a Bloom stream's salt, else 0. A dense word is
+ * exactly 1. The salt is u(2^32) of the chunk's key taken whole: mix(key
+ * + (2^32 + 1) G) >> 48.
  *
  * Units are values. A sparse slice covers the positions [first, first +
  * count); the slices of a message cover the chunk, each starting at its
- * first entry's index (the first slice at 0). Its body:
- *	varint nnz: entries in the slice
- *	(QSGD) varint e0: the index of its first entry among the chunk's
- *	nnz varints: idx_0 - first, then idx_j - idx_{j-1} - 1
- *	values: nnz float32; or (QSGD) the norms of the buckets that the
- *	    entries e0 .. e0 + nnz - 1 touch (buckets of B entries of the
- *	    chunk's entry sequence), then the nnz codes packed as a bucket's
+ * first value's position (a Bloom slice: its first group's; the first
+ * slice at 0), except that a bitmap whose first value lies too far for
+ * one packet sends the positions before it as a slice of no values. Its
+ * body:
+ *	varint nnz: values in the slice
+ *	(QSGD, fit) varint e0: the index of its first value among the chunk's
+ *	index part, by the word's index codec (below)
+ *	values: nnz float32, or nnz float16 (binary16, little-endian), or
+ *	    (QSGD) the norms of the buckets that the values e0 .. e0 + nnz
+ *	    - 1 touch (buckets of B values of the chunk's value sequence),
+ *	    then the nnz codes packed as a bucket's, or (fit) the headers of
+ *	    the buckets they touch, then their codes (Fit values)
  * (varint: LEB128, 7 bits a byte, least significant first, at most 5
  * bytes, no superfluous final 0 byte). A dense slice covers positions
- * [first, first + count): count float32 values, or the QSGD buckets of
- * those positions (first a multiple of B, count too unless at the end),
- * as codec "qsgd". Decoding a result slice sets its positions: 0 where it
- * has no entry, else the entry's value (divided by W for an average).
+ * [first, first + count): count float32 (f32, fit) or float16 values, or
+ * the QSGD buckets of those positions (first a multiple of B, count too unless at
+ * the end), as codec "qsgd". Decoding a result slice sets its positions:
+ * 0 where it has no value, else the value (divided by W for an average).
  *
- * A slice is refused (-EBADMSG, nothing touched) if a varint is
- * malformed, an index falls outside [first, first + count), nnz exceeds
- * count, e0 + nnz exceeds the chunk's length, the body has bytes left over
- * or too few, a norm is not finite or has its sign bit set, a code has a
- * sign with level 0 or a level under a norm of +0, padding bits are not
- * 0, or a float32 value is not finite.
+ * Float16: binary16 of a float32 rounded to nearest, ties to even, on the
+ * bits (a magnitude at or above 2^16, or one that rounds past 65504, is
+ * 65504; below 2^-25 it is 0, 2^-25 itself ties to 0); decoded exactly.
+ *
+ * Fit values. The chunk's value sequence is cut into buckets of F values
+ * (bucket; the last shorter). Bucket b's m values w_j (float32) have
+ * magnitudes y_j = |w_j| and signs s_j (bit 31 of w_j). Their ranks order
+ * them by y descending, ties to the lower j; Y_t is the magnitude of rank
+ * t. Knots: k_0 = 0; with a = the last knot, while fewer than 4 segments
+ * and m - a >= 32: for t from a + 16 to m - 16, d_t = |Y_t - (Y_a +
+ * (Y_{m-1} - Y_a) * ((t - a) / (m - 1 - a)))| in binary64 (that order);
+ * the first t of the largest d_t > 0 is the next knot, else stop. Segment
+ * s covers ranks [k_s, k_{s+1}) (k_S = m), L = k_{s+1} - k_s of them. Its
+ * six control points c_0..c_5: for L >= 6 the least-squares fit of Y_{k_s
+ * + t}, t = 0..L-1, by sum_i c_i B_i(t / (L - 1)), in binary64: u = t /
+ * (L - 1), v = 1 - u, u2 = u u, u3 = u2 u, u4 = u3 u, v2 = v v, v3 = v2 v,
+ * v4 = v3 v, B_0 = v4 v, B_1 = 5 (u v4), B_2 = 10 (u2 v3), B_3 = 10 (u3 v2),
+ * B_4 = 5 (u4 v), B_5 = u4 u; A_ij (i <= j) and r_i summed in order of t
+ * from 0 (A_ij = A_ij + B_i B_j, r_i = r_i + B_i Y), A_ji = A_ij; for p =
+ * 0..5, for i = p+1..5: f = A_ip / A_pp, A_ij = A_ij - f A_pj (j = p..5),
+ * r_i = r_i - f r_p; then for i = 5 down to 0: x = r_i, x = x - A_ij c_j
+ * for j = i+1..5 in turn, c_i = x / A_ii. For L < 6, c_i = Y_{k_s +
+ * floor(i (L - 1) / 5)}. Each c_i is then rounded to float32 and clamped:
+ * not >= 0 (NaN too) gives +0, above T gives T, T = min(Y_{k_s},
+ * 0x1.fffffep126). A value decodes to its rank r's curve: u = (float)(r -
+ * k_s) / (float)(L - 1) (0 for L = 1), in float32 de Casteljau: b_i = c_i,
+ * then for l = 1..5, for i = 0..5-l: b_i = (1 - u) b_i + u b_{i+1}; the
+ * value is b_0, negated if its sign bit was set. On the wire a bucket's
+ * header is u16 m - 1, a byte S (segments), S - 1 u16 knots k_1..k_{S-1},
+ * then 6 S float32 control points, segment after segment; a value's code
+ * is its rank at ceil(log2 m) bits then its sign bit, the slice's codes
+ * packed least significant first, padding 0. A slice's fitted values are
+ * refused if a header is cut short, has m > F, S = 0 or S > 4, knots that
+ * do not increase strictly inside (0, m), or a control point whose bits
+ * are above 0x7effffff (negative, -0, 2^127 and beyond, infinite, NaN); if
+ * a bucket its values pass beyond holds fewer than F values, its last
+ * value lies past its bucket's m, a rank is m or more, or the codes'
+ * bytes are not exactly ceil(sum of their widths / 8).
+ *
+ * Index codecs. Positions p_0 < p_1 < ... of a slice's values:
+ *   varint: nnz varints, p_0 - first, then p_j - p_{j-1} - 1.
+ *   bitmap: varint b, then b bytes: bit k (byte k / 8, bit k mod 8, least
+ *	significant first) is set iff first + k carries a value. The sender
+ *	writes b = floor((p_last - first) / 8) + 1 (0 with no value).
+ *   rle: the maximal runs of consecutive positions: varint K (runs); if
+ *	K > 0, a byte wg and a byte wo (bit widths, 0..32), then per run
+ *	its gap at wg bits and its length - 1 at wo bits, packed least
+ *	significant first from bit 0 of the next byte, padding bits 0. The
+ *	gap of run 0 is its start - first, of run j > 0 its start - the end
+ *	of run j - 1 - 2 (runs are maximal). The sender's widths are the
+ *	bit lengths of the largest gap and length - 1 (0 for 0).
+ *   bloom: varint G (groups), then per group varint skip, varint r, varint
+ *	span and the group's filter of M(r) bytes. Group g covers the
+ *	positions [s_g, s_g + span), s_0 = first + skip_0, s_g = s_{g-1} +
+ *	span_{g-1} + skip_g; its values are at the positions its policy
+ *	chooses (Bloom groups), in increasing order, group after group.
+ *
+ * Bloom groups. From fpr's float32 value eps = M 2^(E - 150) (E its
+ * exponent field, M its 24-bit significand): y = M * 2^7 (Q1.30), f = 0;
+ * for i = 15 down to 0: y = floor(y^2 / 2^30), and if y >= 2^31, y =
+ * floor(y / 2) and f += 2^i. L = (127 - E) * 2^16 - f (log2(1/eps) in
+ * Q16); h = max(1, floor((L + 2^15) / 2^16)) hash functions (at most 20);
+ * a filter for r entries has M(r) = ceil(r * L * 94548 / 2^35) bytes, m =
+ * 8 M(r) bits (94548 = floor(2^16 / ln 2): m = r log2(1/eps) / ln 2). A
+ * group holds at most gmax entries: the largest r <= 64 with M(r) <= 128.
+ * The chunk's key is H = mix(salt + G) (salt from the word). Position q
+ * (in the chunk) has z = mix(H + (q + 1) G), x_j = (lo32(z) + j * (hi32(z)
+ * | 1)) mod 2^32 for j = 0..h-1, and probes bits floor(x_j * m / 2^32); a
+ * filter sets the probed bits of its entries, and q is a positive of a
+ * group if q lies in its span and every probed bit is set. A group's draws
+ * are w(c) = mix(D + (c + 1) G) >> 32 with D = mix(H ^ s_g * G) (all mod
+ * 2^64). Selection sampling of k among N candidates visited in order
+ * takes a candidate, with `need` still to take and `left` candidates not
+ * yet visited (this one included), iff need > 0 and floor(w(c) * left /
+ * 2^32) < need, c being its counter.
+ *   P0 (bloom): every positive.
+ *   P1 (bloom-p1): r of the P positives by selection sampling, counter =
+ *	the positive's index among them.
+ *   P2 (bloom-p2): conflict sets. The bits of a positive are its distinct
+ *	probed bits; a bit's conflict set is the positives that have it. A
+ *	sure hit is a positive alone in one of its conflict sets. If there
+ *	are S >= r sure hits: r of them by selection sampling (counters their
+ *	indices among the sure hits). Else every sure hit is taken, and the
+ *	positives are visited from index t0 = floor(w(2^32) * P / 2^32) to
+ *	the last, then from the first to t0 - 1: one that is no sure hit,
+ *	while fewer than r are taken, is taken if one of its bits is in no
+ *	taken positive's bits. The rest, r - taken, come from the positives
+ *	not taken yet, in order, by selection sampling with counters 2^33 +
+ *	their index among those.
+ * The sender cuts its entries into groups in order: a group takes the next
+ * min(gmax, entries left) entries; while it holds more than one and its
+ * body as a slice of its own (skip 0, from its first entry, e0 its first
+ * value's index in the stream; fitted values counted with every header
+ * at 4 segments and ranks at ceil(log2 F) bits) would exceed 224 bytes,
+ * it keeps the first ceil(r / 2) of them. Its span runs from its first entry to its last; the
+ * filter and key as above (a group is never empty).
+ *
+ * A slice is refused (-EBADMSG, nothing touched) if its word is not one
+ * the parameters allow, a varint is malformed, a position falls outside
+ * [first, first + count), nnz exceeds count, e0 + nnz exceeds the chunk's
+ * length, the body has bytes left over or too few, a norm is not finite
+ * or has its sign bit set, a code has a sign with level 0 or a level under
+ * a norm of +0, padding bits are not 0, a float32 or float16 value is not
+ * finite; a bitmap of more than ceil(count / 8) bytes, a set bit at or
+ * past count, or fewer or more set bits than nnz; rle widths over 32,
+ * K > nnz, K = 0 with values, or lengths not adding up to nnz; more
+ * groups than a quarter of the bytes left, a group with r = 0, r > gmax,
+ * span < r, or (P1, P2) fewer than r positives, or groups whose values do
+ * not add up to nnz.
  *
  * ==== CLT-k: cyclic local top-k (codec "cltk", ScaleCom) ====
  *

@@ -86,8 +86,9 @@ void gn_codec_defaults(const struct gn_codec_ops *c, struct gn_codec_params *p)
 /*
  * A positive float32 from its bits, as %g would print it to six digits,
  * without floating point: round(v * 1e9) is an integer below 1e18 for
- * v < 1e9, and six significant digits of it say the rest. Values outside
- * [1e-9, 1e9) print as their bits.
+ * v < 1e9, and six significant digits of it say the rest. +0 (a word
+ * that stands for a default) prints as 0; other values outside [1e-9,
+ * 1e9) as their bits.
  */
 static size_t f32_text(u32 bits, char *buf, size_t len)
 {
@@ -96,6 +97,8 @@ static size_t f32_text(u32 bits, char *buf, size_t len)
 	u64 n, p10 = 1, ip, fp;
 	size_t at;
 
+	if (!bits)
+		return (size_t)snprintf(buf, len, "0");
 	if (bits >> 31 || e < 97 || e > 156)
 		return (size_t)snprintf(buf, len, "0x%08x", bits);
 	n = (u64)(m | 1u << 23) * 1000000000ull;

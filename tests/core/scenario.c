@@ -57,6 +57,25 @@ const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
 	  GN_TENSOR_AVERAGE, NULL },
 	{ "model-dore", { 0 }, 0, &scn_dore },
 	{ "model-3lc-push-pull", { .codec = GN_CODEC_3LC }, 0, &scn_push_pull },
+	/* Top-k at 5%, Bloom P0 indices (fpr 0.001), QSGD values. */
+	{ "topk-bloom-qsgd-avg", { .codec = GN_CODEC_TOPK, .given = 0x25,
+				   .p = { .w = { 0x3d4ccccdu, 0, 4, 0, 0, 3 } } },
+	  GN_TENSOR_AVERAGE, NULL },
+	/* Bloom P1 at fpr 0.01, float16 values. */
+	{ "topk-bloom-p1-f16-sum", { .codec = GN_CODEC_TOPK, .given = 0xe1,
+				     .p = { .w = { 0x3d4ccccdu, 0, 0, 0, 0, 4,
+						   0x3c23d70au, 1 } } }, 0, NULL },
+	/* Bloom P2 at 20%: results of three ranks' entries, dense or not. */
+	{ "topk-bloom-p2-avg", { .codec = GN_CODEC_TOPK, .given = 0x21,
+				 .p = { .w = { 0x3e4ccccdu, 0, 0, 0, 0, 5 } } },
+	  GN_TENSOR_AVERAGE, NULL },
+	/* The smallest of varint, bitmap and run lengths per chunk. */
+	{ "topk-auto-sum", { .codec = GN_CODEC_TOPK, .given = 0x21,
+			     .p = { .w = { 0x3d4ccccdu, 0, 0, 0, 0, 6 } } }, 0, NULL },
+	/* Curve-fitted values, curves of 128 values. */
+	{ "topk-fit-avg", { .codec = GN_CODEC_TOPK, .given = 0x89,
+			    .p = { .w = { 0x3d4ccccdu, 0, 0, 128, 0, 0, 0, 3 } } },
+	  GN_TENSOR_AVERAGE, NULL },
 };
 
 /*

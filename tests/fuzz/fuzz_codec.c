@@ -78,7 +78,9 @@ static void slice_case(const struct gn_codec_ops *c,
 	first = le32(d + HDR) % (units + 1);
 	count = le32(d + HDR + 4) % (units - first + 1);
 	aux = le32(d + HDR + 8);
-	aux = aux & 0x80000000u ? aux : aux % 4;
+	/* Mostly words a codec may send: a form, an index codec, a salt. */
+	aux = aux & 0x80000000u ? aux :
+	      (aux & 0x7fff0000u) | ((aux >> 8) % 8) << 8 | aux % 4;
 	body = d + HDR + 12;
 	blen = (u32)(len - HDR - 12);
 	if (!count || c->check_slice(call->p, n, first, count, aux, body, blen))

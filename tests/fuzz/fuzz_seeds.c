@@ -225,7 +225,7 @@ static void codec_seeds(const char *file, size_t max_n)
 {
 	static const struct {
 		const char *codec;
-		u32 given, w[4];
+		u32 given, w[8];
 	} sets[] = {
 		{ "none", 0, { 0 } },
 		{ "3lc", 1, { 0x3fc00000u } },			/* s 1.5 */
@@ -236,6 +236,18 @@ static void codec_seeds(const char *file, size_t max_n)
 		{ "cltk", 1, { 0x3f800000u } },			/* the whole chunk */
 		{ "cltk", 11, { 0x3d4ccccdu, 0x3f000000u, 0, 4 } }, /* 5%, beta
 								      0.5, 4 bits */
+		/* 5%, a bitmap; 20%, run lengths; 5%, auto */
+		{ "topk", 0x21, { 0x3d4ccccdu, 0, 0, 0, 0, 1 } },
+		{ "topk", 0x21, { 0x3e4ccccdu, 0, 0, 0, 0, 2 } },
+		{ "topk", 0x21, { 0x3d4ccccdu, 0, 0, 0, 0, 6 } },
+		/* 1%, Bloom P0; P1 with 4 bits; P2 at fpr 0.05; float16 */
+		{ "topk", 0x21, { 0x3c23d70au, 0, 0, 0, 0, 3 } },
+		{ "topk", 0x25, { 0x3c23d70au, 0, 4, 0, 0, 4 } },
+		{ "topk", 0x61, { 0x3d4ccccdu, 0, 0, 0, 0, 5, 0x3d4ccccdu } },
+		{ "topk", 0x81, { 0x3c23d70au, 0, 0, 0, 0, 0, 0, 1 } },
+		/* 5%, fitted values in curves of 128; with Bloom P1 */
+		{ "topk", 0x89, { 0x3d4ccccdu, 0, 0, 128, 0, 0, 0, 3 } },
+		{ "topk", 0xa1, { 0x3d4ccccdu, 0, 0, 0, 0, 4, 0, 3 } },
 	};
 	char rel[256], name[160];
 	uint8_t hdr[39 + 12];
@@ -271,7 +283,7 @@ static void codec_seeds(const char *file, size_t max_n)
 			;
 		hdr[0] = (uint8_t)i;
 		gn_fz_put_le(hdr + 1, sets[k].given, 4);
-		for (i = 0; i < 4; i++)
+		for (i = 0; i < 8; i++)
 			gn_fz_put_le(hdr + 5 + 4 * i, sets[k].w[i], 4);
 		gn_fz_put_le(hdr + 37, (u32)(n - 1), 2);
 		/* The values, to encode (mode 1, seed 0). */

@@ -29,6 +29,11 @@ static const struct gn_core_golden {
 	{ "cltk-warm-qsgd-avg", { 0x4c35ddaabec90792ull, 0xf88e843a79858dadull, 0x43b7378b83880adbull } },
 	{ "model-dore", { 0x881ba9875688efc8ull, 0x9e463eeb2f0a5343ull, 0xb2f1315f3ab2db91ull } },
 	{ "model-3lc-push-pull", { 0x9e1d36a6b39abc0aull, 0x45adf82b8cb88051ull, 0xace5898157c69524ull } },
+	{ "topk-bloom-qsgd-avg", { 0x2ea4f95cf851a896ull, 0x1379940149d9fa15ull, 0xe65932e482e7d0bbull } },
+	{ "topk-bloom-p1-f16-sum", { 0x5d8dba98c33ca3afull, 0x868d383a7a87427bull, 0x455f756121203c0bull } },
+	{ "topk-bloom-p2-avg", { 0xa72b4063a9dcf466ull, 0x38f3234efbacfb9bull, 0xfe6566c64cc51739ull } },
+	{ "topk-auto-sum", { 0x081f9fd17a310a1cull, 0x26eaacaaca89b988ull, 0xb5c1ca995cfb5ea8ull } },
+	{ "topk-fit-avg", { 0xe407b32cfef745afull, 0x9db5c506da6c2c3dull, 0x81daf62ab5bdc7d3ull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

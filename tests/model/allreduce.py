@@ -12,8 +12,8 @@ qsgd; for topk what its own encoding stands for) and adds the others'
 contributions in rank order. The owner then turns the sum into the result
 (dense: the sum; 3lc: quantized with the owner's result error feedback;
 qsgd: quantized with the owner's key, phase 1; topk: the sum's nonzero
-values as entries, in the smaller form, QSGD values drawn with the
-owner's key) and every rank, the owner included, decodes that result,
+values as entries, with the tensor's index and value codecs, in the
+smaller form, QSGD values and Bloom salts drawn with the owner's key) and every rank, the owner included, decodes that result,
 divided by W for an average. Steps are numbered from 1.
 
 cltk differs in who selects: chunk g (the tensor's chunks numbered in
@@ -112,16 +112,17 @@ class Tensor:
         ln = g[owner].size
         acc = None
         for r in [owner] + self._others(owner):
-            idx, vals, self.e[r][sl] = topk.contribute(g[r], self.e[r][sl], p)
-            data, dec = topk.stream(idx, vals, ln, p, self._key(r, 0, off))
+            data, self.e[r][sl], dec, pos = topk.contribution(
+                g[r], self.e[r][sl], p, self._key(r, 0, off))
             if acc is None:
                 acc = dec.copy()
             elif data[0] == topk.DENSE:
                 acc = (acc + dec).astype(F)
             else:
-                acc[idx] = (acc[idx] + dec[idx]).astype(F)
+                acc[pos] = (acc[pos] + dec[pos]).astype(F)
         idx = np.flatnonzero(acc.view(np.uint32) != 0)
-        _, res = topk.stream(idx, acc[idx], ln, p, self._key(owner, 1, off))
+        _, res, _, _ = topk.stream(idx, acc[idx], ln, p,
+                                   self._key(owner, 1, off), rest=acc)
         return (res / F(self.world)).astype(F) if self.average else res
 
     def _cltk(self, owner, off, sl, g):

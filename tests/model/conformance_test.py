@@ -29,9 +29,9 @@ include/gradnet/codec.h), bit for bit:
 
 usage: conformance_test.py GRADNET_CODEC DATA_DIR [--sanitized]
 --sanitized, for a gradnet-codec built with ASan and UBSan (whose every
-start takes far longer): two parameter sets of each codec's streams, all
-of its hostile streams and refusals, the default kernels only, no
-unbiasedness.
+start takes far longer): two parameter sets of each codec's streams (and
+SANITIZED_SETS), all of its hostile streams and refusals, the default
+kernels only, no unbiasedness.
 TAP on stdout; exit 0 pass, 1 fail.
 """
 import os
@@ -46,6 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import cltk  # noqa: E402
+import fit  # noqa: E402
+import index  # noqa: E402
 import models  # noqa: E402
 import qsgd  # noqa: E402
 import topk  # noqa: E402
@@ -78,10 +80,31 @@ def topk_sets():
     # The switch between forms at densities where QSGD values make the
     # dense form the smaller, buckets that are not the default, blocks
     # that do not divide the chunk.
-    return out + ['density=0.3,bits=2', 'density=0.05,bits=4,bucket=16',
-                  'density=0.5,block=64,bits=8,bucket=32,norm=max',
-                  'density=0.2,block=100,bits=2,bucket=128',
-                  'density=0.75', 'density=0.5,block=64']
+    out += ['density=0.3,bits=2', 'density=0.05,bits=4,bucket=16',
+            'density=0.5,block=64,bits=8,bucket=32,norm=max',
+            'density=0.2,block=100,bits=2,bucket=128',
+            'density=0.75', 'density=0.5,block=64']
+    # Index and value codecs: every list codec and auto, every Bloom
+    # policy at rates from 1e-6 to 0.5, with each value codec; densities
+    # that keep them sparse, and ones that switch to dense.
+    for idx in ('bitmap', 'rle', 'auto'):
+        out += ['density=%s,idx=%s' % (d, idx) for d in ('0.01', '0.2')]
+        out.append('density=0.05,block=512,idx=%s,bits=4' % idx)
+    for idx in ('bloom', 'bloom-p1', 'bloom-p2'):
+        out += ['density=0.01,idx=%s' % idx,
+                'density=0.01,idx=%s,bits=4' % idx,
+                'density=0.05,idx=%s,fpr=0.05,val=f16' % idx,
+                'density=0.1,block=64,idx=%s,fpr=1e-6,bits=2,bucket=16'
+                % idx,
+                'density=0.02,idx=%s,fpr=0.5' % idx]
+    # Fitted values: buckets of 16 to 1024, with each kind of index.
+    out += ['density=0.01,val=fit', 'density=0.1,val=fit,bucket=16',
+            'density=0.2,val=fit,bucket=1024,idx=rle',
+            'density=0.05,idx=bloom,val=fit', 'density=0.7,val=fit',
+            'density=0.3,block=64,idx=bloom-p2,val=fit,bucket=64']
+    return out + ['density=0.01,val=f16', 'density=0.7,val=f16',
+                  'density=0.05,val=qsgd', 'density=0.3,idx=bloom,fpr=0.2',
+                  'density=0.6,idx=bloom-p2,val=f16']
 
 
 def cltk_sets():
@@ -270,12 +293,23 @@ def stream_case(tap, tool, spec, seq, seeds):
     return None
 
 
+# Under sanitizers, besides the first two sets: the code paths those miss.
+SANITIZED_SETS = {
+    'topk': ['density=0.1,idx=rle,val=f16',
+             'density=0.05,idx=bloom-p2,fpr=0.05,bits=4',
+             'density=0.1,idx=bloom-p1,val=fit,bucket=64'],
+}
+
+
 def streams(tap, tool, name, rng, sets=None):
     """Real and synthetic chunks through every parameter set (the first
-    @sets of them if given)."""
+    @sets of them if given, and under sanitizers SANITIZED_SETS)."""
     syn = synthetic(rng)
     isa = ' with GN_CODEC_ISA=%s' % tool.isa if tool.isa else ''
-    for setting in PARAMS[name][:sets]:
+    chosen = PARAMS[name][:sets]
+    if SANITIZED:
+        chosen += SANITIZED_SETS.get(name, [])
+    for setting in chosen:
         spec = name + (':' + setting if setting else '')
         bad = []
         for t in TENSORS:
@@ -302,7 +336,12 @@ def topk_results(tap, tool, rng):
     contributions, a result with no entry, -0 entries; decoded by C."""
     for setting in ('density=0.01', 'density=0.1,bits=4',
                     'density=0.01,block=512,bits=2,norm=max',
-                    'density=0.3,bits=8,bucket=16', 'density=0.4'):
+                    'density=0.3,bits=8,bucket=16', 'density=0.4',
+                    'density=0.01,idx=auto', 'density=0.05,idx=rle,val=f16',
+                    'density=0.01,idx=bloom', 'density=0.02,idx=bloom-p1',
+                    'density=0.02,idx=bloom-p2,fpr=0.1,bits=4',
+                    'density=0.05,val=fit,bucket=64',
+                    'density=0.02,idx=bloom-p1,val=fit'):
         spec = 'topk:' + setting
         p = models.model(spec).p
         bad = []
@@ -311,9 +350,9 @@ def topk_results(tap, tool, rng):
             total = np.zeros(load(200, t).size, dtype=F)
             for r, s in enumerate(STEPS):
                 x = load(s, t)
-                idx, vals, _ = topk.contribute(x, np.zeros_like(x), p)
+                a, idx = topk.contribute(x, np.zeros_like(x), p)
                 part = np.zeros_like(x)
-                part[idx] = vals
+                part[idx] = a[idx]
                 total = (total + part).astype(F)
             cases.append(('merge of 3 on %s' % t, total))
         cases.append(('no entry', np.zeros(300, dtype=F)))
@@ -323,12 +362,13 @@ def topk_results(tap, tool, rng):
         for what, total in cases:
             idx = np.flatnonzero(total.view(np.uint32) != 0)
             for seed in (5, 0xfeedface):
-                data, dec = topk.stream(idx, total[idx], total.size, p,
-                                        models.stream_key(seed))
+                data, dec, _, _ = topk.stream(idx, total[idx], total.size,
+                                              p, models.stream_key(seed),
+                                              rest=total)
                 rc, got, err, _ = tool.decode(spec, total.size, data)
                 if rc or not same_f32(got, dec):
                     bad.append('%s seed %d (%s form, %d entries): %s' % (
-                        what, seed, 'dense' if data[0] else 'sparse',
+                        what, seed, 'dense' if data[0] == 1 else 'sparse',
                         idx.size, err if rc else 'values differ at %d' %
                         int(np.flatnonzero(got.view(np.uint32) !=
                                            dec.view(np.uint32))[0])))
@@ -481,6 +521,152 @@ def crafted_cltk(p, n):
     return out
 
 
+def crafted_index(p, n):
+    """Hand-made slices for the index codecs and float16 values: (what,
+    stream). Values are float32 pairs (QSGD: a bucket of norm 1)."""
+    v = varint.encode
+    qs = p.bits != 0
+    e0 = v([0]) if qs else b''
+
+    def vals(k, bad=None):
+        if qs:
+            s1 = 1 << (p.bits - 1)
+            return f32(1.0) + qsgd.pack([1 | (s1 if j % 2 else 0)
+                                         for j in range(k)], p.bits)
+        if p.val == topk.F16:
+            h = [0x3e00, 0xc000] * k
+            if bad is not None:
+                h[k - 1] = bad
+            return b''.join(int(x).to_bytes(2, 'little') for x in h[:k])
+        return b''.join(f32(x) for x in ([1.5, -2.0] * k)[:k])
+
+    out = []
+    if p.val == topk.F16:
+        for what, h in (('inf', 0x7c00), ('-inf', 0xfc00), ('NaN', 0x7e01)):
+            out.append(('float16 value %s' % what, le32(0) + v([2]) +
+                        v([3, 4]) + vals(2, h)))
+        out.append(('dense float16, one value short',
+                    le32(1) + b'\0' * (2 * n - 2)))
+        out.append(('dense float16 inf', le32(1) + b'\0' * (2 * n - 2) +
+                    b'\x00\x7c'))
+    bm = le32(1 << 8)
+    out += [('bitmap: positions 3 and 4', bm + v([2]) + e0 + v([1]) +
+             bytes([0x18]) + vals(2)),
+            ('bitmap: trailing zero bytes', bm + v([2]) + e0 + v([3]) +
+             bytes([0x18, 0, 0]) + vals(2)),
+            ('bitmap: more bytes than the slice', bm + v([2]) + e0 +
+             v([(n + 7) // 8 + 1]) + bytes([0x18]) +
+             bytes((n + 7) // 8) + vals(2)),
+            ('bitmap: a bit past the slice', bm + v([2]) + e0 +
+             v([(n + 7) // 8]) + bytes((n + 7) // 8 - 1) +
+             bytes([0x80 | 1]) + vals(2)),
+            ('bitmap: three bits for two values', bm + v([2]) + e0 +
+             v([1]) + bytes([0x19]) + vals(2)),
+            ('bitmap: cut short', bm + v([2]) + e0 + v([4]) +
+             bytes([0x18]))]
+    rl = le32(2 << 8)
+    out += [('rle: one run of 2 at 3', rl + v([2]) + e0 + v([1]) +
+             bytes([2, 1, 0b111]) + vals(2)),
+            ('rle: two runs', rl + v([2]) + e0 + v([2]) +
+             bytes([3, 0, 0b011011]) + vals(2)),
+            ('rle: width 33', rl + v([2]) + e0 + v([1]) +
+             bytes([33, 0]) + bytes(5) + vals(2)),
+            ('rle: more runs than values', rl + v([2]) + e0 + v([3]) +
+             bytes([1, 0, 0]) + vals(2)),
+            ('rle: no run for values', rl + v([2]) + e0 + v([0]) + vals(2)),
+            ('rle: a run past the slice', rl + v([2]) + e0 + v([1]) +
+             bytes([6, 1, 36 | 1 << 6]) + vals(2)),
+            ('rle: runs short of the values', rl + v([2]) + e0 + v([1]) +
+             bytes([2, 1, 0b011]) + vals(2)),
+            ('rle: nonzero padding', rl + v([2]) + e0 + v([1]) +
+             bytes([2, 1, 0b111 | 0x80]) + vals(2)),
+            ('rle: widths cut short', rl + v([2]) + e0 + v([1]) +
+             bytes([2]))]
+    b = p.bloom
+    for codec in (index.BLOOM, index.BLOOM_P1, index.BLOOM_P2):
+        w = le32(codec << 8 | 0x1234 << 16)
+        name = index.NAMES[codec]
+        mb1 = b.mbytes(1)
+        ones = bytes([0xff]) * mb1
+        # A filter of all ones answers every position of its span.
+        span = 4
+        k = span if codec == index.BLOOM else 1
+        out += [('%s: a full filter, r 1, span %d' % (name, span), w +
+                 v([k]) + e0 + v([1, 3, 1, span]) + ones + vals(k)),
+                ('%s: r 0' % name, w + v([1]) + e0 + v([1, 0, 0, 1]) +
+                 vals(1)),
+                ('%s: r above gmax' % name, w + v([1]) + e0 +
+                 v([1, 0, b.gmax + 1, 70]) + bytes(b.mbytes(b.gmax + 1)) +
+                 vals(1)),
+                ('%s: span below r' % name, w + v([2]) + e0 +
+                 v([1, 0, 2, 1]) + bytes([0xff]) * b.mbytes(2) + vals(2)),
+                ('%s: a span past the slice' % name, w + v([k]) + e0 +
+                 v([1, n - 2, 1, span]) + ones + vals(k)),
+                ('%s: a filter cut short' % name, w + v([1]) + e0 +
+                 v([1, 0, 1, 1]) + ones[:-1]),
+                ('%s: too many groups' % name, w + v([1]) + e0 +
+                 v([200]) + v([0, 1, 1]) + ones + vals(1)),
+                ('%s: an empty filter, r 1' % name, w + v([0]) + e0 +
+                 v([1, 0, 1, 1]) + bytes(mb1)),
+                ('%s: values for more than the groups give' % name, w +
+                 v([k + 1]) + e0 + v([1, 3, 1, span]) + ones + vals(k + 1)),
+                ('%s: two groups' % name, w + v([2 * k]) + e0 +
+                 v([2, 0, 1, span]) + ones + v([2, 1, span]) + ones +
+                 vals(2 * k))]
+    out.append(('bloom salt on a varint stream', le32(0x10000) + v([0]) + e0))
+    return out
+
+
+def crafted_fit(p, n):
+    """Hand-made fitted values: two values at positions 3 and 4 of a
+    varint slice, under one header (what, stream)."""
+    v = varint.encode
+    f = p.fit
+
+    def hdr(m, segs, knots=(), cps=None):
+        cps = [0.5] * (6 * segs) if cps is None else cps
+        return (m - 1).to_bytes(2, 'little') + bytes([segs]) + \
+            b''.join(k.to_bytes(2, 'little') for k in knots) + \
+            np.array(cps, dtype='<f4').tobytes()
+
+    def codes(ranks, m, signs=(0, 1)):
+        w = fit.rank_bits(m)
+        acc, bit = 0, 0
+        for r, sg in zip(ranks, signs):
+            acc |= (r | sg << w) << bit
+            bit += w + 1
+        return acc.to_bytes((bit + 7) // 8, 'little')
+
+    def slice_(h, c, nnz=2, e0=0):
+        return le32(0) + v([nnz]) + v([e0]) + v([3, 0][:nnz]) + h + c
+
+    cps2 = [0.0, 0.1, 0.2, 0.3, 0.4, 1.0, 2.0, 1.5, 1.0, 0.5, 0.2, 0.0]
+    out = [('fit: one segment', slice_(hdr(2, 1), codes([0, 1], 2))),
+           ('fit: two segments', slice_(hdr(20, 2, (10,), cps2) if f >= 20
+                                        else hdr(2, 1), codes([3, 15], 20)
+                                        if f >= 20 else codes([0, 1], 2))),
+           ('fit: no segment', slice_(hdr(2, 0), codes([0, 1], 2))),
+           ('fit: five segments', slice_(hdr(8, 5, (1, 2, 3, 4)),
+                                         codes([0, 1], 8))),
+           ('fit: knots equal', slice_(hdr(8, 3, (2, 2)), codes([0, 1], 8))),
+           ('fit: knot at m', slice_(hdr(8, 2, (8,)), codes([0, 1], 8))),
+           ('fit: m above the bucket', slice_(hdr(f + 1, 1),
+                                              codes([0, 1], f + 1))),
+           ('fit: a rank at m', slice_(hdr(3, 1), codes([0, 3], 3))),
+           ('fit: a value past m', slice_(hdr(1, 1), codes([0, 0], 1))),
+           ('fit: padding bits', slice_(hdr(2, 1), bytes([
+               codes([0, 1], 2)[0] | 0x80]))),
+           ('fit: a code byte short', slice_(hdr(200, 1),
+                                             codes([0, 1], 200)[:-1])),
+           ('fit: header cut short', slice_(hdr(2, 1)[:-1], b''))]
+    for what, cp in (('NaN', np.nan), ('inf', np.inf), ('-0', -0.0),
+                     ('-1', -1.0), ('2^127', 2.0 ** 127),
+                     ('the largest below 2^127', float(fit.CP_MAX))):
+        out.append(('fit: control point %s' % what,
+                    slice_(hdr(2, 1, cps=[0.5] * 5 + [cp]), codes([0, 1], 2))))
+    return out
+
+
 def crafted_qsgd(p, n):
     b = p.bucket
     s1 = 1 << (p.bits - 1)
@@ -541,7 +727,13 @@ def hostile(tap, tool, name, rng):
             'qsgd': ['bits=2', 'bits=4,bucket=16', 'bits=8,norm=max'],
             'topk': ['density=0.1', 'density=0.1,bits=4',
                      'density=0.3,bits=2,bucket=16', 'density=1.0',
-                     'density=1.0,bits=8'],
+                     'density=1.0,bits=8', 'density=0.1,idx=bitmap',
+                     'density=0.2,idx=rle,bits=4', 'density=0.1,idx=auto',
+                     'density=0.1,val=f16', 'density=0.1,idx=bloom',
+                     'density=0.1,idx=bloom-p1,fpr=0.3',
+                     'density=0.2,idx=bloom-p2,fpr=0.2,bits=2,bucket=16',
+                     'density=0.2,val=fit,bucket=16',
+                     'density=0.1,idx=bloom,val=fit'],
             'cltk': ['density=0.1', 'density=0.1,beta=0.5,bits=4',
                      'density=0.3,bits=2,bucket=16', 'density=1.0',
                      'density=0.1,warmup=1,bits=8']}[name]
@@ -554,7 +746,9 @@ def hostile(tap, tool, name, rng):
         base, _, _ = m.encode(x, e, models.stream_key(3))
         cases = list(mutations(base, rng))
         if name == 'topk':
-            cases += crafted_topk(m.p, n)
+            cases += crafted_topk(m.p, n) + crafted_index(m.p, n)
+            if m.p.val == topk.FIT:
+                cases += crafted_fit(m.p, n)
         elif name == 'cltk':
             cases += crafted_cltk(m.p, n)
         elif name == 'qsgd':

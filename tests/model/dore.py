@@ -29,13 +29,12 @@ def quantize(codec, v, e, key):
     positions an owner's add touches, the codec's new error or None)."""
     v = np.asarray(v, F)
     if codec.name == 'topk':
-        idx, vals, e_new = topk.contribute(v, e, codec.p)
-        data, dec = topk.stream(idx, vals, v.size, codec.p, key)
+        data, e_new, dec, pos = topk.contribution(v, e, codec.p, key)
         if data[0] == topk.DENSE:
             touch = np.ones(v.size, dtype=bool)
         else:
             touch = np.zeros(v.size, dtype=bool)
-            touch[idx] = True
+            touch[pos] = True
         return dec, touch, e_new
     _, e_new, dec = codec.encode(v, e, key)
     if codec.name == '3lc':

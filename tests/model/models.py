@@ -84,7 +84,9 @@ class Topk(Codec):
         super().__init__(kv)
         self.p = topk.Params(kv.get('density', '0.01'),
                              int(kv.get('block', 0)), int(kv.get('bits', 0)),
-                             int(kv.get('bucket', 0)), kv.get('norm', 'max'))
+                             int(kv.get('bucket', 0)), kv.get('norm', 'max'),
+                             kv.get('idx', 'varint'), kv.get('fpr', '0'),
+                             kv.get('val', 'f32'))
 
     def encode(self, x, e, key):
         return topk.encode(x, e, self.p, key)

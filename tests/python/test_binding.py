@@ -113,3 +113,54 @@ def test_bucket(ctx):
     assert e.value.errno == errno.EINVAL and "0 members" in e.value.strerror
     ctx.unregister(9)
     ctx.register_bucket(9, [10, 10], codec="3lc", shared_scale=True)
+
+
+def _topk_once(job, codec, **params):
+    """One-rank job: tensor 3 of fc-like values through top-k, once."""
+    x = np.linspace(-1, 1, 5000, dtype=np.float32) ** 3
+    with gradnet.Context(rank=0, world_size=1, job_id=job, insecure=True,
+                         peers="127.0.0.1:%d" % free_udp_port()) as c:
+        c.register(3, x.size, codec=codec, **params)
+        c.allreduce(3, x)
+    return x
+
+
+def test_topk_index_and_value_codecs_as_keywords():
+    """Keywords reach the registry's parameters: the same job as a spec
+    string gives the same bits, the result is float16 values at no more
+    positions than the Bloom policy gives, and a bad one is refused with
+    the parameter's name."""
+    spec = "topk:density=0.25,idx=bloom-p2,fpr=0.01,val=f16"
+    a = _topk_once(77, "topk", density=0.25, idx="bloom-p2", fpr=0.01,
+                   val="f16")
+    b = _topk_once(77, spec)
+    assert a.tobytes() == b.tobytes()
+    nz = a[a != 0]
+    assert 0 < nz.size <= 5000 // 4
+    assert np.array_equal(nz.astype(np.float16).astype(np.float32), nz)
+    with gradnet.Context(rank=0, world_size=1, insecure=True,
+                         peers="127.0.0.1:%d" % free_udp_port()) as c:
+        with pytest.raises(gradnet.GradnetError) as e:
+            c.register(4, 100, codec="topk", idx="bloom-p9")
+        assert "idx" in e.value.strerror
+        with pytest.raises(gradnet.GradnetError) as e:
+            c.register(4, 100, codec="topk", fpr=0.01)
+        assert "fpr" in e.value.strerror and "bloom" in e.value.strerror
+
+
+def test_hook_state_registers_with_codec_keywords():
+    """The DDP hook's state registers its buckets with the keywords it
+    was given (torch.init passes them the same way)."""
+    import gradnet.torch as gt
+    with gradnet.Context(rank=0, world_size=1, insecure=True,
+                         peers="127.0.0.1:%d" % free_udp_port()) as c:
+        st = gt.GradnetState(c, codec="topk", density=0.1, idx="bloom",
+                             bits=4)
+        st._ensure(0, 1000)
+        with pytest.raises(gradnet.GradnetError) as e:
+            c.register(0, 1000, codec="topk")
+        assert e.value.errno == errno.EEXIST
+        bad = gt.GradnetState(c, codec="topk", idx="nope")
+        with pytest.raises(gradnet.GradnetError) as e:
+            bad._ensure(1, 1000)
+        assert "idx" in e.value.strerror

@@ -3,8 +3,9 @@
 127.0.0.1 (one thread and one gradnet.Context each) against the numpy
 model of the whole sharded allreduce (tests/model/allreduce.py, written
 from include/gradnet/codec.h): for none, 3lc, qsgd, topk and topk with
-QSGD values, and CLT-k (its leaders' index sets, the filtered memory, a
-warm-up), summed and averaged, over several steps of real gradients
+QSGD, float16 or fitted values and each index codec, and CLT-k (its
+leaders' index sets, the filtered memory, a warm-up), summed and averaged,
+over several steps of real gradients
 (data/gradients/mlp-small-seq), every rank's result equals the model's
 value for value, bit for bit. The model keeps each rank's error feedback
 across steps and keys the generator with the job id, the tensor id, the
@@ -63,6 +64,19 @@ TENSORS = [
     (21, "cltk:density=0.3,beta=0.75", "fc1.weight", True),
     (22, "cltk:density=0.2", "fc2.bias", False),
     (23, "cltk:density=0.5,bits=8", "zeros", True),
+    # Top-k's index and value codecs: Bloom groups (a chunk's many, in
+    # several packets), each policy, float16 values, the per-chunk choice.
+    (24, "topk:density=0.01,idx=bloom,bits=4", "fc1.weight", True),
+    (25, "topk:density=0.2,idx=bloom,fpr=0.01", "fc1.weight", False),
+    (26, "topk:density=0.1,idx=bloom-p1,fpr=0.05,val=f16", "fc1.weight",
+     True),
+    (27, "topk:density=0.2,idx=bloom-p2,fpr=0.1,bits=8,bucket=16",
+     "fc1.weight", False),
+    (28, "topk:density=0.05,idx=auto", "fc3.weight", True),
+    (29, "topk:density=0.3,idx=rle,val=f16", "fc1.weight", False),
+    (30, "topk:density=0.1,idx=bitmap,bits=2", "fc1.weight", True),
+    (31, "topk:density=0.2,val=fit,bucket=128", "fc1.weight", True),
+    (32, "topk:density=0.05,idx=bloom-p2,val=fit", "fc3.weight", False),
 ]
 
 

@@ -37,8 +37,16 @@ void gn_cltk_params(const struct gn_codec_params *p, struct gn_cltk *k)
 {
 	u32 bits = p->w[GN_CLTK_W_BITS];
 
+	/*
+	 * Top-k's selection and scratch with its defaults but for these:
+	 * varint indices, float32 or QSGD values, no Bloom filter (the
+	 * scratch's size and layout follow every field).
+	 */
+	memset(&k->sel, 0, sizeof(k->sel));
 	k->sel.density = p->w[GN_CLTK_W_DENSITY];
 	k->sel.block = 0;
+	k->sel.idx = GN_IDX_VARINT;
+	k->sel.val = bits ? GN_TOPK_VAL_QSGD : GN_TOPK_VAL_F32;
 	k->sel.qsgd = bits != 0;
 	gn_qsgd_of(bits ? bits : 8, p->w[GN_CLTK_W_BUCKET] ?
 		   p->w[GN_CLTK_W_BUCKET] : GN_QSGD_SPARSE_BUCKET,

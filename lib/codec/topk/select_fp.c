@@ -11,6 +11,8 @@
 #include "topk.h"
 #include "scan.h"
 #include "codec/rng.h"
+#include "codec/value/f16.h"
+#include "codec/f32.h"
 
 static u32 key_of(const float *a, u32 i)
 {
@@ -246,9 +248,51 @@ static void spread_dense(struct gn_topk_chunk *ck)
 	}
 }
 
+/* What a receiver decodes of a value sent as float16. */
+static float f16_value(float v)
+{
+	return gn_f32_of(gn_f32_of_f16(gn_f16_of_f32(gn_f32_bits(v))));
+}
+
 /*
- * The chosen form's values drawn as QSGD codes: the entries' (counters
- * their entry indices) or every position's. Return: 0 or -EDOM.
+ * The error of the values sent: a - what is decoded (float16), +0 else
+ * (float32 is exact; QSGD's rounding is unbiased and not fed back); and a
+ * Bloom stream's entries that carry no value keep all of a. Only entries
+ * and the values sent change: elsewhere e is a already.
+ */
+static void fix_error(const struct gn_topk *t, const struct gn_topk_chunk *ck,
+		      float *e)
+{
+	bool bloom = ck->form == GN_TOPK_SPARSE &&
+		     gn_idx_is_bloom(ck->idx_codec);
+	bool fit = ck->form == GN_TOPK_SPARSE && t->val == GN_TOPK_VAL_FIT;
+	u32 j;
+
+	if (!bloom && !fit && t->val != GN_TOPK_VAL_F16)
+		return;
+	if (bloom)
+		for (j = 0; j < ck->ntrue; j++)
+			e[ck->tru[j]] = ck->tval[j];
+	for (j = 0; j < ck->nnz; j++)
+		e[ck->idx[j]] = t->val == GN_TOPK_VAL_F16 ?
+			ck->val[j] - f16_value(ck->val[j]) :
+			fit ? ck->val[j] - ck->fitv[j] : 0.0f;
+}
+
+/* The sparse form's values fitted, bucket by bucket. */
+static void fit_values(const struct gn_topk *t, struct gn_topk_chunk *ck)
+{
+	u32 f = t->fit_bucket, b, at;
+
+	for (b = 0, at = 0; at < ck->nnz; b++, at += f)
+		gn_fit_bucket(ck->val + at, ck->nnz - at < f ? ck->nnz - at : f,
+			      ck->fkeys, ck->rank + at, &ck->fith[b],
+			      ck->fitv + at);
+}
+
+/*
+ * The chosen form's values drawn as QSGD codes: the values' (counters
+ * their indices in the stream) or every position's. Return: 0 or -EDOM.
  */
 static int draw(const struct gn_topk *t, struct gn_topk_chunk *ck, u64 key)
 {
@@ -259,19 +303,38 @@ static int draw(const struct gn_topk *t, struct gn_topk_chunk *ck, u64 key)
 				key, ck->norms, ck->code);
 }
 
+/*
+ * The stream of the @nnz entries at idx[]/val[]: under a Bloom filter its
+ * groups and the values their policy gives (@rest: the values at other
+ * positions), the index codec and the form; the error @e (NULL for a
+ * result) as the stream leaves it; the header the slicer reads.
+ */
 static void finish_form(const struct gn_topk *t, struct gn_topk_chunk *ck,
-			void *scratch)
+			void *scratch, const float *rest, float *e, u64 key)
 {
 	struct gn_topk_chunk *hdr = scratch;
+	bool bloom = gn_idx_is_bloom(t->idx);
 
+	if (bloom) {
+		ck->ntrue = ck->nnz;
+		memcpy(ck->tru, ck->idx, 4 * (size_t)ck->nnz);
+		memcpy(ck->tval, ck->val, 4 * (size_t)ck->nnz);
+		ck->salt = (u32)(gn_draw_u64(key, 1ull << 32) >> 48);
+		gn_topk_bloom_build(t, ck, rest);
+	}
+	if (t->val == GN_TOPK_VAL_FIT)
+		fit_values(t, ck);
 	gn_topk_pick_form(t, ck);
+	if (bloom && ck->form == GN_TOPK_DENSE) {
+		ck->nnz = ck->ntrue;
+		memcpy(ck->idx, ck->tru, 4 * (size_t)ck->nnz);
+		memcpy(ck->val, ck->tval, 4 * (size_t)ck->nnz);
+	}
+	if (e)
+		fix_error(t, ck, e);
 	if (ck->form == GN_TOPK_DENSE)
 		spread_dense(ck);
-	hdr->nnz = ck->nnz;
-	hdr->form = ck->form;
-	hdr->bytes = ck->bytes;
-	hdr->len = ck->len;
-	hdr->cap = ck->cap;
+	*hdr = *ck;
 }
 
 int gn_topk_op_encode(const struct gn_codec_call *c, const float *x,
@@ -286,6 +349,7 @@ int gn_topk_op_encode(const struct gn_codec_call *c, const float *x,
 	for (at = 0, k = 0; at < len; at += chunk, k++) {
 		u32 n = (u32)(len - at < chunk ? len - at : chunk);
 		void *s = (u8 *)scratch + k * stride;
+		u64 key = gn_draw_key(c->seed, off + at);
 		struct gn_topk_chunk ck;
 
 		long sel;
@@ -298,22 +362,28 @@ int gn_topk_op_encode(const struct gn_codec_call *c, const float *x,
 		if (sel < 0)
 			return (int)sel;
 		ck.nnz = (u32)sel;
-		finish_form(&t, &ck, s);
-		r = draw(&t, &ck, gn_draw_key(c->seed, off + at));
+		/* Past the entries, e_out holds a: the values a Bloom gives. */
+		finish_form(&t, &ck, s, e_out + at, e_out + at, key);
+		r = draw(&t, &ck, key);
 		if (r)
 			return r;
-		aux[k] = ck.form;
+		aux[k] = gn_topk_aux(&ck);
 	}
 	return 0;
 }
 
-/* A value of the chunk's stream: j-th entry (sparse) or position (dense). */
+/* A value of the chunk's stream: j-th value (sparse) or position (dense). */
 static float value_at(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 		      u32 j)
 {
-	if (!t->qsgd)
-		return ck->val[j];
-	return gn_qsgd_value(&t->q, ck->norms[j / t->q.bucket], ck->code[j]);
+	if (t->qsgd)
+		return gn_qsgd_value(&t->q, ck->norms[j / t->q.bucket],
+				     ck->code[j]);
+	if (t->val == GN_TOPK_VAL_F16)
+		return f16_value(ck->val[j]);
+	if (t->val == GN_TOPK_VAL_FIT && ck->form == GN_TOPK_SPARSE)
+		return ck->fitv[j];
+	return ck->val[j];
 }
 
 /* What the chunk contributes, in place of the own share's gradient. */
@@ -345,6 +415,7 @@ int gn_topk_op_result(const struct gn_codec_call *c, float *sum,
 		      const float *e_in, float *e_out, size_t len, u64 off,
 		      void *scratch, u32 *aux)
 {
+	u64 key = gn_draw_key(c->seed, off);
 	struct gn_topk_chunk ck;
 	struct gn_topk t;
 	u32 i, n = (u32)len;
@@ -365,15 +436,18 @@ int gn_topk_op_result(const struct gn_codec_call *c, float *sum,
 			ck.val[ck.nnz++] = sum[i];
 		}
 	}
-	finish_form(&t, &ck, scratch);
-	r = draw(&t, &ck, gn_draw_key(c->seed, off));
+	finish_form(&t, &ck, scratch, sum, NULL, key);
+	r = draw(&t, &ck, key);
 	if (r)
 		return r;
-	*aux = ck.form;
+	*aux = gn_topk_aux(&ck);
 	if (ck.form == GN_TOPK_DENSE) {
 		for (i = 0; i < n; i++)
 			sum[i] = value_at(&t, &ck, i);
 	} else {
+		/* Entries a Bloom policy left out decode as 0. */
+		for (i = 0; i < ck.ntrue; i++)
+			sum[ck.tru[i]] = 0.0f;
 		for (i = 0; i < ck.nnz; i++)
 			sum[ck.idx[i]] = value_at(&t, &ck, i);
 	}
