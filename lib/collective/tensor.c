@@ -5,6 +5,7 @@
  * allocated) and unregistration.
  */
 #include "core.h"
+#include "codec/entropy/entropy.h"
 
 /* ---- layout ------------------------------------------------------------ */
 
@@ -230,6 +231,9 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 				sizeof(u32));
 	if (!t->scratch || !t->aux ||
 	    gn_spread_reserve(ctx, t->stride))
+		return -ENOMEM;
+	if (gn_entropy_on(&t->params) &&
+	    gn_stage_reserve(ctx, t->params.stage[GN_STAGE_LEVEL]))
 		return -ENOMEM;
 	for (k = 0; k < 2; k++) {
 		if (step_alloc(ctx, t, &t->steps[k]))
