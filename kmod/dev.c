@@ -87,7 +87,7 @@ static void codec_block(struct gn_codec_params *p, const __u32 *params,
 			__u32 entropy)
 {
 	memcpy(p->w, params, sizeof(p->w));
-	gn_entropy_from_word(p, entropy);
+	gn_entropy_unpack(p, entropy);
 }
 
 static __printf(3, 4) int gk_fail(struct gk_ctx *c, int err,

@@ -149,7 +149,7 @@ static int join(int fd, const struct gn_core_conf *conf,
 		.codec = conf->codec.codec,
 		.codec_given = conf->codec.given,
 		.flags = conf->key ? 0 : GRADNET_OPEN_INSECURE,
-		.entropy = gn_entropy_word(&conf->codec.p),
+		.entropy = gn_entropy_pack(&conf->codec.p),
 		.peers = (__u64)(uintptr_t)peers,
 	};
 	int r = 0;
@@ -236,7 +236,7 @@ static int kmod_register(struct gn_ctx *ctx, const struct gn_core_tensor *o)
 	struct gradnet_tensor t = {
 		.size = sizeof(t), .id = o->id, .codec = o->codec.codec,
 		.given = o->codec.given, .elems = o->elems, .flags = o->flags,
-		.entropy = gn_entropy_word(&o->codec.p),
+		.entropy = gn_entropy_pack(&o->codec.p),
 	};
 
 	memcpy(t.params, o->codec.p.w, sizeof(t.params));

@@ -2,8 +2,8 @@
 /*
  * gradnet/codec.h - gradnet's compressors, specified: 3LC (three-value
  * quantization with sparsity multiplication and error feedback, quartic
- * encoding and zero-run encoding), QSGD and top-k, and the generator the
- * stochastic ones draw from. The functions below are 3LC's; every codec is
+ * encoding and zero-run encoding), QSGD and top-k, the generator the
+ * stochastic ones draw from, and the entropy stage any of them may have. The functions below are 3LC's; every codec is
  * reached through the registry (lib/codec/codec.h). Freestanding: the same
  * code runs in libgradnet, the DPDK path and the kernel module.
  *
@@ -165,6 +165,44 @@
  * or too few, a norm is not finite or has its sign bit set, a code has a
  * sign with level 0 or a level under a norm of +0, padding bits are not
  * 0, or a float32 value is not finite.
+ *
+ * ==== The entropy stage (every codec) ====
+ *
+ * Parameters, after every codec's own: entropy (none or zstd, default
+ * none) and entropy_level (zstd's level, 1..19, default 1; another level
+ * with entropy=none is refused). They are part of the tensor's block that
+ * ranks compare (CTRL TENSOR's extra word: coder in bits 0-7, level in
+ * bits 8-15), and the codec's stream, values and error feedback do not
+ * depend on them: the stage is lossless, so a reference of the values
+ * models it as the identity.
+ *
+ * With entropy=zstd each packet's body is either the codec's slice as it
+ * is, or one zstd frame (RFC 8878; content size in the frame header, no
+ * checksum, no dictionary) that decodes to the codec's slice; bit 7 of the
+ * header's codec byte says which (<gradnet/wire.h>). A frame spans one
+ * packet only: a packet decodes alone. The sender codes a packet only
+ * when the frame is shorter than the slice, and cuts slices to what fits
+ * once coded (compress-then-cut): it asks the codec for the slice from
+ * the packet's first unit within a raw budget of at most GN_ENTROPY_SPAN
+ * (4) bodies of a WHOLE packet, compresses, and shrinks the budget by the
+ * ratio it saw until the frame fits the packet (at most four tries, then
+ * the codec's own cut at the packet's size); a packet never carries fewer
+ * units than the codec's own cut at that size would put in it, so a
+ * message never has more packets than the codec's pkts_max. A message
+ * that comes out as one packet is sent WHOLE.
+ *
+ * Receive. A coded body is decompressed into at most min(4 WHOLE
+ * bodies, the codec's bound of a chunk of chunk_len values) bytes; a
+ * frame that is malformed, decodes to more, or decodes to no more bytes
+ * than it has itself is refused (-EBADMSG), and so is a coded body for a
+ * tensor without the stage. What it decodes to is then checked by the
+ * codec's slice check like any body, before the packet counts.
+ *
+ * The coded bytes are zstd's: libzstd's in userspace and on the DPDK
+ * path, the kernel's lib/zstd in the module. They may differ between
+ * versions of zstd (and so between paths), which changes packet sizes and
+ * cuts, never a value: every rank decodes the same slices to the same
+ * floats. Nothing compares coded bytes across paths.
  *
  * Return values: a byte or element count, or a negative errno.
  */

@@ -224,8 +224,8 @@ struct gn_wire_ack {
  *	elements (bits 0-39) and, for a bucket (gn_bucket_register()), a
  *	24-bit hash of its member sizes in bits 40-63 (0 for a tensor),
  *	codec (header), params its parameter block, extra its entropy
- *	stage (bits 0-7 the coder: 0 none, 1 zstd; bits 8-15 zstd's level;
- *	the rest 0), flags = GN_TENSOR_* flags;
+ *	stage (0: none; else bits 0-7 the coder, 1 zstd, and bits 8-15
+ *	zstd's level; bits 16-31 are 0), flags = GN_TENSOR_* flags;
  *	step (header) is the registration's base: 0 for the first, and for a
  *	registration after gn_tensor_unregister() one more than the last step
  *	of the previous one (its steps are numbered from base + 1).

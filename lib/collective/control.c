@@ -22,7 +22,7 @@ void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
 		    !gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, (u8)t->flags,
 				     t->id, t->base, t->cd->id,
 				     (u64)t->n | (u64)t->layout << GN_DESC_ELEMS_BITS,
-				     gn_entropy_word(&t->params), t->params.w))
+				     gn_entropy_desc(&t->params), t->params.w))
 			t->desc_seq[i] = ctx->dl.peers[i].ctrl_seq;
 	gn_dl_kick(&ctx->dl);
 }
@@ -148,7 +148,7 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 	struct gn_pending_desc *pd;
 
 	memcpy(d.params.w, c->params, sizeof(d.params.w));
-	gn_entropy_from_word(&d.params, c->extra);
+	gn_entropy_from_desc(&d.params, c->extra);
 	/* The header's step is the registration's base: one before ours is
 	 * over, one after ours waits until this rank registers again. */
 	if (t && h->step < t->base)

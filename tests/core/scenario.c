@@ -20,24 +20,34 @@
 #include "scenario.h"
 
 const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
-	{ "3lc-sum", { .codec = GN_CODEC_3LC }, 0 },
-	{ "3lc-avg", { .codec = GN_CODEC_3LC }, GN_TENSOR_AVERAGE },
-	{ "dense-sum", { .codec = GN_CODEC_NONE }, 0 },
-	{ "dense-avg", { .codec = GN_CODEC_NONE }, GN_TENSOR_AVERAGE },
+	{ "3lc-sum", { .codec = GN_CODEC_3LC }, 0, 0 },
+	{ "3lc-avg", { .codec = GN_CODEC_3LC }, GN_TENSOR_AVERAGE, 0 },
+	{ "dense-sum", { .codec = GN_CODEC_NONE }, 0, 0 },
+	{ "dense-avg", { .codec = GN_CODEC_NONE }, GN_TENSOR_AVERAGE, 0 },
 	/* QSGD 4 bits, buckets of 128 (the chunk is not a multiple). */
 	{ "qsgd-avg", { .codec = GN_CODEC_QSGD, .given = 2,
-			.p = { .w = { 0, 128 } } }, GN_TENSOR_AVERAGE },
+			.p = { .w = { 0, 128 } } }, GN_TENSOR_AVERAGE, 0 },
 	/* Top-k at 5%: sparse contributions, sums as sparse or dense. */
 	{ "topk-sum", { .codec = GN_CODEC_TOPK, .given = 1,
-			.p = { .w = { 0x3d4ccccdu } } }, 0 },
+			.p = { .w = { 0x3d4ccccdu } } }, 0, 0 },
 	/* Per block of 512, as SparCML's code selects. */
 	{ "topk-block-avg", { .codec = GN_CODEC_TOPK, .given = 3,
 			      .p = { .w = { 0x3d4ccccdu, 512 } } },
-	  GN_TENSOR_AVERAGE },
+	  GN_TENSOR_AVERAGE, 0 },
 	/* Top-k at 5% with QSGD values of 4 bits. */
 	{ "topk-qsgd-avg", { .codec = GN_CODEC_TOPK, .given = 5,
 			     .p = { .w = { 0x3d4ccccdu, 0, 4 } } },
-	  GN_TENSOR_AVERAGE },
+	  GN_TENSOR_AVERAGE, 0 },
+	/*
+	 * The entropy stage (zstd at level 1) on the inputs of 3lc-sum and
+	 * qsgd-avg: lossless, so with their results, whichever zstd (the
+	 * kernel's or libzstd) coded the packets.
+	 */
+	{ "3lc-sum-zstd", { .codec = GN_CODEC_3LC, .given = 1u << 8,
+			    .p = { .stage = { 1 } } }, 0, 1 },
+	{ "qsgd-avg-zstd", { .codec = GN_CODEC_QSGD, .given = 2 | 1u << 8,
+			     .p = { .w = { 0, 128 }, .stage = { 1 } } },
+	  GN_TENSOR_AVERAGE, 5 },
 };
 
 /*
@@ -81,7 +91,7 @@ static u64 scn_xorshift(u64 *s)
  * gn_scn_input() - a rank's gradient in one case at one step
  * @x: the values to fill
  * @n: how many
- * @kase: index into gn_scn_cases
+ * @kase: index into gn_scn_cases (its twin's inputs, if it has one)
  * @rank: the rank whose gradient it is
  * @step: 0 .. GN_SCN_STEPS - 1
  *
@@ -90,7 +100,8 @@ static u64 scn_xorshift(u64 *s)
  */
 void gn_scn_input(float *x, u32 n, int kase, int rank, int step)
 {
-	u64 s = 0x9e3779b97f4a7c15ull ^ ((u64)(kase + 1) << 40) ^
+	int from = gn_scn_cases[kase].twin ? gn_scn_cases[kase].twin - 1 : kase;
+	u64 s = 0x9e3779b97f4a7c15ull ^ ((u64)(from + 1) << 40) ^
 		((u64)(rank + 1) << 20) ^ (u64)(step + 1);
 	u32 i;
 

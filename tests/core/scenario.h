@@ -19,7 +19,7 @@
 struct gn_event;
 
 #define GN_SCN_WORLD	3
-#define GN_SCN_CASES	8
+#define GN_SCN_CASES	10
 #define GN_SCN_STEPS	3
 /* Not a multiple of the chunk or of the world: shards are uneven. */
 #define GN_SCN_ELEMS	10000u
@@ -38,11 +38,16 @@ struct gn_event;
 #define GN_SCN_DESC "3 ranks, 10000 values, chunk 4096, s 1.5, mtu 1500, " \
 		    "3 steps, xorshift64 inputs exponent 115..130, v2"
 
-/* A case: its tensor's codec, with the parameters it sets, and flags. */
+/*
+ * A case: its tensor's codec, with the parameters it sets, and flags;
+ * @twin, 1 + the case whose inputs it takes (0: its own), for a case
+ * that must end with that case's results (the entropy stage's).
+ */
 struct gn_scn_case {
 	const char *name;
 	struct gn_codec_spec codec;	/* codec 0: the job's (3LC, s 1.5) */
 	unsigned int flags;		/* GN_TENSOR_* */
+	int twin;
 };
 
 extern const struct gn_scn_case gn_scn_cases[GN_SCN_CASES];

@@ -50,17 +50,37 @@ static inline u32 gn_entropy_raw_max(u32 whole_cap)
 
 int gn_entropy_check(const struct gn_codec_params *p, char *msg, size_t len);
 
-/* The stage's words as CTRL TENSOR's extra word carries them (wire.h). */
-static inline u32 gn_entropy_word(const struct gn_codec_params *p)
+/*
+ * The stage's words packed in one, as the ioctl ABI's entropy word has
+ * them (given bits apart): the coder in bits 0-7, the level in 8-15.
+ */
+static inline u32 gn_entropy_pack(const struct gn_codec_params *p)
 {
 	return (p->stage[GN_STAGE_CODER] & 0xff) |
 	       (p->stage[GN_STAGE_LEVEL] & 0xff) << 8;
 }
 
-static inline void gn_entropy_from_word(struct gn_codec_params *p, u32 w)
+static inline void gn_entropy_unpack(struct gn_codec_params *p, u32 w)
 {
 	p->stage[GN_STAGE_CODER] = w & 0xff;
 	p->stage[GN_STAGE_LEVEL] = w >> 8 & 0xff;
+}
+
+/*
+ * A tensor's stage as CTRL TENSOR's extra word carries it (wire.h): 0
+ * without the stage, else packed. And back, into a block that compares
+ * equal to the sender's own.
+ */
+static inline u32 gn_entropy_desc(const struct gn_codec_params *p)
+{
+	return gn_entropy_on(p) ? gn_entropy_pack(p) : 0;
+}
+
+static inline void gn_entropy_from_desc(struct gn_codec_params *p, u32 w)
+{
+	gn_entropy_unpack(p, w);
+	if (!w)
+		p->stage[GN_STAGE_LEVEL] = GN_ENTROPY_LEVEL_DEF;
 }
 
 /*
