@@ -164,6 +164,8 @@ struct gn_tensor {
 	float *e_ag[2];			/* own shard, gather direction */
 	int e_cur;
 	u8 *scratch;			/* a span's encoded chunks (caller) */
+	u32 *zhint;			/* [gat_off[j] + c]: the entropy stage's
+					   first try of each message (pack.c) */
 	size_t stride;			/* bytes of one chunk's scratch */
 	u32 *aux;			/* a span's chunk words (caller) */
 	/* [peer]: it registered this tensor and has our registration */
@@ -253,7 +255,7 @@ struct msg_shape {
 struct gn_entropy_enc;
 int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	    u32 stepno, const struct msg_shape *ms, const void *scratch,
-	    const float *x, struct gn_entropy_enc *z);
+	    const float *x, struct gn_entropy_enc *z, u32 *hint);
 void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
 		     const struct msg_shape *ms);
 void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st);

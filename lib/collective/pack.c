@@ -64,7 +64,7 @@ struct cut {
 	const void *scratch;
 	const float *x;
 	struct gn_entropy_enc *z;
-	u32 next;			/* the stage's first try, per message */
+	u32 next;			/* the stage's next try */
 };
 
 static long cut_slice(struct cut *k, u32 at, u8 *dst, u32 cap, u32 *used,
@@ -111,6 +111,9 @@ static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m, u32 stepno,
  * @scratch, @x: the chunk's encoding and its values, for the codec's slicer
  * @z: this thread's entropy encoder, for a tensor with the stage (NULL:
  *	none, or none free: the codec's slices go as they are)
+ * @hint: the message's raw bytes that filled its first packet last time
+ *	(0: none yet; NULL without the stage), updated: a step's chunk codes
+ *	much like the last one's, so one compression usually fills a packet
  *
  * Headers and tags are written once the packet count is known; until then
  * a slice's first unit and whether it is coded wait where its header goes.
@@ -120,16 +123,17 @@ static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m, u32 stepno,
  */
 int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	    u32 stepno, const struct msg_shape *ms, const void *scratch,
-	    const float *x, struct gn_entropy_enc *z)
+	    const float *x, struct gn_entropy_enc *z, u32 *hint)
 {
 	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, at = 0, n = 0, i;
 	u32 units = t->cd->units(ms->chunk_len);
 	u32 most = gn_pkts_max(ctx, t, ms->chunk_len);
-	struct cut k = { t, ms, scratch, x, gn_entropy_on(&t->params) ? z : NULL, 0 };
+	struct cut k = { t, ms, scratch, x,
+			 hint && gn_entropy_on(&t->params) ? z : NULL, 0 };
 	u8 *d;
 
 	if (k.z)
-		k.next = k.z->raw_max;
+		k.next = *hint ? *hint : k.z->raw_max;
 	if (most > m->cap)
 		return -EINVAL;
 	if (t->cd->whole_bytes(&t->params, scratch, ms->aux, ms->chunk_len) <=
@@ -149,6 +153,8 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		len = cut_slice(&k, at, d + GN_WIRE_DATA_HDR, cap, &used, &coded);
 		if (len < 0 || !used || used > units - at)
 			return -EINVAL;
+		if (!n && k.z)
+			*hint = k.next;
 		gn_put_le32(at, d);
 		d[4] = coded;
 		m->pkt[n]->len = (u16)len;

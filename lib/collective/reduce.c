@@ -181,7 +181,8 @@ int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
 	if (r)
 		return r;
 	r = gn_pack(ctx, m, t, st->no, &ms, scratch, st->data + off,
-		    gn_stage_work_enc(ctx, slot));
+		    gn_stage_work_enc(ctx, slot),
+		    t->zhint ? t->zhint + t->gat_off[ctx->rank] + c : NULL);
 	if (!r)
 		gn_fp_finish(ctx, st, off, len);
 	if (!r)

@@ -180,7 +180,8 @@ static int pack_chunk(struct encode_job *e, u32 k, struct gn_entropy_enc *z)
 		return 0;
 	}
 	r = gn_pack(ctx, e->msgs[k], t, st->no, &ms, chunk_scratch(e, k),
-		    st->data + off, z);
+		    st->data + off, z,
+		    t->zhint ? t->zhint + t->gat_off[e->j] + e->c0 + k : NULL);
 	if (!r)
 		gn_msg_identity(e->msgs[k], st, &ms);
 	return r;

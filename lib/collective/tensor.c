@@ -232,9 +232,13 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 	if (!t->scratch || !t->aux ||
 	    gn_spread_reserve(ctx, t->stride))
 		return -ENOMEM;
-	if (gn_entropy_on(&t->params) &&
-	    gn_stage_reserve(ctx, t->params.stage[GN_STAGE_LEVEL]))
-		return -ENOMEM;
+	if (gn_entropy_on(&t->params)) {
+		t->zhint = gn_alloc_array(ctx->env, t->chunks_total + 1,
+					  sizeof(u32));
+		if (!t->zhint ||
+		    gn_stage_reserve(ctx, t->params.stage[GN_STAGE_LEVEL]))
+			return -ENOMEM;
+	}
 	for (k = 0; k < 2; k++) {
 		if (step_alloc(ctx, t, &t->steps[k]))
 			return -ENOMEM;
@@ -273,6 +277,7 @@ static void tensor_free(struct gn_ctx *ctx, struct gn_tensor *t)
 		gn_free(ctx->env, t->msg[k]);
 	}
 	gn_free(ctx->env, t->scratch);
+	gn_free(ctx->env, t->zhint);
 	gn_free(ctx->env, t->aux);
 	gn_free(ctx->env, t->lo);
 	gn_free(ctx->env, t->chunks);

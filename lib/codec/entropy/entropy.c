@@ -97,6 +97,7 @@ int gn_entropy_enc_init(struct gn_entropy_enc *z, void *mem, size_t len,
 	z->raw_max = raw_max;
 	z->out_cap = (u32)out;
 	z->level_max = level_max;
+	z->level = 0;
 	return z->cctx ? 0 : -EINVAL;
 }
 
@@ -151,8 +152,9 @@ static u32 fill(long raw, long q, u32 cap)
  * @cap: bytes at @dst
  * @units: out, the slice's units (> 0)
  * @coded: out, @dst holds a zstd frame of the slice (else the slice)
- * @next: in, raw bytes to try first (the caller starts a message with
- *	@z->raw_max); out, what the next packet of the message should try
+ * @next: in, raw bytes to try first (a message starts with what its
+ *	first packet filled last time, or @z->raw_max); out, what the next
+ *	packet should try
  *
  * Every packet carries at least the units the codec's slice at @cap would
  * from @at, so a message never has more packets than the codec's
@@ -168,10 +170,16 @@ long gn_entropy_slice(const struct gn_codec_ops *c,
 		      struct gn_entropy_enc *z, u8 *dst, u32 cap, u32 *units,
 		      bool *coded, u32 *next)
 {
-	int level = (int)p->stage[GN_STAGE_LEVEL];
+	u32 level = p->stage[GN_STAGE_LEVEL];
 	u32 budget = *next, used = 0, k;
 	long raw, q;
 
+	if (level != z->level) {
+		if (level > z->level_max ||
+		    gn_zstd_cctx_level(z->cctx, (int)level, z->raw_max))
+			return -EINVAL;
+		z->level = level;
+	}
 	budget = budget < z->raw_max ? budget : z->raw_max;
 	budget = budget > cap ? budget : cap;
 	for (k = 1;; k++) {
@@ -179,7 +187,7 @@ long gn_entropy_slice(const struct gn_codec_ops *c,
 		if (raw < 0)
 			return raw;
 		q = gn_zstd_compress(z->cctx, z->out, z->out_cap, z->raw,
-				     (size_t)raw, level, z->raw_max);
+				     (size_t)raw, (int)level, z->raw_max);
 		if (q <= 0)
 			return -EINVAL;
 		if (q <= (long)cap && q < raw) {

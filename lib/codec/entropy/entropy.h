@@ -95,6 +95,7 @@ struct gn_entropy_enc {
 	u32 raw_max;
 	u32 out_cap;
 	u32 level_max;
+	u32 level;			/* the context is set for (0: none yet) */
 };
 
 /* What one thread unpacks with: a decompression context and @raw. */
