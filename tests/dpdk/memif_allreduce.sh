@@ -16,7 +16,8 @@
 #  loss   loss, duplication and reordering in the sender (GN_TEST_FAULTS,
 #         which wraps any transport): results still bit-identical to the
 #         reference, and the ranks did retransmit.
-#  codecs top-k, QSGD, top-k with QSGD values (under loss): exact.
+#  codecs top-k, QSGD, top-k with QSGD values (under loss), and the entropy
+#         stage on 3LC (under loss) and on QSGD: exact.
 #  queues two queue pairs and two codec workers a rank: results exact, with
 #         loss too; rank k receives on queue k, sends on the other.
 #  replay packets recorded in one job and sent again during the next are
@@ -141,7 +142,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..28"
+echo "1..30"
 gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -220,15 +221,20 @@ done
 # The seam's other codecs, each with the generator keyed by one job id
 # (GN_JOB, gn-ref --job) so that QSGD's rounding is the reference's: top-k
 # (SparCML's sparse allreduce, the owner's switch to dense included), QSGD
-# alone, and top-k with QSGD values under loss, duplication and reordering.
+# alone, and top-k with QSGD values under loss, duplication and reordering;
+# then the entropy stage (zstd packets, the reference without it) on 3LC
+# under loss and on QSGD.
 job=$((4000 + $$ % 1000))
-for spec in topk:density=0.01 qsgd:bits=4 topk:density=0.05,bits=8; do
+for spec in topk:density=0.01 qsgd:bits=4 topk:density=0.05,bits=8 \
+	3lc:entropy=zstd qsgd:bits=4,entropy=zstd; do
 	job=$((job + 1))
 	name=codec-${spec//[:=,]/-}
 	ok=1
 	faults=
-	[ "$spec" = topk:density=0.05,bits=8 ] &&
-		faults=GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05
+	case $spec in
+	topk:density=0.05,bits=8 | 3lc:entropy=zstd)
+		faults=GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05 ;;
+	esac
 	ref "$tmp/$name.ref" --elems 1000003 --codec "$spec" --job "$job"
 	start_pair "$name" "GN_JOB=$job $faults" --elems 1000003 \
 		--steps "$STEPS" --codec "$spec"
