@@ -230,6 +230,16 @@ out_free:
 	return ret;
 }
 
+/* A whole number in C's notation (0x.. too). Return: false if it is none. */
+static bool number_of(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return !errno && end != s && !*end && *s != '-';
+}
+
 /* Parse a size for -n. Return: false if it is not a whole number. */
 static bool parse_size(const char *s, size_t *v)
 {
@@ -324,7 +334,6 @@ static int cmd_encode(int argc, char **argv)
 	u64 cap;
 	uint8_t *stream = NULL, *scratch = NULL;
 	int c, ret = 1;
-	char *end;
 	long len;
 
 	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
@@ -336,9 +345,7 @@ static int cmd_encode(int argc, char **argv)
 			spec_arg = optarg;
 			break;
 		case 'k':
-			errno = 0;
-			seed = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end)
+			if (!number_of(optarg, &seed))
 				return usage_error("--seed '%s' is not a number",
 						   optarg);
 			break;
@@ -667,7 +674,7 @@ static int cmd_packets(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *s_arg = NULL, *spec_arg = NULL;
-	unsigned long mtu = 1500, chunk = 65536, span = GN_ENTROPY_SPAN;
+	unsigned long long mtu = 1500, chunk = 65536, span = GN_ENTROPY_SPAN;
 	unsigned long long seed = 0;
 	struct gn_codec_spec spec;
 	struct pk_job j = { 0 };
@@ -677,10 +684,10 @@ static int cmd_packets(int argc, char **argv)
 	size_t n = 0, nx, sz;
 	u32 raw_max;
 	int c, i, ret = 1;
-	char *end;
 
 	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
-		unsigned long *v = c == 'm' ? &mtu : c == 'C' ? &chunk : &span;
+		unsigned long long *v = c == 'm' ? &mtu : c == 'C' ? &chunk :
+				       c == 'S' ? &span : &seed;
 
 		switch (c) {
 		case 's':
@@ -690,17 +697,10 @@ static int cmd_packets(int argc, char **argv)
 			spec_arg = optarg;
 			break;
 		case 'k':
-			errno = 0;
-			seed = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end)
-				return usage_error("--seed '%s' is not a number", optarg);
-			break;
 		case 'm':
 		case 'C':
 		case 'S':
-			errno = 0;
-			*v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end)
+			if (!number_of(optarg, v))
 				return usage_error("'%s' is not a whole number", optarg);
 			break;
 		case 'h':
@@ -712,7 +712,7 @@ static int cmd_packets(int argc, char **argv)
 		}
 	}
 	if (mtu < 576 || mtu > GN_WIRE_MAX_PKT + GN_WIRE_IPUDP)
-		return usage_error("--mtu %lu: 576..%d", mtu,
+		return usage_error("--mtu %llu: 576..%d", mtu,
 				   GN_WIRE_MAX_PKT + GN_WIRE_IPUDP);
 	if (!chunk || chunk > 1u << 24 || !span || span > GN_ENTROPY_SPAN)
 		return usage_error("--chunk 1..2^24, --span 1..%d", GN_ENTROPY_SPAN);
@@ -750,7 +750,7 @@ static int cmd_packets(int argc, char **argv)
 	j.pkt = malloc(GN_WIRE_MAX_PKT);
 	if (!j.scratch || !j.stream || !j.zbuf || !j.pkt)
 		goto out_oom;
-	printf("# gradnet-codec packets --codec %s%s%s --mtu %lu --chunk %lu --span %lu (%d files)\n",
+	printf("# gradnet-codec packets --codec %s%s%s --mtu %llu --chunk %llu --span %llu (%d files)\n",
 	       spec_arg ? spec_arg : "3lc", s_arg ? " -s " : "", s_arg ? s_arg : "",
 	       mtu, chunk, span, argc - optind);
 	printf("%-44s %9s %9s %9s %6s %6s %9s %9s %8s\n", "# step", "values",
