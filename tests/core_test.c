@@ -367,6 +367,18 @@ TEST_F_TIMEOUT(core, scenario_matches_golden, 240)
 		       (unsigned long long)res->dup_drops[k]);
 	}
 	check_golden(_metadata, res->hash);
+	/* A twin with the entropy stage sends fewer bytes than its twin. */
+	for (k = 0; k < GN_SCN_CASES; k++) {
+		int t = gn_scn_cases[k].twin - 1;
+
+		if (t < 0)
+			continue;
+		TH_LOG("%s: %llu body bytes, %s %llu", gn_scn_cases[k].name,
+		       (unsigned long long)res->stream_bytes[k],
+		       gn_scn_cases[t].name,
+		       (unsigned long long)res->stream_bytes[t]);
+		EXPECT_LT(res->stream_bytes[k], res->stream_bytes[t]);
+	}
 	/*
 	 * Steps repeat with the same shapes: after the first, the only
 	 * allocation is a message replaced while a slow receiver still owed

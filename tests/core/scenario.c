@@ -389,6 +389,7 @@ static void scn_stats(struct scn *c)
 			continue;
 		c->res->retransmits[c->kase] += st->retransmits;
 		c->res->dup_drops[c->kase] += st->drops[GN_DROP_DUPLICATE];
+		c->res->stream_bytes[c->kase] += st->stream_bytes;
 	}
 	gn_env_unlock(c->env);
 }

@@ -41,7 +41,8 @@ struct gn_event;
 /*
  * A case: its tensor's codec, with the parameters it sets, and flags;
  * @twin, 1 + the case whose inputs it takes (0: its own), for a case
- * that must end with that case's results (the entropy stage's).
+ * that must end with that case's results and send fewer body bytes (the
+ * entropy stage's).
  */
 struct gn_scn_case {
 	const char *name;
@@ -72,6 +73,7 @@ struct gn_scn_result {
 	struct gn_mem_counts counts[GN_SCN_CASES];
 	u64 retransmits[GN_SCN_CASES];	/* summed over the ranks */
 	u64 dup_drops[GN_SCN_CASES];
+	u64 stream_bytes[GN_SCN_CASES];	/* packet bodies sent, over the ranks */
 	u64 ns[GN_SCN_CASES];		/* env time, open to free */
 	u64 rounds[GN_SCN_CASES];	/* poll rounds over every rank */
 	/* Messages the ranks had to replace (gn_core_orphans()), by step end. */
