@@ -16,7 +16,11 @@
  * two libraries may compress the same bytes differently (they are
  * different versions); a frame decompresses to the same bytes in both.
  * Frames carry their content size and no checksum (the MAC covers them).
+ * The fast levels look for matches of GN_ZSTD_MIN_MATCH bytes or more:
+ * codec streams are mostly literals, which the Huffman stage shrinks, and
+ * short matches cost time there without saving bytes.
  */
+#define GN_ZSTD_MIN_MATCH 7
 #ifndef GN_DEPS_H
 #define GN_DEPS_H
 
@@ -118,6 +122,8 @@ static inline zstd_parameters gn_zstd_params(int level, size_t src_max)
 {
 	zstd_parameters p = zstd_get_params(level, src_max);
 
+	if (p.cParams.strategy <= ZSTD_dfast)
+		p.cParams.minMatch = GN_ZSTD_MIN_MATCH;
 	p.fParams.contentSizeFlag = 1;
 	p.fParams.checksumFlag = 0;
 	p.fParams.noDictIDFlag = 1;
@@ -323,6 +329,8 @@ static inline ZSTD_parameters gn_zstd_params(int level, size_t src_max)
 {
 	ZSTD_parameters p = ZSTD_getParams(level, src_max, 0);
 
+	if (p.cParams.strategy <= ZSTD_dfast)
+		p.cParams.minMatch = GN_ZSTD_MIN_MATCH;
 	p.fParams.contentSizeFlag = 1;
 	p.fParams.checksumFlag = 0;
 	p.fParams.noDictIDFlag = 1;
