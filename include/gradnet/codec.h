@@ -181,7 +181,8 @@
  * checksum, no dictionary) that decodes to the codec's slice; bit 7 of the
  * header's codec byte says which (<gradnet/wire.h>). A frame spans one
  * packet only: a packet decodes alone. The sender codes a packet only
- * when the frame is shorter than the slice, and cuts slices to what fits
+ * when the frame is shorter than the slice and the slice has at least
+ * GN_ENTROPY_MIN (256) bytes, and cuts slices to what fits
  * once coded (compress-then-cut): it asks the codec for the slice from
  * the packet's first unit within a raw budget of at most GN_ENTROPY_SPAN
  * (4) bodies of a WHOLE packet, compresses, and shrinks the budget by the

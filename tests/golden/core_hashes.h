@@ -25,7 +25,7 @@ static const struct gn_core_golden {
 	{ "topk-sum", { 0xd4da05ef70377a25ull, 0x90deff77425e17a6ull, 0x60b9190108f63736ull } },
 	{ "topk-block-avg", { 0x336905ceaf41d64bull, 0xc70fd04ddc009426ull, 0xa97b8a16c3bb9ca1ull } },
 	{ "topk-qsgd-avg", { 0x752564ba2d2466d5ull, 0xe2a8c2e991e1be21ull, 0xfa64969b2f3dc9e6ull } },
-	{ "3lc-sum-zstd", { 0xcce3f37222d0d10dull, 0x1cb479247636d8d5ull, 0x853b6ccf5789da73ull } },
+	{ "dense-sum-zstd", { 0xb049075a8e31897cull, 0xbd1e6b82f410e0c6ull, 0x53651760b95c9c38ull } },
 	{ "qsgd-avg-zstd", { 0x8b7af0184903f6b2ull, 0xbb5a262fe3f40b7aull, 0x87637302ffea9358ull } },
 };
 

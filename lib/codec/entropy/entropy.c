@@ -158,7 +158,7 @@ static u32 fill(long raw, long q, u32 cap)
  *
  * Every packet carries at least the units the codec's slice at @cap would
  * from @at, so a message never has more packets than the codec's
- * @pkts_max allows. The result does not depend on anything but the
+ * @pkts_max allows. A slice under GN_ENTROPY_MIN bytes is not coded. The result does not depend on anything but the
  * arguments and the zstd library.
  *
  * Return: bytes at @dst; the codec's error (-ENOSPC, -EINVAL); -EINVAL if
@@ -186,6 +186,12 @@ long gn_entropy_slice(const struct gn_codec_ops *c,
 		raw = c->slice(p, scratch, aux, x, len, at, z->raw, budget, &used);
 		if (raw < 0)
 			return raw;
+		if (raw < GN_ENTROPY_MIN && raw <= (long)cap) {
+			memcpy(dst, z->raw, (size_t)raw);
+			*coded = false;
+			*units = used;
+			return raw;
+		}
 		q = gn_zstd_compress(z->cctx, z->out, z->out_cap, z->raw,
 				     (size_t)raw, (int)level, z->raw_max);
 		if (q <= 0)

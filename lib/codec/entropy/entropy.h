@@ -34,6 +34,13 @@ enum gn_entropy_coder {
  */
 #define GN_ENTROPY_SPAN 4
 
+/*
+ * A slice shorter than this goes as it is: a zstd frame costs a few
+ * microseconds whatever its size, which a few bytes saved do not repay
+ * on any link (a message's last slice is often this short).
+ */
+#define GN_ENTROPY_MIN 256
+
 extern const struct gn_codec_param gn_stage_params[];
 extern const u32 gn_stage_nparams;
 
