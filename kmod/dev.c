@@ -35,6 +35,7 @@
 #include <gradnet/wire.h>
 #include "collective.h"
 #include "delivery.h"
+#include "codec/entropy/entropy.h"
 #include "context.h"
 #include "dev.h"
 #include "params.h"
@@ -44,7 +45,7 @@
 
 /* The smallest struct each ioctl takes: every field but the reserved. */
 #define GK_OPEN_MIN	offsetofend(struct gradnet_open, key)
-#define GK_TENSOR_MIN	offsetofend(struct gradnet_tensor, reserved0)
+#define GK_TENSOR_MIN	offsetofend(struct gradnet_tensor, entropy)
 #define GK_START_MIN	offsetofend(struct gradnet_start, data)
 #define GK_WAIT_MIN	offsetofend(struct gradnet_wait, errmsg)
 #define GK_STATS_MIN	offsetofend(struct gradnet_stats, buf)
@@ -78,6 +79,17 @@ static_assert(GRADNET_PARAM_WORDS == GN_CODEC_PARAM_WORDS,
 	      "uapi parameter block");
 static_assert(GRADNET_TENSOR_AVERAGE == GN_TENSOR_AVERAGE, "uapi flags");
 static_assert(GRADNET_MODEL_DORE == GN_MODEL_DORE, "uapi model flags");
+static_assert(GRADNET_GIVEN_ENTROPY == 1u << (GN_CODEC_PARAM_WORDS + GN_STAGE_CODER) &&
+	      GRADNET_GIVEN_ENTROPY_LEVEL == 1u << (GN_CODEC_PARAM_WORDS + GN_STAGE_LEVEL),
+	      "uapi given bits of the entropy stage");
+
+/* A block from the ABI's parameter words and entropy word. */
+static void codec_block(struct gn_codec_params *p, const __u32 *params,
+			__u32 entropy)
+{
+	memcpy(p->w, params, sizeof(p->w));
+	gn_entropy_unpack(p, entropy);
+}
 
 static __printf(3, 4) int gk_fail(struct gk_ctx *c, int err,
 				  const char *fmt, ...)
@@ -157,7 +169,7 @@ static int open_codec(struct gk_ctx *c, const struct gradnet_open *o)
 	char msg[GRADNET_ERRMSG_LEN - 16];
 	int r;
 
-	memcpy(job.p.w, o->codec_params, sizeof(job.p.w));
+	codec_block(&job.p, o->codec_params, o->entropy);
 	r = gn_codec_resolve(&job, &job, &full, msg, sizeof(msg));
 	if (!r)
 		r = gn_codec_params_check(gn_codec_find(full.codec), &full.p,
@@ -180,8 +192,8 @@ static int open_check(struct gk_ctx *c, const struct gradnet_open *o)
 	if (o->flags & ~GRADNET_OPEN_FLAGS)
 		return gk_fail(c, -EINVAL, "OPEN: flags %#x has unknown bits",
 			       o->flags);
-	if (o->reserved0 || !all_zero(o->reserved, sizeof(o->reserved)))
-		return gk_fail(c, -EINVAL, "OPEN: reserved fields must be zero");
+	if (o->entropy >> 16 || !all_zero(o->reserved, sizeof(o->reserved)))
+		return gk_fail(c, -EINVAL, "OPEN: reserved fields (and entropy's bits 16-31) must be zero");
 	if (o->world < 1 || o->world > GRADNET_MAX_WORLD || o->rank >= o->world)
 		return gk_fail(c, -EINVAL, "OPEN: rank %u of world %u (1..%d ranks)",
 			       o->rank, o->world, GRADNET_MAX_WORLD);
@@ -246,7 +258,7 @@ static void core_conf(const struct gradnet_open *o, struct gk_ctx *c,
 	conf->chunk = o->chunk ? o->chunk : 65536;
 	conf->codec.codec = o->codec ? o->codec : GN_CODEC_3LC;
 	conf->codec.given = o->codec_given;
-	memcpy(conf->codec.p.w, o->codec_params, sizeof(conf->codec.p.w));
+	codec_block(&conf->codec.p, o->codec_params, o->entropy);
 	conf->timeout_ns = (u64)(to ? to : 1) * NSEC_PER_MSEC;
 	conf->step_timeout_ns = (u64)step * NSEC_PER_MSEC;
 	conf->key = key;
@@ -504,10 +516,10 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 	r = gk_need_open(c, "REGISTER");
 	if (r)
 		return r;
-	if (t.reserved0 || !all_zero(t.reserved, sizeof(t.reserved)) ||
+	if (t.entropy >> 16 || !all_zero(t.reserved, sizeof(t.reserved)) ||
 	    !all_zero(t.reserved1, sizeof(t.reserved1)) ||
 	    (t.flags & ~GRADNET_TENSOR_FLAGS))
-		return gk_fail(c, -EINVAL, "REGISTER tensor %u: unknown flags or reserved fields not zero",
+		return gk_fail(c, -EINVAL, "REGISTER tensor %u: unknown flags or reserved fields (or entropy's bits 16-31) not zero",
 			       t.id);
 	r = model_of(c, &t, &m);
 	if (r)
@@ -529,7 +541,7 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 	/* The core checks codec and parameters, and names what is wrong. */
 	o.codec.codec = t.codec;
 	o.codec.given = t.given;
-	memcpy(o.codec.p.w, t.params, sizeof(o.codec.p.w));
+	codec_block(&o.codec.p, t.params, t.entropy);
 	gn_env_lock(env);
 	if (xa_load(&c->tensors, t.id)) {
 		r = gk_fail(c, -EEXIST, "REGISTER: tensor %u is already registered",
@@ -598,7 +610,7 @@ static long ioc_unregister(struct gk_ctx *c, void __user *arg)
 	r = gk_need_open(c, "UNREGISTER");
 	if (r)
 		return r;
-	if (t.codec || t.given || t.elems || t.flags || t.reserved0 ||
+	if (t.codec || t.given || t.elems || t.flags || t.entropy ||
 	    !all_zero(t.params, sizeof(t.params)) ||
 	    !all_zero(t.reserved, sizeof(t.reserved)) ||
 	    !all_zero(&t.down_codec, sizeof(t) -
@@ -952,7 +964,7 @@ static long ioc_info(struct gk_ctx *c, void __user *arg)
 	memset(&i, 0, sizeof(i));
 	i.size = sizeof(i);
 	i.abi = GRADNET_ABI_VERSION;
-	i.features = GRADNET_FEAT_IPV4 | GRADNET_FEAT_POLL |
+	i.features = GRADNET_FEAT_IPV4 | GRADNET_FEAT_POLL | GRADNET_FEAT_ENTROPY |
 		     (IS_ENABLED(CONFIG_IPV6) ? GRADNET_FEAT_IPV6 : 0) |
 		     GRADNET_FEAT_MODEL |
 		     (gk_faults_on() ? GRADNET_FEAT_FAULTS : 0);

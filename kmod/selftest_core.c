@@ -93,6 +93,19 @@ static unsigned int sc_check_case(const struct gn_scn_result *res, int k)
 	}
 	pr_info("selftest core %s: %u/%u steps match the golden hashes\n",
 		g->name, ok, GN_SCN_STEPS);
+	/* The kernel's zstd made the twin's packets smaller, or it failed. */
+	if (gn_scn_cases[k].twin) {
+		int t = gn_scn_cases[k].twin - 1;
+
+		pr_info("selftest core %s: %llu body bytes, %s %llu\n", g->name,
+			res->stream_bytes[k], gn_scn_cases[t].name,
+			res->stream_bytes[t]);
+		if (res->stream_bytes[k] >= res->stream_bytes[t]) {
+			pr_info("selftest FAIL core %s: the entropy stage saved nothing\n",
+				g->name);
+			ok = 0;
+		}
+	}
 	return ok;
 }
 

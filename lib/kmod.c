@@ -19,6 +19,7 @@
 #include <uapi/linux/gradnet.h>
 
 #include "backend.h"
+#include "codec/entropy/entropy.h"
 
 #define GN_KMOD_DEV "/dev/gradnet"
 
@@ -27,6 +28,9 @@ _Static_assert(GRADNET_ERRMSG_LEN == GN_ERRMSG_LEN, "uapi message length");
 _Static_assert(GRADNET_PARAM_WORDS == GN_CODEC_PARAM_WORDS,
 	       "uapi parameter block");
 _Static_assert(GRADNET_TENSOR_AVERAGE == GN_TENSOR_AVERAGE, "uapi flags");
+_Static_assert(GRADNET_GIVEN_ENTROPY == 1u << (GN_CODEC_PARAM_WORDS + GN_STAGE_CODER) &&
+	       GRADNET_GIVEN_ENTROPY_LEVEL == 1u << (GN_CODEC_PARAM_WORDS + GN_STAGE_LEVEL),
+	       "uapi given bits of the entropy stage");
 
 static int kfd(struct gn_ctx *ctx)
 {
@@ -146,6 +150,7 @@ static int join(int fd, const struct gn_core_conf *conf,
 		.codec_given = conf->codec.given,
 		.flags = (conf->key ? 0 : GRADNET_OPEN_INSECURE) |
 			 (conf->clear ? GRADNET_OPEN_CLEAR : 0),
+		.entropy = gn_entropy_pack(&conf->codec.p),
 		.peers = (__u64)(uintptr_t)peers,
 	};
 	int r = 0;
@@ -232,6 +237,7 @@ static int kmod_register(struct gn_ctx *ctx, const struct gn_core_tensor *o)
 	struct gradnet_tensor t = {
 		.size = sizeof(t), .id = o->id, .codec = o->codec.codec,
 		.given = o->codec.given, .elems = o->elems, .flags = o->flags,
+		.entropy = gn_entropy_pack(&o->codec.p),
 	};
 
 	memcpy(t.params, o->codec.p.w, sizeof(t.params));
@@ -246,6 +252,7 @@ static int kmod_model_register(struct gn_ctx *ctx,
 		.size = sizeof(t), .id = o->id, .codec = o->codec.codec,
 		.given = o->codec.given, .elems = o->elems,
 		.flags = o->flags | GRADNET_TENSOR_MODEL,
+		.entropy = gn_entropy_pack(&o->codec.p),
 		.down_codec = m->down.codec, .down_given = m->down.given,
 		.model_flags = m->flags, .momentum = m->momentum,
 		.weight_decay = m->weight_decay, .alpha = m->alpha,

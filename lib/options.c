@@ -252,9 +252,10 @@ static int read_codec(struct gn_core_conf *conf, const struct gn_ctx_opts *o)
 		return gn_open_fail(r, "the job's codec: %s", msg);
 	/* GN_CODEC's parameters, where the options set none of their own. */
 	if (spec.codec == job.codec)
-		for (r = 0; r < GN_CODEC_PARAM_WORDS; r++)
+		for (r = 0; r < GN_PARAM_WORDS_ALL; r++)
 			if (!(spec.given & 1u << r) && job.given & 1u << r) {
-				spec.p.w[r] = job.p.w[r];
+				*gn_param_word(&spec.p, (u32)r) =
+					gn_param_get(&job.p, (u32)r);
 				spec.given |= 1u << r;
 			}
 	r = gn_codec_resolve(&spec, &spec, &full, msg, sizeof(msg));

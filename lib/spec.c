@@ -46,17 +46,17 @@ static void codec_names(char *buf, size_t len)
 				       c->name);
 }
 
+/* Its own parameters, then the entropy stage's, which every codec has. */
 static void param_names(const struct gn_codec_ops *c, char *buf, size_t len)
 {
+	const struct gn_codec_param *d;
 	size_t at = 0;
 	u32 i;
 
 	buf[0] = 0;
-	if (!c->nparams)
-		snprintf(buf, len, "none");
-	for (i = 0; i < c->nparams && at < len; i++)
+	for (i = 0; (d = gn_codec_param_at(c, i)) && at < len; i++)
 		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
-				       c->params[i].name);
+				       d->name);
 }
 
 /* One value of parameter @d from @v (@n characters) into *@out. */
@@ -114,7 +114,7 @@ int gn_spec_params(const struct gn_codec_ops *c, const char *text, size_t len,
 		   struct gn_codec_spec *spec, char *msg, size_t mlen)
 {
 	const char *p = text, *end = text + len;
-	char names[128];
+	char names[192];
 
 	while (p < end) {
 		const char *comma = memchr(p, ',', (size_t)(end - p));
@@ -148,7 +148,7 @@ int gn_spec_params(const struct gn_codec_ops *c, const char *text, size_t len,
 							   "one of its choices");
 			return -EINVAL;
 		}
-		spec->p.w[d->word] = v;
+		*gn_param_word(&spec->p, d->word) = v;
 		spec->given |= 1u << d->word;
 		p = item_end + (comma != NULL);
 		if (comma && p == end) {

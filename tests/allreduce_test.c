@@ -81,7 +81,7 @@ static void check_job(struct __test_metadata *_metadata,
 
 FIXTURE(loopback) {
 	struct job_spec s;
-	char faults[128];
+	char env[192];
 };
 
 FIXTURE_VARIANT(loopback) {
@@ -92,6 +92,7 @@ FIXTURE_VARIANT(loopback) {
 	const char *faults;
 	bool ipv6;
 	const char *params;
+	int workers;			/* codec workers per rank (0: 1) */
 };
 
 FIXTURE_VARIANT_ADD(loopback, r2_3lc) { .world = 2, .codec = GN_CODEC_3LC };
@@ -162,6 +163,31 @@ FIXTURE_VARIANT_ADD(loopback, r2_topk_auto) {
 FIXTURE_VARIANT_ADD(loopback, r3_3lc_ipv6) {
 	.world = 3, .codec = GN_CODEC_3LC, .ipv6 = true,
 	.faults = "loss=0.02,dup=0.02,reorder=0.05,seed=3" };
+/*
+ * The entropy stage on every codec: the values are the codec's alone (the
+ * reference has no stage), the stage has to pay (fewer bytes on the wire
+ * than the same job without it, entropy_pays), and coded packets survive
+ * loss and reordering, held out of turn and decoded by several workers.
+ */
+FIXTURE_VARIANT_ADD(loopback, r2_3lc_zstd) {
+	.world = 2, .codec = GN_CODEC_3LC, .params = "entropy=zstd" };
+FIXTURE_VARIANT_ADD(loopback, r3_3lc_zstd_faults) {
+	.world = 3, .codec = GN_CODEC_3LC, .params = "entropy=zstd,entropy_level=3",
+	.faults = "loss=0.05,dup=0.05,reorder=0.1,seed=13" };
+FIXTURE_VARIANT_ADD(loopback, r4_3lc_zstd_workers) {
+	.world = 4, .codec = GN_CODEC_3LC, .params = "entropy=zstd",
+	.faults = "loss=0.02,dup=0.02,reorder=0.1,seed=17", .workers = 3 };
+FIXTURE_VARIANT_ADD(loopback, r3_dense_zstd_avg) {
+	.world = 3, .codec = GN_CODEC_NONE, .flags = GN_TENSOR_AVERAGE,
+	.params = "entropy=zstd" };
+FIXTURE_VARIANT_ADD(loopback, r3_qsgd_zstd) {
+	.world = 3, .codec = GN_CODEC_QSGD, .params = "entropy=zstd" };
+FIXTURE_VARIANT_ADD(loopback, r3_topk_qsgd_zstd) {
+	.world = 3, .codec = GN_CODEC_TOPK,
+	.params = "density=0.01,bits=4,entropy=zstd" };
+FIXTURE_VARIANT_ADD(loopback, r2_topk_dense_switch_zstd) {
+	.world = 2, .codec = GN_CODEC_TOPK, .params = "density=0.6,entropy=zstd",
+	.workers = 2 };
 
 FIXTURE_SETUP(loopback)
 {
@@ -184,14 +210,18 @@ FIXTURE_SETUP(loopback)
 		self->s.flags[k] = variant->flags;
 		self->s.params[k] = variant->params;
 	}
-	if (variant->faults) {
-		int r;
+	if (variant->faults || variant->workers) {
+		int r, at = 0;
 
 		/* job_env() takes NAME=VALUE pairs: the faults are one value. */
-		snprintf(self->faults, sizeof(self->faults), "GN_TEST_FAULTS=%s",
-			 variant->faults);
+		if (variant->faults)
+			at = snprintf(self->env, sizeof(self->env),
+				      "GN_TEST_FAULTS=%s;", variant->faults);
+		if (variant->workers)
+			snprintf(self->env + at, sizeof(self->env) - (size_t)at,
+				 "GN_CODEC_WORKERS=%d", variant->workers);
 		for (r = 0; r < variant->world; r++)
-			self->s.env[r] = self->faults;
+			self->s.env[r] = self->env;
 	}
 }
 
@@ -977,6 +1007,56 @@ TEST(cltk_param_mismatch)
 		}
 		job_free(&s, out);
 	}
+}
+
+/* The entropy stage is part of the block ranks agree on. */
+TEST(entropy_mismatch)
+{
+	expect_tensor_mismatch(_metadata, "GN_CODEC=3lc:entropy=zstd",
+			       "entropy=zstd there, entropy=none here",
+			       "entropy=none there, entropy=zstd here");
+}
+
+/*
+ * The entropy stage codes packets only where that makes them smaller:
+ * with it, the same job ends with the same bits and sends fewer bytes
+ * (3LC's zero-run stream of these gradients is far from random bytes).
+ */
+TEST(entropy_pays)
+{
+	struct job_spec s = { .world = 3, .steps = 3, .ntensors = 2,
+			      .elems = { 1000003, 70001 },
+			      .codec = { GN_CODEC_3LC, GN_CODEC_QSGD },
+			      .nan_rank = -1, .die_rank = -1, .keyed = true,
+			      .job_id = 0x3e7 + (uint32_t)getpid() };
+	uint64_t plain = 0, coded = 0, hash[JOB_MAX_STEPS][2];
+	struct job_out *out;
+	int r, k, step;
+
+	out = job_run(&s, 240);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	for (r = 0; r < s.world; r++)
+		plain += out->stats[r].wire_bytes;
+	for (step = 0; step < s.steps; step++)
+		for (k = 0; k < 2; k++)
+			hash[step][k] = out->hash[0][step][k];
+	job_free(&s, out);
+
+	s.params[0] = s.params[1] = "entropy=zstd";
+	out = job_run(&s, 240);
+	ASSERT_NE(NULL, out);
+	check_job(_metadata, &s, out, NULL, 0, -1);
+	for (r = 0; r < s.world; r++)
+		coded += out->stats[r].wire_bytes;
+	for (step = 0; step < s.steps; step++)
+		for (k = 0; k < 2; k++)
+			ASSERT_EQ(hash[step][k], out->hash[0][step][k]);
+	job_free(&s, out);
+	ksft_print_msg("wire bytes: %llu without the entropy stage, %llu with it (%.2fx)\n",
+		       (unsigned long long)plain, (unsigned long long)coded,
+		       (double)plain / (double)coded);
+	ASSERT_LT(coded, plain);
 }
 
 TEST(codec_mismatch)

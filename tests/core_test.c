@@ -157,19 +157,23 @@ static void case_params(const struct gn_codec_spec *spec, char *buf,
 	uint32_t i;
 
 	buf[0] = 0;
-	for (i = 0; c && i < c->nparams && at < len; i++) {
-		const struct gn_codec_param *d = &c->params[i];
-		uint32_t v = spec->p.w[d->word];
+	for (i = 0; c && gn_codec_param_at(c, i) && at < len; i++) {
+		const struct gn_codec_param *d = gn_codec_param_at(c, i);
+		uint32_t v = gn_param_get(&spec->p, d->word);
 		float f;
 
 		if (!(spec->given & 1u << d->word))
 			continue;
 		memcpy(&f, &v, sizeof(f));
-		at += d->type == GN_PARAM_F32 ?
-			snprintf(buf + at, len - at, "%s%s=%a", at ? "," : "",
-				 d->name, (double)f) :
-			snprintf(buf + at, len - at, "%s%s=%u", at ? "," : "",
-				 d->name, v);
+		if (d->type == GN_PARAM_F32)
+			at += snprintf(buf + at, len - at, "%s%s=%a",
+				       at ? "," : "", d->name, (double)f);
+		else if (d->type == GN_PARAM_ENUM)
+			at += snprintf(buf + at, len - at, "%s%s=%s",
+				       at ? "," : "", d->name, d->choices[v]);
+		else
+			at += snprintf(buf + at, len - at, "%s%s=%u",
+				       at ? "," : "", d->name, v);
 	}
 }
 
@@ -325,6 +329,15 @@ static void check_golden(struct __test_metadata *_metadata,
 		TH_LOG("the scenario changed: regenerate the header with core_test --print");
 	}
 	ASSERT_EQ(GN_SCN_CASES, GOLDEN_CASES);
+	/* A twin ends as the case it is the twin of. */
+	for (k = 0; k < GN_SCN_CASES; k++) {
+		const struct gn_scn_case *c = &gn_scn_cases[k];
+
+		for (step = 0; c->twin && step < GN_SCN_STEPS; step++)
+			EXPECT_EQ(hash[c->twin - 1][step], hash[k][step]) {
+				TH_LOG("%s step %d", c->name, step);
+			}
+	}
 	for (k = 0; k < GOLDEN_CASES; k++) {
 		ASSERT_STREQ(gn_scn_cases[k].name, gn_core_golden[k].name);
 		for (step = 0; step < GN_SCN_STEPS; step++) {
@@ -378,6 +391,18 @@ TEST_F_TIMEOUT(core, scenario_matches_golden, 240)
 		       (unsigned long long)res->dup_drops[k]);
 	}
 	check_golden(_metadata, res->hash);
+	/* A twin with the entropy stage sends fewer bytes than its twin. */
+	for (k = 0; k < GN_SCN_CASES; k++) {
+		int t = gn_scn_cases[k].twin - 1;
+
+		if (t < 0)
+			continue;
+		TH_LOG("%s: %llu body bytes, %s %llu", gn_scn_cases[k].name,
+		       (unsigned long long)res->stream_bytes[k],
+		       gn_scn_cases[t].name,
+		       (unsigned long long)res->stream_bytes[t]);
+		EXPECT_LT(res->stream_bytes[k], res->stream_bytes[t]);
+	}
 	/*
 	 * Steps repeat with the same shapes: after the first, the only
 	 * allocation is a message replaced while a slow receiver still owed

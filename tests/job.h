@@ -447,7 +447,9 @@ static inline void job_index_chunk(const struct gn_codec_ops *c,
  * decoded. Steps are numbered from 1, the tensor is 100 + @k, the job
  * s->job_id (which a stochastic codec's reference needs). @skip[step]
  * marks steps that failed (error feedback kept). Returns the per-step
- * hashes in @hash and the last result in @res.
+ * hashes in @hash and the last result in @res. The entropy stage of a
+ * tensor's parameters (entropy=zstd) is lossless, so the reference leaves
+ * it out: it models the stage as the identity on values.
  */
 static inline void job_reference(const struct job_spec *s, int k,
 				 const bool *skip, uint64_t *hash, float *res)

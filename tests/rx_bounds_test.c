@@ -2,9 +2,11 @@
 /*
  * rx_bounds_test.c - what a peer's packets may make a rank hold: a DATA
  * packet's npkts is bounded by its chunk before anything is sized by it,
- * dense values must be finite, descriptors of tensors not registered yet
- * are kept only up to a bound, and a CLT-k index set is taken only from
- * its chunk's leader, well formed, whole and increasing. Runs on a context without a network or
+ * dense values must be finite, an entropy-coded body decodes within its
+ * bounds to a slice the codec accepts, descriptors of tensors not
+ * registered yet are kept only up to a bound, and a CLT-k index set is
+ * taken only from its chunk's leader, well formed, whole and increasing.
+ * Runs on a context without a network or
  * progress thread (gn_test_ctx_new()), fed sealed packets as rank 1 or 2.
  */
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "kselftest_harness.h"
 #include <gradnet/gradnet.h>
@@ -34,6 +37,7 @@ struct rig {
 	uint8_t keys[WORLD][GN_SEAL_KEY_LEN];	/* every sender's */
 	uint64_t pn;
 	uint32_t seq[WORLD];
+	bool zstd;			/* tensors registered with entropy=zstd */
 };
 
 static void deliver(struct rig *r, int from, uint8_t *pkt, size_t body_end)
@@ -59,6 +63,7 @@ static void desc_from(struct rig *r, int from, uint32_t id, uint64_t elems,
 	};
 	struct gn_wire_ctrl c = {
 		.seq = ++r->seq[from], .kind = GN_CTRL_TENSOR, .value = elems,
+		.extra = r->zstd ? 0x0101 : 0,	/* zstd at level 1 */
 	};
 
 	memcpy(c.params, params, sizeof(c.params));
@@ -88,7 +93,7 @@ static void rig_tensor(struct __test_metadata *_metadata, struct rig *r,
 		       const char *params, float *x)
 {
 	GN_OPTS(gn_tensor_opts, o, .id = id, .elems = elems, .codec = codec,
-		.params = params);
+		.params = r->zstd ? "entropy=zstd" : params);
 	size_t i;
 
 	ASSERT_EQ(0, gn_tensor_register(r->ctx, &o));
@@ -100,7 +105,10 @@ static void rig_tensor(struct __test_metadata *_metadata, struct rig *r,
 	ASSERT_EQ(0, gn_allreduce_start(r->ctx, id, x));
 }
 
-/* A DATA packet from rank @from of tensor @id, step 1, phase @phase. */
+/*
+ * A DATA packet from rank @from of tensor @id, step 1, phase @phase;
+ * @codec with GN_WIRE_ENTROPY says the body is entropy-coded.
+ */
 static void data_from(struct rig *r, int from, uint32_t id, uint8_t codec,
 		      uint8_t phase, const struct gn_wire_data *d,
 		      const void *body, uint16_t blen)
@@ -357,6 +365,94 @@ TEST(cltk_index_set_not_increasing)
 	gn_test_ctx_free(r.ctx);
 	free(x);
 	free(body);
+}
+
+/* @len bytes at @src as a zstd frame into @dst; its length. */
+static uint16_t frame_of(const void *src, size_t len, uint8_t *dst, size_t cap)
+{
+	size_t n = ZSTD_compress(dst, cap, src, len, 1);
+
+	return ZSTD_isError(n) ? 0 : (uint16_t)n;
+}
+
+/*
+ * Rank 1's dense result for its shard [3000, 6000) of a tensor with the
+ * entropy stage, first packet of two: a body marked coded that is no
+ * frame, a frame of NaN (the dense check refuses what it decodes to), of
+ * more values than the chunk has (its bound), of bytes it does not
+ * shorten, are each dropped and not counted; a coded body for a tensor
+ * without the stage is dropped too; the real frame is taken and decoded.
+ */
+TEST(coded_bodies_checked)
+{
+	const uint8_t coded = GN_CODEC_NONE | GN_WIRE_ENTROPY;
+	uint32_t per = (MAX_PKT - GN_WIRE_DATA_OVERHEAD) / 4, i;
+	size_t fcap = ZSTD_compressBound(4000 * sizeof(float));
+	float *x = malloc(9000 * sizeof(float)), *y = malloc(9000 * sizeof(float));
+	float *v = calloc(4000, sizeof(float));
+	uint8_t *f = malloc(fcap);
+	struct gn_wire_data d = {
+		.chunk_off = 3000, .chunk_len = 3000, .first = 0, .count = per,
+		.pkt = 0, .npkts = 2,
+	};
+	struct gn_tensor *t;
+	uint64_t mal = 0;
+	struct gn_rx *rx;
+	struct rig r;
+	uint16_t n;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, y);
+	ASSERT_NE(NULL, v);
+	ASSERT_NE(NULL, f);
+	rig_open(_metadata, &r);
+	/* Without the stage: coded bodies are refused as they are. */
+	rig_tensor(_metadata, &r, 10, 9000, GN_CODEC_NONE, NULL, y);
+	for (i = 0; i < per; i++)
+		v[i] = 1.0f;
+	n = frame_of(v, per * 4, f, fcap);
+	ASSERT_LT(0, n);
+	data_from1(&r, 10, coded, GN_PHASE_GATHER, &d, f, n);
+	ASSERT_EQ(++mal, drops(r.ctx, GN_DROP_MALFORMED));
+
+	r.zstd = true;
+	rig_tensor(_metadata, &r, 11, 9000, GN_CODEC_NONE, NULL, x);
+	t = gn_tensor_find(r.ctx, 11);
+	ASSERT_NE(NULL, t);
+	rx = &t->cur->gat[t->gat_off[1]];
+	memset(f, 0x5a, 64);
+	data_from1(&r, 11, coded, GN_PHASE_GATHER, &d, f, 64);
+	ASSERT_EQ(++mal, drops(r.ctx, GN_DROP_MALFORMED));
+	for (i = 0; i < per; i++)
+		v[i] = __builtin_nanf("");
+	n = frame_of(v, per * 4, f, fcap);
+	data_from1(&r, 11, coded, GN_PHASE_GATHER, &d, f, n);
+	ASSERT_EQ(++mal, drops(r.ctx, GN_DROP_MALFORMED));
+	for (i = 0; i < 4000; i++)
+		v[i] = 1.0f;
+	n = frame_of(v, 4000 * 4, f, fcap);	/* past the chunk's 3000 */
+	data_from1(&r, 11, coded, GN_PHASE_GATHER, &d, f, n);
+	ASSERT_EQ(++mal, drops(r.ctx, GN_DROP_MALFORMED));
+	d.count = 1;
+	v[0] = 0.1f;
+	n = frame_of(v, 4, f, fcap);		/* longer than the 4 bytes */
+	ASSERT_LT(4, n);
+	data_from1(&r, 11, coded, GN_PHASE_GATHER, &d, f, n);
+	ASSERT_EQ(++mal, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(0, rx->m.got);
+	d.count = per;
+	for (i = 0; i < per; i++)
+		v[i] = (float)(i % 10);
+	n = frame_of(v, per * 4, f, fcap);
+	data_from1(&r, 11, coded, GN_PHASE_GATHER, &d, f, n);
+	ASSERT_EQ(mal, drops(r.ctx, GN_DROP_MALFORMED));
+	ASSERT_EQ(1, rx->m.got);
+	ASSERT_EQ(0, memcmp(x + 3000, v, per * sizeof(float)));
+	gn_test_ctx_free(r.ctx);
+	free(x);
+	free(y);
+	free(v);
+	free(f);
 }
 
 static unsigned int pending_of(const struct gn_ctx *ctx, int peer)

@@ -127,6 +127,43 @@ TEST(header_rejects)
 	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(p, GN_WIRE_MAX_PKT + 1, &h));
 }
 
+/*
+ * Bit 7 of the codec byte: an entropy-coded body, on DATA and WHOLE
+ * packets with a body only; the codec is the other seven bits, and the
+ * builder sets the bit from the header's entropy field.
+ */
+TEST(entropy_bit)
+{
+	uint8_t p[256], q[256];
+	struct gn_wire_hdr h, h2;
+	size_t len = data_packet(p, NULL, 20);
+
+	ASSERT_EQ(0, gn_wire_hdr_get(p, len, &h));
+	ASSERT_EQ(0, h.entropy);
+	memcpy(q, p, len);
+	q[23] |= GN_WIRE_ENTROPY;
+	ASSERT_EQ(0, gn_wire_hdr_get(q, len, &h2));
+	ASSERT_EQ(1, h2.entropy);
+	ASSERT_EQ(h.codec, h2.codec);
+	memset(q, 0, sizeof(q));
+	gn_wire_hdr_put(&h2, q);
+	ASSERT_EQ(p[23] | GN_WIRE_ENTROPY, q[23]);
+	/* The type's fixed part is 32 bytes: a DATA packet with no body. */
+	memcpy(q, p, len);
+	q[23] |= GN_WIRE_ENTROPY;
+	q[20] = 0;
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len - 20, &h2));
+	q[23] &= (uint8_t)~GN_WIRE_ENTROPY;
+	ASSERT_EQ(0, gn_wire_hdr_get(q, len - 20, &h2));
+	/* Not on control packets. */
+	memcpy(q, p, len);
+	q[3] = GN_PKT_PING;
+	q[20] = (uint8_t)(len - GN_WIRE_HDR_LEN - GN_WIRE_PING_LEN - GN_WIRE_TAG);
+	ASSERT_EQ(0, gn_wire_hdr_get(q, len, &h2));
+	q[23] |= GN_WIRE_ENTROPY;
+	ASSERT_EQ(-EBADMSG, gn_wire_hdr_get(q, len, &h2));
+}
+
 #define N_GOLDEN (sizeof(gn_golden_pkt) / sizeof(gn_golden_pkt[0]))
 
 /*
@@ -635,7 +672,11 @@ TEST(hello_and_ctrl)
 	ASSERT_EQ(0x04, p[GN_WIRE_HDR_LEN + 20 + 28]);	/* little-endian */
 	ASSERT_EQ(0, gn_wire_ctrl_get(p, &h, &c2));
 	ASSERT_EQ(0x01020304, c2.params[7]);
-	c.extra = 1;		/* a descriptor's extra is reserved */
+	c.extra = 0x0301;	/* an entropy stage: zstd at level 3 */
+	gn_wire_ctrl_put(&c, p);
+	ASSERT_EQ(0, gn_wire_ctrl_get(p, &h, &c2));
+	ASSERT_EQ(0x0301, c2.extra);
+	c.extra = 1u << 16;	/* past the stage's bits: reserved */
 	gn_wire_ctrl_put(&c, p);
 	ASSERT_EQ(-EBADMSG, gn_wire_ctrl_get(p, &h, &c2));
 }

@@ -4,7 +4,11 @@
  * codecs: each one encoded and decoded through its ops table
  * (gn_codec_stream_encode/decode, one chunk stream per chunk, what
  * gradnet-codec writes) on the tiled gradients the 3LC rows use, so every
- * compressor is measured the same way in the same run.
+ * compressor is measured the same way in the same run. A row whose spec
+ * has the entropy stage (entropy=zstd) also cuts every chunk into packets
+ * through the stage at STAGE_MTU, as lib/collective/pack.c does, and
+ * decodes and adds those packets: its speeds include zstd both ways, its
+ * ratio is input bytes over packet bodies.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +17,12 @@
 
 #include "bench.h"
 #include "codec/codec.h"
+#include "codec/entropy/entropy.h"
 #include "spec.h"
+
+/* The MTU a stage row's packets are cut for (IPv4, DATA packets). */
+#define STAGE_MTU 1500
+#define STAGE_CAP (STAGE_MTU - 28 - 64)
 
 /*
  * Labels that stand for the settings of the compressor benchmarks, the
@@ -138,7 +147,78 @@ struct reg_run {
 	uint8_t *buf;			/* [chunks][bound] */
 	size_t *len;			/* [chunks] */
 	float *out;
+	/* The entropy stage's rows: packets [chunks][most] of STAGE_CAP. */
+	struct gn_entropy_enc z;
+	struct gn_entropy_dec dec;
+	void *zmem, *dmem;
+	u32 most;
+	uint8_t *pkt;
+	u32 *pk_len, *pk_first, *pk_count, *npk;
+	u32 *hint;			/* [chunks]: as the tensor's in pack.c */
+	bool *pk_coded;
 };
+
+/* Chunk @k's packets through the stage (its encoding is in r->scratch). */
+static size_t reg_cut(struct reg_run *r, size_t k, u32 aux)
+{
+	const struct gn_codec_ops *c = r->row->ops;
+	u32 n = (u32)(k + 1 < r->chunks ? r->chunk : r->n - k * r->chunk);
+	u32 at = 0, next = r->hint[k] ? r->hint[k] : r->z.raw_max, used, i = 0;
+	size_t base = k * r->most, total = 0;
+	long len;
+
+	while (at < c->units(n)) {
+		if (i == r->most)
+			bench_die("%s: more packets than pkts_max", r->row->label);
+		len = gn_entropy_slice(c, &r->row->p, r->scratch, aux,
+				       r->x + k * r->chunk, n, at, &r->z,
+				       r->pkt + (base + i) * STAGE_CAP, STAGE_CAP,
+				       &used, &r->pk_coded[base + i], &next);
+		if (len < 0)
+			bench_die("%s: packet: %s", r->row->label,
+				  strerror((int)-len));
+		if (!i)
+			r->hint[k] = next;
+		r->pk_len[base + i] = (u32)len;
+		r->pk_first[base + i] = at;
+		r->pk_count[base + i] = used;
+		total += (size_t)len;
+		at += used;
+		i++;
+	}
+	r->npk[k] = i;
+	return total;
+}
+
+/*
+ * Every packet of chunk @k checked and decoded (@add: added) as a
+ * receiver does, through the stage's decoder where it is coded.
+ */
+static void reg_uncut(struct reg_run *r, size_t k, bool add)
+{
+	const struct gn_codec_ops *c = r->row->ops;
+	u32 n = (u32)(k + 1 < r->chunks ? r->chunk : r->n - k * r->chunk);
+	u32 aux = gn_get_le32(r->buf + k * r->bound), i;
+	size_t base = k * r->most;
+
+	for (i = 0; i < r->npk[k]; i++) {
+		const uint8_t *b = r->pkt + (base + i) * STAGE_CAP;
+		long len = r->pk_len[base + i];
+
+		if (r->pk_coded[base + i]) {
+			len = gn_entropy_open(&r->dec, c, &r->row->p, n, b, (u32)len);
+			b = r->dec.raw;
+		}
+		if (len < 0 || c->check_slice(&r->row->p, n, r->pk_first[base + i],
+					      r->pk_count[base + i], aux, b,
+					      (u32)len))
+			bench_die("%s: a packet its check refuses", r->row->label);
+		(add ? c->add : c->decode)(&r->call, r->out + k * r->chunk, n,
+					   r->pk_first[base + i],
+					   r->pk_count[base + i], aux, b,
+					   (u32)len);
+	}
+}
 
 static size_t run_len(const struct reg_run *r, size_t k)
 {
@@ -172,7 +252,8 @@ static size_t reg_encode(struct reg_run *r)
 			bench_die("%s: encode: %s", r->row->label,
 				  strerror((int)-len));
 		r->len[k] = (size_t)len;
-		total += (size_t)len;
+		total += r->pkt ? reg_cut(r, k, gn_get_le32(r->buf + k * r->bound)) :
+				  (size_t)len;
 	}
 	e = r->e;
 	r->e = r->e_out;
@@ -185,7 +266,9 @@ static void reg_decode(struct reg_run *r)
 {
 	size_t k;
 
-	for (k = 0; k < r->chunks; k++) {
+	for (k = 0; k < r->chunks && r->pkt; k++)
+		reg_uncut(r, k, false);
+	for (k = 0; k < r->chunks && !r->pkt; k++) {
 		int e = gn_codec_stream_decode(r->row->ops, &r->call,
 					       r->buf + k * r->bound, r->len[k],
 					       r->out + k * r->chunk,
@@ -206,6 +289,34 @@ static double timed_min(double best, double t0)
 	double dt = bench_now() - t0;
 
 	return dt < best ? dt : best;
+}
+
+/* A stage row's encoder, decoder and packets, as a job at STAGE_MTU has. */
+static void stage_alloc(struct reg_run *r)
+{
+	const struct bench_codec_row *row = r->row;
+	u32 raw_max = gn_entropy_raw_max(STAGE_MTU - 28 - 48);
+	u32 level = row->p.stage[GN_STAGE_LEVEL];
+	size_t ze = gn_entropy_enc_size(raw_max, level);
+	size_t zd = gn_entropy_dec_size(raw_max);
+	size_t npkt;
+
+	r->zmem = aligned_alloc(64, (ze + 63) & ~(size_t)63);
+	r->dmem = aligned_alloc(64, (zd + 63) & ~(size_t)63);
+	if (!r->zmem || !r->dmem ||
+	    gn_entropy_enc_init(&r->z, r->zmem, ze, raw_max, level) ||
+	    gn_entropy_dec_init(&r->dec, r->dmem, zd, raw_max))
+		bench_die("%s: no entropy contexts", row->label);
+	r->most = row->ops->pkts_max(&row->p, (u32)r->chunk, STAGE_CAP);
+	npkt = r->chunks * r->most;
+	r->pkt = bench_alloc(npkt * STAGE_CAP);
+	r->pk_len = bench_alloc(npkt * sizeof(u32));
+	r->pk_first = bench_alloc(npkt * sizeof(u32));
+	r->pk_count = bench_alloc(npkt * sizeof(u32));
+	r->pk_coded = bench_alloc(npkt * sizeof(bool));
+	r->npk = bench_alloc(r->chunks * sizeof(u32));
+	r->hint = bench_alloc(r->chunks * sizeof(u32));
+	memset(r->hint, 0, r->chunks * sizeof(u32));
 }
 
 /*
@@ -258,6 +369,8 @@ static void measure_rows(const struct bench_codecs *set, const float *x,
 			r[k].e = bench_alloc(bytes);
 			r[k].e_out = bench_alloc(bytes);
 		}
+		if (gn_entropy_on(&row->p))
+			stage_alloc(&r[k]);
 		for (i = 0; i < 3; i++)
 			ratio[k] = (double)bytes / (double)reg_encode(&r[k]);
 		best[k] = (struct reg_best){ 1e30, 1e30 };
@@ -284,6 +397,15 @@ static void measure_rows(const struct bench_codecs *set, const float *x,
 	for (k = 0; k < set->n; k++) {
 		free(r[k].e);
 		free(r[k].e_out);
+		free(r[k].zmem);
+		free(r[k].dmem);
+		free(r[k].pkt);
+		free(r[k].pk_len);
+		free(r[k].pk_first);
+		free(r[k].pk_count);
+		free(r[k].pk_coded);
+		free(r[k].npk);
+		free(r[k].hint);
 	}
 	free(buf);
 	free(sc);

@@ -12,8 +12,21 @@
  *	T is the step (CLT-k's warm-up; the encoder leads the chunk).
  *   gradnet-codec decode [--codec SPEC] -n N IN OUT.f32
  *	the chunk stream IN of N values, decoded as float32.
+ *   gradnet-codec packets [--codec SPEC] [-s S] [--seed K] [--mtu M]
+ *	[--chunk C] [--span K] IN.f32...
+ *	each IN.f32 a step of one tensor: encoded in chunks of C values
+ *	(default 65536) with error feedback carried from step to step,
+ *	cut into packets as lib/collective/pack.c cuts them at MTU M
+ *	(default 1500, IPv4), through SPEC's entropy stage if it has one
+ *	(--span K: its raw budget in packet bodies, default and most 4; 1
+ *	codes each slice as the codec cuts it), every packet decoded back
+ *	alone and checked against the codec's own decode. Prints per step
+ *	and in total: values, the codec's stream bytes, those streams each
+ *	coded whole by zstd (SPEC's level, else 1), packets, coded packets,
+ *	body and wire (UDP payload) bytes, and raw bytes per wire byte.
  *   gradnet-codec list
- *	every codec and its parameters.
+ *	every codec and its parameters (the entropy stage's are every
+ *	codec's).
  *
  * Outputs are written to a temporary file and renamed into place, so a
  * failure never leaves a half-written output or error buffer.
@@ -34,8 +47,10 @@
 #include <unistd.h>
 
 #include <gradnet/codec.h>
+#include <gradnet/wire.h>
 
 #include "codec/codec.h"
+#include "codec/entropy/entropy.h"
 #include "spec.h"
 
 #define EXIT_USAGE 2
@@ -58,6 +73,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: gradnet-codec encode [--codec SPEC] [-s S] [--seed K] [--step T] [--ef FILE] IN.f32 OUT\n"
 		"       gradnet-codec decode [--codec SPEC] -n N IN OUT.f32\n"
+		"       gradnet-codec packets [--codec SPEC] [-s S] [--seed K] [--mtu M]\n"
+		"                     [--chunk C] [--span K] IN.f32...   (steps of a tensor)\n"
 		"       gradnet-codec list   (the codecs and their parameters)\n"
 		"       gradnet-codec isa    (the instruction sets this CPU runs)\n"
 		"  SPEC: NAME[:KEY=VALUE,...], as GN_CODEC takes it (default 3lc)\n"
@@ -215,6 +232,16 @@ out_free:
 	return ret;
 }
 
+/* A whole number in C's notation (0x.. too). Return: false if it is none. */
+static bool number_of(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return !errno && end != s && !*end && *s != '-';
+}
+
 /* Parse a size for -n. Return: false if it is not a whole number. */
 static bool parse_size(const char *s, size_t *v)
 {
@@ -310,7 +337,6 @@ static int cmd_encode(int argc, char **argv)
 	u64 cap;
 	uint8_t *stream = NULL, *scratch = NULL;
 	int c, ret = 1;
-	char *end;
 	long len;
 
 	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
@@ -322,17 +348,12 @@ static int cmd_encode(int argc, char **argv)
 			spec_arg = optarg;
 			break;
 		case 'k':
-			errno = 0;
-			seed = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end)
+			if (!number_of(optarg, &seed))
 				return usage_error("--seed '%s' is not a number",
 						   optarg);
 			break;
 		case 't':
-			errno = 0;
-			step = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end || *optarg == '-' ||
-			    step > 0xffffffffu)
+			if (!number_of(optarg, &step) || step > 0xffffffffu)
 				return usage_error("--step '%s' is not a step number (0 to 2^32 - 1)",
 						   optarg);
 			break;
@@ -513,6 +534,295 @@ out:
 	return ret;
 }
 
+/* ---- packets: a tensor's steps as the packer cuts them ------------------ */
+
+/* What the packets of the steps so far cost, and what their streams were. */
+struct pk_sum {
+	unsigned long long values, stream, stream_z, pkts, coded, body, wire;
+};
+
+struct pk_job {
+	const struct gn_codec_ops *c;
+	struct gn_codec_params *p;
+	struct gn_codec_call call;
+	u32 chunk, data_cap, whole_cap;
+	struct gn_entropy_enc *z;	/* NULL: the codec's slices as they are */
+	struct gn_entropy_dec dec;
+	uint8_t *scratch, *stream, *zbuf, *pkt;
+	size_t zcap;
+	float *out, *ref;
+	u32 *hint;			/* [chunk]: as the tensor's in pack.c */
+};
+
+/*
+ * One packet of chunk [@x, @len) from unit @at into @j->pkt, decoded back
+ * into @j->out as a receiver would. Return: its body's bytes, or -1.
+ */
+static long pk_cut(struct pk_job *j, const float *x, u32 len, u32 aux, u32 at,
+		   u32 cap, u32 *next, u32 *used, bool *coded, u64 off)
+{
+	const uint8_t *body = j->pkt;
+	long n, b;
+
+	*coded = false;
+	n = j->z ? gn_entropy_slice(j->c, j->p, j->scratch, aux, x, len, at, j->z,
+				    j->pkt, cap, used, coded, next) :
+		   j->c->slice(j->p, j->scratch, aux, x, len, at, j->pkt, cap, used);
+	if (n < 0)
+		return -1;
+	b = n;
+	if (*coded) {
+		b = gn_entropy_open(&j->dec, j->c, j->p, len, j->pkt, (u32)n);
+		if (b < 0)
+			return -1;
+		body = j->dec.raw;
+	}
+	if (j->c->check_slice(j->p, len, at, *used, aux, body, (u32)b))
+		return -1;
+	j->c->decode(&j->call, j->out + off, len, at, *used, aux, body, (u32)b);
+	return n;
+}
+
+/*
+ * A chunk's message, shaped as gn_pack() shapes it: one WHOLE packet when
+ * the codec's bound fits one, else DATA packets (a stage's single one sent
+ * WHOLE). Return: 0, or -1 when a packet did not decode to the codec's own.
+ */
+static int pk_chunk(struct pk_job *j, const float *x, u32 len, u32 aux, u64 off,
+		    struct pk_sum *s)
+{
+	u32 *hint = &j->hint[off / j->chunk];
+	u32 units = j->c->units(len), at = 0, used, next, npk = 0;
+	u32 whole = j->c->whole_bytes(j->p, j->scratch, aux, len) <= j->whole_cap;
+	unsigned long long body = 0;
+	bool coded;
+	long n;
+
+	next = j->z ? (*hint ? *hint : j->z->raw_max) : 0;
+	while (at < units) {
+		n = pk_cut(j, x, len, aux, at, whole ? j->whole_cap : j->data_cap,
+			   &next, &used, &coded, off);
+		if (n < 0 || (whole && used != units))
+			return -1;
+		if (!npk && !whole)
+			*hint = next;
+		body += (unsigned long long)n;
+		s->coded += coded;
+		at += used;
+		npk++;
+	}
+	s->pkts += npk;
+	s->body += body;
+	s->wire += body + (whole || (j->z && npk == 1) ? GN_WIRE_WHOLE_OVERHEAD :
+			   (unsigned long long)npk * GN_WIRE_DATA_OVERHEAD);
+	return 0;
+}
+
+/* A step: chunk by chunk, its stream, packets and decode. Return: 0 or -1. */
+static int pk_step(struct pk_job *j, const float *x, float *e_in, float *e_out,
+		   size_t n, const char *in, struct pk_sum *s)
+{
+	bool ef = j->c->flags & GN_CODEC_EF_REDUCE;
+	int level = (int)j->p->stage[GN_STAGE_LEVEL];
+	size_t off, zl;
+	u32 aux, used, len;
+	long sl;
+	int r;
+
+	for (off = 0; off < n; off += len) {
+		len = (u32)(n - off < j->chunk ? n - off : j->chunk);
+		r = j->c->encode(&j->call, x + off, ef ? e_in + off : NULL,
+				 ef ? e_out + off : NULL, len, len, off, j->scratch,
+				 j->c->scratch(j->p, len), &aux);
+		if (r) {
+			say("%s: encoding failed: %s", in, strerror(-r));
+			return -1;
+		}
+		sl = j->c->slice(j->p, j->scratch, aux, x + off, len, 0, j->stream,
+				 (u32)j->c->bound(j->p, len), &used);
+		if (sl < 0)
+			return -1;
+		zl = ZSTD_compress(j->zbuf, j->zcap, j->stream, (size_t)sl,
+				   level ? level : 1);
+		s->stream += j->c->stream_extra + (unsigned long long)sl;
+		s->stream_z += j->c->stream_extra +
+			       (ZSTD_isError(zl) || zl > (size_t)sl ? (size_t)sl : zl);
+		j->c->decode(&j->call, j->ref + off, len, 0, used, aux, j->stream,
+			     (u32)sl);
+		if (pk_chunk(j, x + off, len, aux, off, s)) {
+			say("%s: a packet of the chunk at %zu did not decode to the codec's slice",
+			    in, off);
+			return -1;
+		}
+	}
+	s->values += n;
+	if (memcmp(j->out, j->ref, n * sizeof(float))) {
+		say("%s: the packets decode to other values than the codec's stream",
+		    in);
+		return -1;
+	}
+	return 0;
+}
+
+static void pk_print(const char *name, const struct pk_sum *s)
+{
+	printf("%-44s %9llu %9llu %9llu %6llu %6llu %9llu %9llu %8.1f\n", name,
+	       s->values, s->stream, s->stream_z, s->pkts, s->coded, s->body,
+	       s->wire, (double)s->values * 4 / (double)s->wire);
+}
+
+static int cmd_packets(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "codec", required_argument, NULL, 'c' },
+		{ "seed", required_argument, NULL, 'k' },
+		{ "mtu", required_argument, NULL, 'm' },
+		{ "chunk", required_argument, NULL, 'C' },
+		{ "span", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *s_arg = NULL, *spec_arg = NULL;
+	unsigned long long mtu = 1500, chunk = 65536, span = GN_ENTROPY_SPAN;
+	unsigned long long seed = 0;
+	struct gn_codec_spec spec;
+	struct pk_job j = { 0 };
+	struct pk_sum tot = { 0 };
+	float *x = NULL, *e = NULL, *e2 = NULL, *t;
+	void *zmem = NULL, *dmem = NULL;
+	size_t n = 0, nx, sz;
+	u32 raw_max;
+	int c, i, ret = 1;
+
+	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
+		unsigned long long *v = c == 'm' ? &mtu : c == 'C' ? &chunk :
+				       c == 'S' ? &span : &seed;
+
+		switch (c) {
+		case 's':
+			s_arg = optarg;
+			break;
+		case 'c':
+			spec_arg = optarg;
+			break;
+		case 'k':
+		case 'm':
+		case 'C':
+		case 'S':
+			if (!number_of(optarg, v))
+				return usage_error("'%s' is not a whole number", optarg);
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return EXIT_USAGE;
+		}
+	}
+	if (mtu < 576 || mtu > GN_WIRE_MAX_PKT + GN_WIRE_IPUDP)
+		return usage_error("--mtu %llu: 576..%d", mtu,
+				   GN_WIRE_MAX_PKT + GN_WIRE_IPUDP);
+	if (!chunk || chunk > 1u << 24 || !span || span > GN_ENTROPY_SPAN)
+		return usage_error("--chunk 1..2^24, --span 1..%d", GN_ENTROPY_SPAN);
+	if (optind == argc)
+		return usage_error("packets needs IN.f32 files, one per step");
+	ret = codec_of(spec_arg, s_arg, chunk, &spec, &j.c);
+	if (ret)
+		return ret;
+	ret = 1;
+	j.p = &spec.p;
+	j.chunk = (u32)chunk;
+	j.data_cap = (u32)(mtu - GN_WIRE_IPUDP - GN_WIRE_DATA_OVERHEAD);
+	j.whole_cap = (u32)(mtu - GN_WIRE_IPUDP - GN_WIRE_WHOLE_OVERHEAD);
+	j.call = (struct gn_codec_call){ .p = &spec.p, .world = 1 };
+	raw_max = gn_entropy_raw_max(j.whole_cap);
+	sz = gn_entropy_dec_size(raw_max);
+	dmem = aligned_alloc(64, sz);
+	if (!dmem || gn_entropy_dec_init(&j.dec, dmem, sz, raw_max))
+		goto out_oom;
+	if (gn_entropy_on(&spec.p)) {
+		static struct gn_entropy_enc z;
+		u32 zmax = (u32)span * j.whole_cap;
+
+		sz = gn_entropy_enc_size(zmax, spec.p.stage[GN_STAGE_LEVEL]);
+		zmem = aligned_alloc(64, sz);
+		if (!zmem || gn_entropy_enc_init(&z, zmem, sz, zmax,
+						 spec.p.stage[GN_STAGE_LEVEL]))
+			goto out_oom;
+		j.z = &z;
+	}
+	j.scratch = malloc(j.c->scratch(&spec.p, j.chunk) + 1);
+	j.stream = malloc(j.c->bound(&spec.p, j.chunk) + 1);
+	j.zcap = ZSTD_compressBound(j.c->bound(&spec.p, j.chunk));
+	j.zbuf = malloc(j.zcap);
+	j.pkt = malloc(GN_WIRE_MAX_PKT);
+	if (!j.scratch || !j.stream || !j.zbuf || !j.pkt)
+		goto out_oom;
+	printf("# gradnet-codec packets --codec %s%s%s --mtu %llu --chunk %llu --span %llu (%d files)\n",
+	       spec_arg ? spec_arg : "3lc", s_arg ? " -s " : "", s_arg ? s_arg : "",
+	       mtu, chunk, span, argc - optind);
+	printf("%-44s %9s %9s %9s %6s %6s %9s %9s %8s\n", "# step", "values",
+	       "stream", "stream_z", "pkts", "coded", "body", "wire", "ratio");
+	for (i = optind; i < argc; i++) {
+		struct pk_sum s = { 0 };
+
+		free(x);
+		x = read_f32(argv[i], "input", &nx);
+		if (!x)
+			goto out;
+		if (i == optind) {
+			n = nx;
+			e = calloc(n ? n : 1, sizeof(float));
+			e2 = calloc(n ? n : 1, sizeof(float));
+			j.out = calloc(n ? n : 1, sizeof(float));
+			j.ref = calloc(n ? n : 1, sizeof(float));
+			j.hint = calloc(n / j.chunk + 1, sizeof(u32));
+			if (!e || !e2 || !j.out || !j.ref || !j.hint)
+				goto out_oom;
+		}
+		if (!nx || nx != n) {
+			say("input %s: %zu values, the first file has %zu", argv[i],
+			    nx, n);
+			goto out;
+		}
+		j.call.seed = seed + (unsigned long long)(i - optind);
+		j.call.ef_len = n;
+		if (pk_step(&j, x, e, e2, n, argv[i], &s))
+			goto out;
+		t = e;
+		e = e2;
+		e2 = t;
+		pk_print(strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i], &s);
+		tot.values += s.values;
+		tot.stream += s.stream;
+		tot.stream_z += s.stream_z;
+		tot.pkts += s.pkts;
+		tot.coded += s.coded;
+		tot.body += s.body;
+		tot.wire += s.wire;
+	}
+	pk_print("total", &tot);
+	ret = 0;
+	goto out;
+out_oom:
+	say("%s", strerror(ENOMEM));
+out:
+	free(x);
+	free(e);
+	free(e2);
+	free(j.out);
+	free(j.ref);
+	free(j.hint);
+	free(j.scratch);
+	free(j.stream);
+	free(j.zbuf);
+	free(j.pkt);
+	free(zmem);
+	free(dmem);
+	return ret;
+}
+
 /* Every codec, its flags and its parameters with defaults and ranges. */
 static int cmd_list(void)
 {
@@ -530,6 +840,13 @@ static int cmd_list(void)
 			gn_codec_param_text(d, d->def, v, sizeof(v));
 			printf("  %s=%s: %s\n", d->name, v, d->what);
 		}
+	}
+	printf("every codec's entropy stage:\n");
+	for (k = 0; k < gn_stage_nparams; k++) {
+		const struct gn_codec_param *d = &gn_stage_params[k];
+
+		gn_codec_param_text(d, d->def, v, sizeof(v));
+		printf("  %s=%s: %s\n", d->name, v, d->what);
 	}
 	return 0;
 }
@@ -585,6 +902,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "decode")) {
 		cmd = "gradnet-codec decode";
 		return cmd_decode(argc - 1, argv + 1);
+	}
+	if (!strcmp(argv[1], "packets")) {
+		cmd = "gradnet-codec packets";
+		return cmd_packets(argc - 1, argv + 1);
 	}
 	return usage_error("unknown command '%s'", argv[1]);
 }

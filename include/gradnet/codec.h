@@ -4,10 +4,11 @@
  * quantization with sparsity multiplication and error feedback, quartic
  * encoding and zero-run encoding), QSGD, top-k with its index and value
  * codecs, CLT-k (with its index round), the generator the stochastic ones
- * draw from, and the model-updating step (DORE and 3LC's push/pull) that
- * compresses both directions. The functions below are 3LC's; every codec
- * is reached through the registry (lib/codec/codec.h). Freestanding: the
- * same code runs in libgradnet, the DPDK path and the kernel module.
+ * draw from, the model-updating step (DORE and 3LC's push/pull) that
+ * compresses both directions, and the entropy stage any codec may have.
+ * The functions below are 3LC's; every codec is reached through the
+ * registry (lib/codec/codec.h). Freestanding: the same code runs in
+ * libgradnet, the DPDK path and the kernel module.
  *
  * In every specification here the scalar implementation is the reference;
  * every SIMD version produces identical bytes and identical floats. Float
@@ -448,6 +449,48 @@
  * DORE flag, mu, lambda, alpha, beta and eta) in bits 40-63 of the value,
  * where a bucket has its layout hash: ranks that registered it otherwise
  * refuse each other (-EPROTO).
+ *
+ * ==== The entropy stage (every codec) ====
+ *
+ * Parameters, after every codec's own: entropy (none or zstd, default
+ * none) and entropy_level (zstd's level, 1..19, default 1; another level
+ * with entropy=none is refused). They are part of the tensor's block that
+ * ranks compare (CTRL TENSOR's extra word: coder in bits 0-7, level in
+ * bits 8-15), and the codec's stream, values and error feedback do not
+ * depend on them: the stage is lossless, so a reference of the values
+ * models it as the identity.
+ *
+ * With entropy=zstd each packet's body is either the codec's slice as it
+ * is, or one zstd frame (RFC 8878; content size in the frame header, no
+ * checksum, no dictionary) that decodes to the codec's slice; bit 7 of the
+ * header's codec byte says which (<gradnet/wire.h>). A frame spans one
+ * packet only: a packet decodes alone. The sender codes a packet only
+ * when the frame is shorter than the slice and the slice has at least
+ * GN_ENTROPY_MIN (256) bytes, and cuts slices to what fits
+ * once coded (compress-then-cut): it asks the codec for the slice from
+ * the packet's first unit within a raw budget of at most GN_ENTROPY_SPAN
+ * (4) bodies of a WHOLE packet, compresses, and shrinks the budget by the
+ * ratio it saw until the frame fits the packet (at most four tries, then
+ * the codec's own cut at the packet's size); a packet never carries fewer
+ * units than the codec's own cut at that size would put in it, so a
+ * message never has more packets than the codec's pkts_max. A message
+ * that comes out as one packet is sent WHOLE. An index round's sets
+ * (phase 2) and a model tensor's results (in D's codec) are never coded,
+ * and a coded one is refused; a codec with an index round's
+ * contributions are sent uncoded.
+ *
+ * Receive. A coded body is decompressed into at most min(4 WHOLE
+ * bodies, the codec's bound of a chunk of chunk_len values) bytes; a
+ * frame that is malformed, decodes to more, or decodes to no more bytes
+ * than it has itself is refused (-EBADMSG), and so is a coded body for a
+ * tensor without the stage. What it decodes to is then checked by the
+ * codec's slice check like any body, before the packet counts.
+ *
+ * The coded bytes are zstd's: libzstd's in userspace and on the DPDK
+ * path, the kernel's lib/zstd in the module. They may differ between
+ * versions of zstd (and so between paths), which changes packet sizes and
+ * cuts, never a value: every rank decodes the same slices to the same
+ * floats. Nothing compares coded bytes across paths.
  *
  * Return values: a byte or element count, or a negative errno.
  */

@@ -14,7 +14,9 @@
  *	 4  u16 src rank		 6  u16 dst rank (0xffff: every rank)
  *	 8  u32 job id			12  u32 tensor id
  *	16  u32 step			20  u16 body length	22  u8 phase
- *	23  u8 codec
+ *	23  u8 codec: bits 0-6 the codec id; bit 7 (DATA and WHOLE only,
+ *	    GN_WIRE_ENTROPY) the body is the slice coded by the tensor's
+ *	    entropy stage, a zstd frame (<gradnet/codec.h>)
  *	24  u8 seal flags (GN_SEAL_*)	25  u56 pn: the sender's packet number
  * The seal flags and the packet number belong to the seal (below): the
  * builders of each type leave them to gn_wire_seal().
@@ -119,11 +121,15 @@ enum gn_phase {
 
 /*
  * The codec byte of the header is an enum gn_codec value of gradnet.h (the
- * registry's id, lib/codec/registry.c); a receiver refuses ids it does not
- * know. CTRL TENSOR carries the tensor's parameter block of
- * GN_WIRE_PARAM_WORDS little-endian words, whose meaning the codec defines.
+ * registry's id, lib/codec/registry.c) in bits 0-6; a receiver refuses ids
+ * it does not know. Bit 7 marks an entropy-coded body (struct
+ * gn_wire_hdr.entropy). CTRL TENSOR carries the tensor's parameter block
+ * of GN_WIRE_PARAM_WORDS little-endian words, whose meaning the codec
+ * defines, and its entropy stage in the extra word.
  */
 #define GN_WIRE_PARAM_WORDS 8
+#define GN_WIRE_CODEC_ID 0x7f
+#define GN_WIRE_ENTROPY 0x80
 
 /* Decoded common header. */
 struct gn_wire_hdr {
@@ -137,7 +143,8 @@ struct gn_wire_hdr {
 	uint32_t step;
 	uint16_t body_len;
 	uint8_t phase;
-	uint8_t codec;
+	uint8_t codec;		/* the id: bits 0-6 of the byte */
+	uint8_t entropy;	/* bit 7 of the byte: 0 or 1 */
 	uint8_t seal;			/* GN_SEAL_* */
 	uint64_t pn;			/* 1 .. GN_WIRE_PN_MAX */
 };
@@ -251,8 +258,9 @@ struct gn_wire_ack {
  * GN_CTRL_TENSOR: the sender registered tensor (header) with value =
  *	elements (bits 0-39) and, for a bucket (gn_bucket_register()), a
  *	24-bit hash of its member sizes in bits 40-63 (0 for a tensor),
- *	codec (header), params its parameter block, extra 0, flags =
- *	GN_TENSOR_* flags;
+ *	codec (header), params its parameter block, extra its entropy
+ *	stage (0: none; else bits 0-7 the coder, 1 zstd, and bits 8-15
+ *	zstd's level; bits 16-31 are 0), flags = GN_TENSOR_* flags;
  *	step (header) is the registration's base: 0 for the first, and for a
  *	registration after gn_tensor_unregister() one more than the last step
  *	of the previous one (its steps are numbered from base + 1).
@@ -423,7 +431,7 @@ GN_EXPORT void gn_wire_ctrl_put(const struct gn_wire_ctrl *c, uint8_t *buf);
  *
  * Return: 0; -EBADMSG if @h is not a CTRL, the packet has a body past the
  * fixed part, seq is 0, the reserved bytes are not 0, the kind is
- * unknown, an ABORT carries parameters or a TENSOR an extra.
+ * unknown, an ABORT carries parameters or a TENSOR an extra with bits 16-31 set.
  */
 GN_EXPORT int gn_wire_ctrl_get(const uint8_t *buf, const struct gn_wire_hdr *h,
 			       struct gn_wire_ctrl *c);

@@ -45,15 +45,36 @@
 /* Words of a tensor's parameter block: what the descriptor carries. */
 #define GN_CODEC_PARAM_WORDS 8
 #define GN_CODEC_PARAM_BYTES (4 * GN_CODEC_PARAM_WORDS)
+/*
+ * After the codec's words, the entropy stage's (entropy/entropy.h), which
+ * every codec has: parameter words GN_CODEC_PARAM_WORDS and up of the
+ * tables, given bits 8 and 9, stage[0] and stage[1] here.
+ */
+#define GN_STAGE_WORDS 2
+#define GN_PARAM_WORDS_ALL (GN_CODEC_PARAM_WORDS + GN_STAGE_WORDS)
 
 struct gn_codec_params {
 	u32 w[GN_CODEC_PARAM_WORDS];
+	u32 stage[GN_STAGE_WORDS];
 };
 
+/* Parameter word @word of @p: the codec's, or past them the stage's. */
+static inline u32 *gn_param_word(struct gn_codec_params *p, u32 word)
+{
+	return word < GN_CODEC_PARAM_WORDS ? &p->w[word] :
+					     &p->stage[word - GN_CODEC_PARAM_WORDS];
+}
+
+static inline u32 gn_param_get(const struct gn_codec_params *p, u32 word)
+{
+	return word < GN_CODEC_PARAM_WORDS ? p->w[word] :
+					     p->stage[word - GN_CODEC_PARAM_WORDS];
+}
+
 /*
- * A codec and the parameters a caller set: bit i of @given says w[i] was
- * set; the others take the job's value (same codec) or the codec's default
- * (gn_codec_resolve()). @codec 0 is the job's codec.
+ * A codec and the parameters a caller set: bit i of @given says word i
+ * (gn_param_word()) was set; the others take the job's value (same codec)
+ * or the default (gn_codec_resolve()). @codec 0 is the job's codec.
  */
 struct gn_codec_spec {
 	u32 codec;
@@ -265,6 +286,9 @@ u32 gn_index_pkts_max(u32 n, u32 cap);
 
 /* registry.c */
 const struct gn_codec_ops *gn_codec_find(u32 id);
+/* The i-th parameter of @c, its own first, then the stage's; NULL past. */
+const struct gn_codec_param *gn_codec_param_at(const struct gn_codec_ops *c,
+					       u32 i);
 const struct gn_codec_ops *gn_codec_by_name(const char *name, size_t len);
 const struct gn_codec_ops *gn_codec_at(u32 i);
 const struct gn_codec_param *gn_codec_param_find(const struct gn_codec_ops *c,

@@ -2,10 +2,13 @@
 /*
  * registry.c - the one table of compressors, by id, and what every path
  * does with a tensor's parameter block: defaults, checks, resolution
- * against the job's, and text for messages. Integer-only, so the kernel
- * module checks a block the same way libgradnet does.
+ * against the job's, and text for messages. A block is the codec's words
+ * and the entropy stage's (entropy/entropy.h), which every codec has: the
+ * parameters of a codec here are its own, then the stage's. Integer-only,
+ * so the kernel module checks a block the same way libgradnet does.
  */
 #include "codec.h"
+#include "entropy/entropy.h"
 
 /* The compressors, each defined in its folder. */
 extern const struct gn_codec_ops gn_codec_dense;
@@ -63,24 +66,35 @@ const char *gn_codec_name_of(u32 id)
 	return c ? c->name : "?";
 }
 
+const struct gn_codec_param *gn_codec_param_at(const struct gn_codec_ops *c,
+					       u32 i)
+{
+	if (i < c->nparams)
+		return &c->params[i];
+	i -= c->nparams;
+	return i < gn_stage_nparams ? &gn_stage_params[i] : NULL;
+}
+
 const struct gn_codec_param *gn_codec_param_find(const struct gn_codec_ops *c,
 						 const char *name, size_t len)
 {
+	const struct gn_codec_param *d;
 	u32 i;
 
-	for (i = 0; i < c->nparams; i++)
-		if (name_is(c->params[i].name, name, len))
-			return &c->params[i];
+	for (i = 0; (d = gn_codec_param_at(c, i)); i++)
+		if (name_is(d->name, name, len))
+			return d;
 	return NULL;
 }
 
 void gn_codec_defaults(const struct gn_codec_ops *c, struct gn_codec_params *p)
 {
+	const struct gn_codec_param *d;
 	u32 i;
 
 	memset(p, 0, sizeof(*p));
-	for (i = 0; i < c->nparams; i++)
-		p->w[c->params[i].word] = c->params[i].def;
+	for (i = 0; (d = gn_codec_param_at(c, i)); i++)
+		*gn_param_word(p, d->word) = d->def;
 }
 
 /*
@@ -141,20 +155,24 @@ size_t gn_codec_param_text(const struct gn_codec_param *d, u32 v, char *buf,
 	return (size_t)snprintf(buf, len, "%u", v);
 }
 
-/* "name:p=v,p=v": every parameter of the codec, for messages and tools. */
+/*
+ * "name:p=v,p=v": every parameter of the codec, for messages and tools;
+ * the entropy stage's only when it is on.
+ */
 size_t gn_codec_spec_text(const struct gn_codec_ops *c,
 			  const struct gn_codec_params *p, char *buf,
 			  size_t len)
 {
 	size_t at = (size_t)snprintf(buf, len, "%s", c->name);
-	u32 i;
+	u32 i, n = c->nparams + (gn_entropy_on(p) ? gn_stage_nparams : 0);
 
-	for (i = 0; i < c->nparams && at < len; i++) {
+	for (i = 0; i < n && at < len; i++) {
+		const struct gn_codec_param *d = gn_codec_param_at(c, i);
+
 		at += (size_t)snprintf(buf + at, len - at, "%c%s=", i ? ',' : ':',
-				       c->params[i].name);
+				       d->name);
 		if (at < len)
-			at += gn_codec_param_text(&c->params[i],
-						  p->w[c->params[i].word],
+			at += gn_codec_param_text(d, gn_param_get(p, d->word),
 						  buf + at, len - at);
 	}
 	return at;
@@ -203,8 +221,8 @@ static size_t range_text(const struct gn_codec_param *d, char *buf,
  * @msg: out, why not (may be NULL)
  * @len: bytes at @msg
  *
- * Every named word in its range, every other word 0, and the codec's own
- * check.
+ * Every named word in its range, every other word 0, the codec's own
+ * check and the entropy stage's.
  *
  * Return: 0 or -EINVAL.
  */
@@ -212,16 +230,18 @@ int gn_codec_params_check(const struct gn_codec_ops *c,
 			  const struct gn_codec_params *p, u32 chunk,
 			  u32 body_cap, char *msg, size_t len)
 {
+	const struct gn_codec_param *d;
 	char v[24], r[96];
 	u32 named = 0, i;
+	int e;
 
-	for (i = 0; i < c->nparams; i++) {
-		const struct gn_codec_param *d = &c->params[i];
+	for (i = 0; (d = gn_codec_param_at(c, i)); i++) {
+		u32 w = gn_param_get(p, d->word);
 
 		named |= 1u << d->word;
-		if (value_ok(d, p->w[d->word]))
+		if (value_ok(d, w))
 			continue;
-		gn_codec_param_text(d, p->w[d->word], v, sizeof(v));
+		gn_codec_param_text(d, w, v, sizeof(v));
 		range_text(d, r, sizeof(r));
 		if (msg)
 			snprintf(msg, len, "%s: %s=%s is outside %s", c->name,
@@ -236,7 +256,13 @@ int gn_codec_params_check(const struct gn_codec_ops *c,
 				 c->name, i, p->w[i], c->name);
 		return -EINVAL;
 	}
-	return c->check ? c->check(p, chunk, body_cap, msg, len) : 0;
+	e = c->check ? c->check(p, chunk, body_cap, msg, len) : 0;
+	if (!e && gn_entropy_check(p, r, sizeof(r))) {
+		if (msg)
+			snprintf(msg, len, "%s: %s", c->name, r);
+		e = -EINVAL;
+	}
+	return e;
 }
 
 /**
@@ -260,28 +286,28 @@ int gn_codec_resolve(const struct gn_codec_spec *job,
 	u32 id = t->codec ? t->codec : job->codec, i;
 	const struct gn_codec_ops *c = gn_codec_find(id);
 	struct gn_codec_spec r = { .codec = id,
-				   .given = (1u << GN_CODEC_PARAM_WORDS) - 1 };
+				   .given = (1u << GN_PARAM_WORDS_ALL) - 1 };
 
 	if (!c) {
 		snprintf(msg, len, "codec %u is unknown", id);
 		return -EINVAL;
 	}
 	/* Only given words carry a value: anything else is a caller's slip. */
-	for (i = 0; i < GN_CODEC_PARAM_WORDS; i++)
-		if ((!(t->given & 1u << i) && t->p.w[i]) ||
-		    (!(job->given & 1u << i) && job->p.w[i]))
+	for (i = 0; i < GN_PARAM_WORDS_ALL; i++)
+		if ((!(t->given & 1u << i) && gn_param_get(&t->p, i)) ||
+		    (!(job->given & 1u << i) && gn_param_get(&job->p, i)))
 			break;
-	if (i < GN_CODEC_PARAM_WORDS || (t->given | job->given) >> GN_CODEC_PARAM_WORDS) {
+	if (i < GN_PARAM_WORDS_ALL || (t->given | job->given) >> GN_PARAM_WORDS_ALL) {
 		snprintf(msg, len, "%s: a parameter word is set but not marked given, or a given bit is past the %u words",
-			 c->name, GN_CODEC_PARAM_WORDS);
+			 c->name, GN_PARAM_WORDS_ALL);
 		return -EINVAL;
 	}
 	gn_codec_defaults(c, &r.p);
-	for (i = 0; i < GN_CODEC_PARAM_WORDS; i++) {
+	for (i = 0; i < GN_PARAM_WORDS_ALL; i++) {
 		if (id == job->codec && job->given & 1u << i)
-			r.p.w[i] = job->p.w[i];
+			*gn_param_word(&r.p, i) = gn_param_get(&job->p, i);
 		if (t->given & 1u << i)
-			r.p.w[i] = t->p.w[i];
+			*gn_param_word(&r.p, i) = gn_param_get(&t->p, i);
 	}
 	*out = r;
 	return 0;
@@ -302,25 +328,26 @@ bool gn_codec_params_diff(const struct gn_codec_ops *c,
 			  const struct gn_codec_params *ours, char *msg,
 			  size_t len)
 {
+	const struct gn_codec_param *d;
 	char a[24], b[24];
 	u32 i;
 
-	for (i = 0; i < c->nparams; i++) {
-		const struct gn_codec_param *d = &c->params[i];
+	for (i = 0; (d = gn_codec_param_at(c, i)); i++) {
+		u32 x = gn_param_get(theirs, d->word), y = gn_param_get(ours, d->word);
 
-		if (theirs->w[d->word] == ours->w[d->word])
+		if (x == y)
 			continue;
-		gn_codec_param_text(d, theirs->w[d->word], a, sizeof(a));
-		gn_codec_param_text(d, ours->w[d->word], b, sizeof(b));
+		gn_codec_param_text(d, x, a, sizeof(a));
+		gn_codec_param_text(d, y, b, sizeof(b));
 		snprintf(msg, len, "%s=%s there, %s=%s here", d->name, a,
 			 d->name, b);
 		return true;
 	}
-	for (i = 0; i < GN_CODEC_PARAM_WORDS; i++) {
-		if (theirs->w[i] == ours->w[i])
+	for (i = 0; i < GN_PARAM_WORDS_ALL; i++) {
+		if (gn_param_get(theirs, i) == gn_param_get(ours, i))
 			continue;
 		snprintf(msg, len, "parameter word %u %#x there, %#x here", i,
-			 theirs->w[i], ours->w[i]);
+			 gn_param_get(theirs, i), gn_param_get(ours, i));
 		return true;
 	}
 	return false;

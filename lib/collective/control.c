@@ -5,6 +5,7 @@
  * rank's descriptors out.
  */
 #include "core.h"
+#include "codec/entropy/entropy.h"
 
 /*
  * A peer takes data of a tensor only once it has this rank's descriptor,
@@ -24,7 +25,7 @@ void gn_send_desc(struct gn_ctx *ctx, struct gn_tensor *t)
 		    !gn_dl_ctrl_send(&ctx->dl, i, GN_CTRL_TENSOR, flags,
 				     t->id, t->base, t->cd->id,
 				     (u64)t->n | (u64)shape << GN_DESC_ELEMS_BITS,
-				     0, t->params.w))
+				     gn_entropy_desc(&t->params), t->params.w))
 			t->desc_seq[i] = ctx->dl.peers[i].ctrl_seq;
 	gn_dl_kick(&ctx->dl);
 }
@@ -163,6 +164,7 @@ static void tensor_desc_in(struct gn_ctx *ctx, struct gn_peer *p,
 		d.model = (u32)(c->value >> GN_DESC_ELEMS_BITS);
 	else
 		d.layout = (u32)(c->value >> GN_DESC_ELEMS_BITS);
+	gn_entropy_from_desc(&d.params, c->extra);
 	/* The header's step is the registration's base: one before ours is
 	 * over, one after ours waits until this rank registers again. */
 	if (t && h->step < t->base)

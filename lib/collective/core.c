@@ -104,6 +104,7 @@ void gn_core_free(struct gn_ctx *ctx)
 		ctx->orphans = m->up_next;
 		gn_dl_msg_free(&ctx->dl, m);
 	}
+	gn_stage_free(ctx);
 	gn_spread_free(ctx);
 	gn_dl_destroy(&ctx->dl);
 	gn_free(ctx->env, ctx->pending_descs);

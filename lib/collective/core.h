@@ -178,6 +178,8 @@ struct gn_tensor {
 	float *e_ag[2];			/* own shard, gather direction */
 	int e_cur;
 	u8 *scratch;			/* a span's encoded chunks (caller) */
+	u32 *zhint;			/* [gat_off[j] + c]: the entropy stage's
+					   first try of each message (pack.c) */
 	size_t stride;			/* bytes of one chunk's scratch */
 	u32 *aux;			/* a span's chunk words (caller) */
 	/* The index round (index.c): chunk g's set is at ix_off[g] of a
@@ -217,6 +219,7 @@ struct gn_ctx {
 	u64 orphans_made;		/* how many, ever: each one allocation */
 	u32 work_n;			/* chunks waiting in some step's todo */
 	struct gn_spread *spread;	/* codec work cut for the env's workers */
+	struct gn_stage *stage;		/* the entropy stage's contexts (stage.c) */
 };
 
 #define GN_PENDING_DESCS 4096
@@ -287,9 +290,10 @@ struct msg_shape {
 	u32 aux;
 };
 
+struct gn_entropy_enc;
 int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	    u32 stepno, const struct msg_shape *ms, const void *scratch,
-	    const float *x);
+	    const float *x, struct gn_entropy_enc *z, u32 *hint);
 int gn_pack_index(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		  u32 stepno, const struct msg_shape *ms, const u32 *idx);
 /* What a packing error @r (not -EDOM) means, for a step's message. */
@@ -341,29 +345,54 @@ void gn_index_release(struct gn_ctx *ctx, struct gn_step *st);
 void gn_index_drop_msgs(struct gn_ctx *ctx, struct gn_step *st);
 int gn_index_missing(const struct gn_ctx *ctx, const struct gn_step *st);
 
+/* A received slice as the codec reads it: the body, or it decoded. */
+struct gn_slice {
+	const u8 *body;
+	u16 len;
+};
+
 /* spread.c: codec work in parts for the env's workers (gn_env_run()) */
 int gn_spread_init(struct gn_ctx *ctx);
+u32 gn_spread_rxq_cap(const struct gn_ctx *ctx);
 int gn_spread_reserve(struct gn_ctx *ctx, size_t stride);
 void gn_spread_free(struct gn_ctx *ctx);
 u32 gn_spread_work_max(const struct gn_ctx *ctx);
 u32 gn_encode_batch(const struct gn_ctx *ctx);
 u32 gn_encode_scratch(const struct gn_ctx *ctx, const struct gn_tensor *t);
+struct gn_zset;
 int gn_spread_encode(struct gn_ctx *ctx, struct gn_step *st, int j, u32 c0,
-		     u32 n, struct gn_txmsg **msgs);
+		     u32 n, struct gn_txmsg **msgs, struct gn_zset *zs);
 void gn_spread_reduce(struct gn_ctx *ctx, struct gn_step *st, const u32 *cs,
 		      u32 n);
 void gn_spread_take(struct gn_ctx *ctx, struct gn_step *st,
 		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
-		    struct gn_buf *b, bool last);
+		    struct gn_buf *b, const struct gn_slice *v, bool last);
 void gn_spread_flush(struct gn_ctx *ctx);
 u8 *gn_spread_slots(const struct gn_ctx *ctx, size_t *stride);
+
+/* stage.c: the entropy stage's contexts */
+struct gn_entropy_dec;
+int gn_stage_reserve(struct gn_ctx *ctx, u32 level);
+void gn_stage_free(struct gn_ctx *ctx);
+struct gn_zset *gn_stage_claim(struct gn_ctx *ctx);
+void gn_stage_release(struct gn_ctx *ctx, struct gn_zset *zs);
+struct gn_entropy_enc *gn_stage_part_enc(struct gn_zset *zs, u32 p);
+struct gn_entropy_enc *gn_stage_work_enc(struct gn_ctx *ctx, u32 i);
+struct gn_entropy_dec *gn_stage_work_dec(struct gn_ctx *ctx, u32 i);
+int gn_stage_open(struct gn_ctx *ctx, const struct gn_tensor *t,
+		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		  const u8 *body, struct gn_slice *v);
+void gn_stage_keep(struct gn_ctx *ctx, u32 i, struct gn_slice *v);
+int gn_stage_reopen(struct gn_ctx *ctx, u32 i, const struct gn_tensor *t,
+		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		    const u8 *body, struct gn_slice *v);
 
 /* reduce.c */
 int gn_turn_rank(const struct gn_ctx *ctx, unsigned int turn);
 void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
-		 size_t off, size_t len);
+		 size_t off, size_t len, u32 slot);
 int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
-		      struct gn_txmsg *m, void *scratch);
+		      struct gn_txmsg *m, void *scratch, u32 slot);
 void gn_gather_finish(struct gn_ctx *ctx, struct gn_step *st,
 		      struct gn_txmsg *m, int r);
 void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
@@ -373,7 +402,7 @@ void gn_run_work(struct gn_ctx *ctx, unsigned int budget);
 bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 		    struct gn_tensor *t, struct gn_rx *rx,
 		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
-		    const u8 *body);
+		    const u8 *body, struct gn_slice *v);
 bool gn_rx_covers(const struct gn_rx *rx, u32 n);
 bool gn_rx_whole(const struct gn_rx *rx);
 
@@ -403,7 +432,7 @@ void gn_ctrl_acked(void *up, struct gn_peer *p, u32 seq);
  * function here opens and closes its own FPU section around one codec
  * operation, and no other file of the core touches a float value
  * (pointers to floats are fine) or calls a codec operation that may run
- * SIMD kernels (gn_fp_slice(), gn_fp_check_slice()).
+ * SIMD kernels (gn_fp_slice(), gn_fp_entropy_slice(), gn_fp_check_slice()).
  */
 struct gn_codec_call gn_fp_call(const struct gn_ctx *ctx,
 			       const struct gn_step *st, u8 phase,
@@ -429,6 +458,11 @@ void gn_fp_result_slice(const struct gn_ctx *ctx, const struct gn_step *st,
 long gn_fp_slice(const struct gn_codec_ops *cd,
 		 const struct gn_codec_params *p, const void *scratch, u32 aux,
 		 const float *x, u32 len, u32 at, u8 *dst, u32 cap, u32 *units);
+long gn_fp_entropy_slice(const struct gn_codec_ops *cd,
+			 const struct gn_codec_params *p, const void *scratch,
+			 u32 aux, const float *x, u32 len, u32 at,
+			 struct gn_entropy_enc *z, u8 *dst, u32 cap,
+			 u32 *units, bool *coded, u32 *next);
 int gn_fp_check_slice(const struct gn_codec_ops *cd,
 		      const struct gn_codec_params *p, u32 len, u32 first,
 		      u32 count, u32 aux, const u8 *body, u32 blen);

@@ -12,6 +12,7 @@
  * function in userspace).
  */
 #include "core.h"
+#include "codec/entropy/entropy.h"
 #include "codec/rng.h"
 
 /*
@@ -184,6 +185,22 @@ long gn_fp_slice(const struct gn_codec_ops *cd,
 
 	gn_simd_begin();
 	n = cd->slice(p, scratch, aux, x, len, at, dst, cap, units);
+	gn_simd_end();
+	return n;
+}
+
+/* The same through the entropy stage with encoder @z (pack.c). */
+long gn_fp_entropy_slice(const struct gn_codec_ops *cd,
+			 const struct gn_codec_params *p, const void *scratch,
+			 u32 aux, const float *x, u32 len, u32 at,
+			 struct gn_entropy_enc *z, u8 *dst, u32 cap,
+			 u32 *units, bool *coded, u32 *next)
+{
+	long n;
+
+	gn_simd_begin();
+	n = gn_entropy_slice(cd, p, scratch, aux, x, len, at, z, dst, cap,
+			     units, coded, next);
 	gn_simd_end();
 	return n;
 }

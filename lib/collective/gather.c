@@ -13,6 +13,7 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 	const u8 *body = b->data + gn_wire_body_off(h->type);
 	struct gn_tensor *t = st->t;
 	long c = gn_chunk_of(ctx, t, p->rank, d);
+	struct gn_slice v;
 	struct gn_rx *rx;
 
 	if (c < 0 || h->dst != GN_RANK_ALL) {
@@ -31,11 +32,11 @@ void gn_gather_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		return;
 	}
 	rx = &st->gat[t->gat_off[p->rank] + (u32)c];
-	if (!gn_take_packet(ctx, p, t, rx, h, d, body))
+	if (!gn_take_packet(ctx, p, t, rx, h, d, body, &v))
 		return;
 	gn_implied_acks(ctx, p, h, d);
 	/* Not before: a step that is not started has no data (NULL). */
-	gn_spread_take(ctx, st, h, d, b, rx->m.got == rx->m.npkts);
+	gn_spread_take(ctx, st, h, d, b, &v, rx->m.got == rx->m.npkts);
 }
 
 /*

@@ -260,7 +260,8 @@ static void encode_part(void *arg, u32 i)
 		gn_fp_own(ctx, st, b->scratch + i * b->stride, aux, off, len);
 	else if (!r)
 		r = gn_pack(ctx, b->vm[i], t, st->no, &ms,
-			    b->scratch + i * b->stride, st->data + off);
+			    b->scratch + i * b->stride, st->data + off, NULL,
+			    NULL);
 	if (!r && b->vm[i])
 		gn_msg_identity(b->vm[i], st, &ms);
 	b->r[i] = r;
@@ -458,6 +459,7 @@ void gn_index_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 	const u8 *body = b->data + gn_wire_body_off(h->type);
 	char msg[GN_ERRMSG_LEN];
 	long g = gn_index_round(t) ? gn_index_chunk(ctx, t, d) : -1;
+	struct gn_slice v;
 	struct gn_rx *rx;
 	size_t len;
 	u32 n;
@@ -472,9 +474,9 @@ void gn_index_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		return;
 	}
 	rx = &st->irx[g];
-	if (!gn_take_packet(ctx, p, t, rx, h, d, body))
+	if (!gn_take_packet(ctx, p, t, rx, h, d, body, &v))
 		return;
-	gn_index_take(d->count, body, st->ix + t->ix_off[g] + d->first);
+	gn_index_take(d->count, v.body, st->ix + t->ix_off[g] + d->first);
 	if (!gn_rx_whole(rx))
 		return;
 	if (set_whole_ok(st, (u32)g, n, len)) {

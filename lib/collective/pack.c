@@ -5,14 +5,17 @@
  * by shard and hand the messages to delivery.
  */
 #include "core.h"
+#include "codec/entropy/entropy.h"
 
 /*
  * Packet @idx of @m; @type GN_PKT_WHOLE: the message is this packet, the
- * body at its offset. Return: 0, or -EIO if it could not be sealed.
+ * body at its offset; @coded: the body went through the entropy stage.
+ * Return: 0, or -EIO if it could not be sealed.
  */
 static int put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 		      const struct msg_shape *ms, struct gn_txmsg *m, u8 type,
-		      u32 first, u32 count, u32 body, u32 idx, u32 npkts)
+		      u32 first, u32 count, u32 body, u32 idx, u32 npkts,
+		      bool coded)
 {
 	const struct gn_codec_params *p;
 	struct gn_buf *b = m->pkt[idx];
@@ -28,6 +31,7 @@ static int put_packet(struct gn_ctx *ctx, struct gn_tensor *t, u32 stepno,
 	h.step = stepno;
 	h.phase = ms->phase;
 	h.codec = gn_phase_codec(t, ms->phase, &p)->id;
+	h.entropy = coded;
 	h.body_len = (u16)body;
 	gn_wire_hdr_put(&h, b->data);
 	gn_wire_data_put(&d, b->data);
@@ -80,93 +84,120 @@ static u32 msg_units(const struct gn_tensor *t, const struct msg_shape *ms)
 }
 
 /*
- * A chunk whose stream is bound to fit one WHOLE packet: its one slice
- * straight behind the short header.
+ * What cuts a message's slices: the codec's slicer, through the entropy
+ * stage with encoder @z (NULL: none), or an index set.
  */
-static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
-		      struct gn_tensor *t, u32 stepno,
-		      const struct msg_shape *ms, const void *scratch,
-		      const float *x)
-{
-	const struct gn_codec_params *p;
-	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
-	u32 units = msg_units(t, ms), used = 0;
-	long len;
-
-	if (take_bufs(ctx, m, 1))
-		return -ENOMEM;
-	len = gn_fp_slice(cd, p, scratch, ms->aux, x, ms->chunk_len, 0,
-			  m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
-			  &used);
-	if (len < 0 || used != units)
-		return -EINVAL;
-	m->stream_bytes = cd->stream_extra + (u64)len;
-	return put_packet(ctx, t, stepno, ms, m, GN_PKT_WHOLE, 0, units,
-			  (u32)len, 0, 1);
-}
-
-/* What cuts a message's slices: the codec's slicer, or an index set. */
 struct cutter {
 	const struct gn_tensor *t;
 	const struct msg_shape *ms;
 	const void *scratch;
 	const float *x;
 	const u32 *idx;			/* an index set: its slices */
+	struct gn_entropy_enc *z;
+	u32 next;			/* the stage's next try */
 };
 
-static long cut(const struct cutter *k, u32 at, u8 *dst, u32 cap, u32 *used)
+/* One packet's slice from unit @at into @dst; *@coded says how it went. */
+static long cut(struct cutter *k, u32 at, u8 *dst, u32 cap, u32 *used,
+		bool *coded)
 {
 	const struct gn_codec_params *p;
 	const struct gn_codec_ops *cd = gn_phase_codec(k->t, k->ms->phase, &p);
 
+	*coded = false;
 	if (k->idx)
 		return gn_index_slice(k->idx, k->ms->aux, at, dst, cap, used);
+	if (k->z)
+		return gn_fp_entropy_slice(cd, p, k->scratch, k->ms->aux, k->x,
+					   k->ms->chunk_len, at, k->z, dst,
+					   cap, used, coded, &k->next);
 	return gn_fp_slice(cd, p, k->scratch, k->ms->aux, k->x,
 			   k->ms->chunk_len, at, dst, cap, used);
 }
 
 /*
+ * A chunk whose stream is bound to fit one WHOLE packet: its one slice
+ * straight behind the short header.
+ */
+static int pack_whole(struct gn_ctx *ctx, struct gn_txmsg *m,
+		      struct gn_tensor *t, u32 stepno, struct cutter *k)
+{
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd = gn_phase_codec(t, k->ms->phase, &p);
+	u32 units = msg_units(t, k->ms), used = 0;
+	bool coded;
+	long len;
+
+	if (take_bufs(ctx, m, 1))
+		return -ENOMEM;
+	len = cut(k, 0, m->pkt[0]->data + GN_WIRE_WHOLE_HDR, whole_cap(ctx),
+		  &used, &coded);
+	if (len < 0 || used != units)
+		return -EINVAL;
+	m->stream_bytes = cd->stream_extra + (u64)len;
+	return put_packet(ctx, t, stepno, k->ms, m, GN_PKT_WHOLE, 0, units,
+			  (u32)len, 0, 1, coded);
+}
+
+/*
  * Slices cut greedily to the MTU, each straight into its buffer, at most
  * @most of them over @units units. Headers and tags are written once the
- * packet count is known; until then a slice's first unit waits where its
- * header goes.
+ * packet count is known; until then a slice's first unit and whether it
+ * is coded wait where its header goes. @hint (with the entropy stage):
+ * the message's raw bytes that filled its first packet last time, updated.
+ * Through the stage, a message that came out as one packet goes as a
+ * WHOLE one.
  */
 static int pack_cut(struct gn_ctx *ctx, struct gn_txmsg *m,
-		    struct gn_tensor *t, u32 stepno, const struct cutter *k,
-		    u32 units, u32 most)
+		    struct gn_tensor *t, u32 stepno, struct cutter *k,
+		    u32 units, u32 most, u32 *hint)
 {
 	u32 cap = ctx->max_pkt - GN_WIRE_DATA_OVERHEAD, at = 0, n = 0, i;
 	const struct msg_shape *ms = k->ms;
 	const struct gn_codec_params *p;
 	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
 	int r = 0;
+	u8 *d;
 
 	if (most > m->cap)
 		return -EINVAL;
 	m->stream_bytes = k->idx ? 0 : cd->stream_extra;
 	while (at < units) {
 		u32 used = 0;
+		bool coded;
 		long len;
 
 		if (n == most)
 			return -EINVAL;
 		if (take_bufs(ctx, m, n + 1))
 			return -ENOMEM;
-		len = cut(k, at, m->pkt[n]->data + GN_WIRE_DATA_HDR, cap, &used);
+		d = m->pkt[n]->data;
+		len = cut(k, at, d + GN_WIRE_DATA_HDR, cap, &used, &coded);
 		if (len < 0 || !used || used > units - at)
 			return -EINVAL;
-		gn_put_le32(at, m->pkt[n]->data);
+		if (!n && k->z)
+			*hint = k->next;
+		gn_put_le32(at, d);
+		d[4] = coded;
 		m->pkt[n]->len = (u16)len;
 		m->stream_bytes += (u64)len;
 		at += used;
 		n++;
+	}
+	if (n == 1 && k->z) {
+		d = m->pkt[0]->data;
+		memmove(d + GN_WIRE_WHOLE_HDR, d + GN_WIRE_DATA_HDR,
+			m->pkt[0]->len);
+		return put_packet(ctx, t, stepno, ms, m, GN_PKT_WHOLE, 0, units,
+				  m->pkt[0]->len, 0, 1, d[4]);
 	}
 	for (i = 0; !r && i < n; i++) {
 		u32 first = gn_get_le32(m->pkt[i]->data);
 		u32 end = i + 1 < n ? gn_get_le32(m->pkt[i + 1]->data) : units;
 
 		r = put_packet(ctx, t, stepno, ms, m, GN_PKT_DATA, first,
-			       end - first, m->pkt[i]->len, i, n);
+			       end - first, m->pkt[i]->len, i, n,
+			       m->pkt[i]->data[4]);
 	}
 	return r;
 }
@@ -175,24 +206,34 @@ static int pack_cut(struct gn_ctx *ctx, struct gn_txmsg *m,
  * gn_pack() - the packets of one chunk's message: the codec's slices cut
  * greedily to the MTU, each straight into its buffer
  * @scratch, @x: the chunk's encoding and its values, for the codec's slicer
+ * @z: this thread's entropy encoder, for a tensor with the stage (NULL:
+ *	none, or none free: the codec's slices go as they are)
+ * @hint: the message's raw bytes that filled its first packet last time
+ *	(0: none yet; NULL without the stage), updated: a step's chunk codes
+ *	much like the last one's, so one compression usually fills a packet
  *
  * Return: 0, -ENOMEM (no buffers) or -EINVAL (the codec broke its bounds).
  */
 int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 	    u32 stepno, const struct msg_shape *ms, const void *scratch,
-	    const float *x)
+	    const float *x, struct gn_entropy_enc *z, u32 *hint)
 {
 	const struct gn_codec_params *p;
 	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
-	struct cutter k = { t, ms, scratch, x, NULL };
+	/* A model tensor's results (its own codec's) go uncoded. */
+	struct cutter k = { t, ms, scratch, x, NULL,
+			    hint && p == &t->params && gn_entropy_on(p) ?
+			    z : NULL, 0 };
 
+	if (k.z)
+		k.next = *hint ? *hint : k.z->raw_max;
 	if (gn_pkts_max(ctx, t, ms->chunk_len) > m->cap)
 		return -EINVAL;
 	if (cd->whole_bytes(p, scratch, ms->aux, ms->chunk_len) <=
 	    whole_cap(ctx))
-		return pack_whole(ctx, m, t, stepno, ms, scratch, x);
+		return pack_whole(ctx, m, t, stepno, &k);
 	return pack_cut(ctx, m, t, stepno, &k, msg_units(t, ms),
-			gn_pkts_max(ctx, t, ms->chunk_len));
+			gn_pkts_max(ctx, t, ms->chunk_len), hint);
 }
 
 /*
@@ -204,11 +245,11 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 int gn_pack_index(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 		  u32 stepno, const struct msg_shape *ms, const u32 *idx)
 {
-	struct cutter k = { t, ms, NULL, NULL, idx };
+	struct cutter k = { t, ms, NULL, NULL, idx, NULL, 0 };
 
 	return pack_cut(ctx, m, t, stepno, &k, ms->aux,
 			gn_index_pkts_max(ms->aux, ctx->max_pkt -
-						   GN_WIRE_DATA_OVERHEAD));
+						   GN_WIRE_DATA_OVERHEAD), NULL);
 }
 
 void gn_msg_identity(struct gn_txmsg *m, struct gn_step *st,
@@ -246,12 +287,14 @@ struct span {
 /*
  * Quantize and pack a span of the caller's gradient, chunk by chunk on
  * the env's workers (spread.c; no lock held: the slots of this step's
- * parity are this thread's until it publishes them).
+ * parity and the entropy encoders @zs are this thread's until it
+ * publishes them and gives them back).
  */
 static int encode_span(struct gn_ctx *ctx, struct gn_step *st,
-		       const struct span *sp, struct gn_txmsg **msgs)
+		       const struct span *sp, struct gn_txmsg **msgs,
+		       struct gn_zset *zs)
 {
-	return gn_spread_encode(ctx, st, sp->j, sp->c0, sp->n, msgs);
+	return gn_spread_encode(ctx, st, sp->j, sp->c0, sp->n, msgs, zs);
 }
 
 /* Hand a compressed span to delivery (lock held). */
@@ -308,6 +351,7 @@ void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st)
 	struct gn_tensor *t = st->t;
 	struct gn_txmsg *msgs[ENCODE_BATCH_MAX];
 	u32 c0, most = 0, batch = gn_encode_batch(ctx);
+	struct gn_zset *zs = NULL;
 	int i;
 
 	if (gn_index_round(t)) {
@@ -316,6 +360,11 @@ void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st)
 	}
 	for (i = 0; i < ctx->world; i++)
 		most = t->chunks[i] > most ? t->chunks[i] : most;
+	if (gn_entropy_on(&t->params)) {
+		gn_env_lock(ctx->env);
+		zs = gn_stage_claim(ctx);
+		gn_env_unlock(ctx->env);
+	}
 	for (c0 = 0; c0 < most; c0 += batch) {
 		for (i = 1; i <= ctx->world; i++) {
 			struct span sp = { (ctx->rank + i) % ctx->world, c0, 0 };
@@ -331,12 +380,18 @@ void gn_encode_all(struct gn_ctx *ctx, struct gn_step *st)
 			r = failed ? 0 : span_msgs(ctx, st, &sp, msgs);
 			gn_env_unlock(ctx->env);
 			if (failed)
-				return;
+				goto out_release;
 			if (!r)
-				r = encode_span(ctx, st, &sp, msgs);
+				r = encode_span(ctx, st, &sp, msgs, zs);
 			gn_env_lock(ctx->env);
 			publish_span(ctx, st, &sp, msgs, r);
 			gn_env_unlock(ctx->env);
 		}
+	}
+out_release:
+	if (zs) {
+		gn_env_lock(ctx->env);
+		gn_stage_release(ctx, zs);
+		gn_env_unlock(ctx->env);
 	}
 }

@@ -30,23 +30,27 @@ static bool claim_range(u64 *bits, u32 first, u32 count)
 }
 
 /*
- * Check a slice's body against its chunk before anything is changed: the
- * codec's check, with the tensor's parameters (every index, length and
- * value a decoder could misbehave on, and values no honest rank sends).
+ * Check a slice's body against its chunk before anything is changed: a
+ * coded body decoded within its bounds (stage.c), then the codec's check,
+ * with the tensor's parameters (every index, length and value a decoder
+ * could misbehave on, and values no honest rank sends), on the slice.
  */
-static bool body_ok(const struct gn_tensor *t, const struct gn_wire_hdr *h,
-		    const struct gn_wire_data *d, const u8 *body)
+static bool body_ok(struct gn_ctx *ctx, const struct gn_tensor *t,
+		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		    const u8 *body, struct gn_slice *v)
 {
 	const struct gn_codec_params *p;
 	const struct gn_codec_ops *cd = gn_phase_codec(t, h->phase, &p);
 
+	if (gn_stage_open(ctx, t, h, d, body, v))
+		return false;
 	/* An index slice: entries of a set of aux, each below the chunk's end. */
 	if (h->phase == GN_PHASE_INDEX)
 		return (u64)d->first + d->count <= d->aux &&
-		       gn_index_check(d->chunk_len, d->count, body,
-				      h->body_len) == h->body_len;
+		       gn_index_check(d->chunk_len, d->count, v->body,
+				      v->len) == v->len;
 	return !gn_fp_check_slice(cd, p, d->chunk_len, d->first, d->count,
-				  d->aux, body, h->body_len);
+				  d->aux, v->body, v->len);
 }
 
 /* Most packets of @d's message: a chunk's, or an index set's. */
@@ -61,13 +65,13 @@ static u32 pkts_max(const struct gn_ctx *ctx, const struct gn_tensor *t,
 
 /*
  * A data packet for message @rx: new, well formed, inside its chunk and
- * not overlapping what @rx already has? Then it is taken and counted;
- * else it is dropped and counted by reason.
+ * not overlapping what @rx already has? Then it is taken and counted, and
+ * @v is its slice; else it is dropped and counted by reason.
  */
 bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 		    struct gn_tensor *t, struct gn_rx *rx,
 		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
-		    const u8 *body)
+		    const u8 *body, struct gn_slice *v)
 {
 	struct gn_event ev = { .type = GN_EV_RX, .phase = h->phase,
 			       .peer = p->rank, .tensor = t->id,
@@ -87,7 +91,7 @@ bool gn_take_packet(struct gn_ctx *ctx, struct gn_peer *p,
 		gn_dl_drop(&ctx->dl, p, r > 0 ? GN_DROP_DUPLICATE : GN_DROP_MALFORMED);
 		return false;
 	}
-	if (!body_ok(t, h, d, body) ||
+	if (!body_ok(ctx, t, h, d, body, v) ||
 	    !claim_range(rx->cover, d->first, d->count)) {
 		gn_dl_drop(&ctx->dl, p, GN_DROP_MALFORMED);
 		return false;
@@ -133,6 +137,7 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 	struct gn_tensor *t = st->t;
 	long c = gn_chunk_of(ctx, t, ctx->rank, d);
 	const u8 *body = b->data + gn_wire_body_off(h->type);
+	struct gn_slice v;
 	struct gn_rx *rx;
 
 	if (c < 0 || h->dst != ctx->rank) {
@@ -144,13 +149,13 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 		return;
 	}
 	rx = &st->red[(size_t)p->rank * t->chunks[ctx->rank] + (size_t)c];
-	if (!gn_take_packet(ctx, p, t, rx, h, d, body))
+	if (!gn_take_packet(ctx, p, t, rx, h, d, body, &v))
 		return;
 	gn_implied_acks(ctx, p, h, d);
 	/* Its turn: straight from the packet into the sum (spread.c). */
 	if (st->started && st->turn[c] < ctx->world &&
 	    gn_turn_rank(ctx, st->turn[c]) == p->rank) {
-		gn_spread_take(ctx, st, h, d, b, false);
+		gn_spread_take(ctx, st, h, d, b, &v, false);
 	} else {
 		/* Kept as it is, zero copy: at most one per packet of the
 		 * message, which gn_take_packet() bounded. */
@@ -163,10 +168,11 @@ void gn_reduce_in(struct gn_ctx *ctx, struct gn_peer *p, struct gn_step *st,
 
 /*
  * Add the held slices of @rx, in the order they came. Any thread: it
- * touches only @rx and its chunk of the sum (spread.c's parts).
+ * touches only @rx, its chunk of the sum and work slot @slot's entropy
+ * decoder (spread.c's parts).
  */
 void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
-		 size_t off, size_t len)
+		 size_t off, size_t len, u32 slot)
 {
 	u32 k;
 
@@ -174,13 +180,15 @@ void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
 		struct gn_buf *b = rx->held[k];
 		struct gn_wire_hdr h;
 		struct gn_wire_data d;
+		struct gn_slice v;
 
 		/* Checked when it came; parsed again rather than stored. */
 		if (!gn_wire_hdr_get(b->data, b->len, &h) &&
-		    !gn_wire_data_get(b->data, &h, &d))
-			gn_fp_add_slice(ctx, st, st->data + off, len, &d,
-					b->data + gn_wire_body_off(h.type),
-					h.body_len);
+		    !gn_wire_data_get(b->data, &h, &d) &&
+		    !gn_stage_reopen(ctx, slot, st->t, &h, &d,
+				     b->data + gn_wire_body_off(h.type), &v))
+			gn_fp_add_slice(ctx, st, st->data + off, len, &d, v.body,
+					v.len);
 		gn_dl_buf_put(&ctx->dl, b);
 	}
 	rx->held_n = 0;
@@ -190,12 +198,13 @@ void gn_add_held(struct gn_ctx *ctx, struct gn_step *st, struct gn_rx *rx,
  * Chunk @c of the own shard has every contribution: the codec turns the
  * sum into its result stream in @scratch (re-compressing it with the
  * owner's error feedback, or carrying the contributions' form over), the
- * stream is packed into @m, and the sum becomes what every rank decodes.
- * Any thread: it touches only chunk @c and @m.
+ * stream is packed into @m (with work slot @slot's entropy encoder), and
+ * the sum becomes what every rank decodes.
+ * Any thread: it touches only chunk @c, @m and the slot's encoder.
  * Return: 0, -EDOM (the sum is not finite) or a packing error.
  */
 int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
-		      struct gn_txmsg *m, void *scratch)
+		      struct gn_txmsg *m, void *scratch, u32 slot)
 {
 	struct gn_tensor *t = st->t;
 	size_t len, off = gn_chunk_at(ctx, t, ctx->rank, c, &len);
@@ -206,7 +215,9 @@ int gn_gather_compute(struct gn_ctx *ctx, struct gn_step *st, u32 c,
 		       gn_fp_result(ctx, st, off, len, scratch, &ms.aux);
 	if (r)
 		return r;
-	r = gn_pack(ctx, m, t, st->no, &ms, scratch, st->data + off);
+	r = gn_pack(ctx, m, t, st->no, &ms, scratch, st->data + off,
+		    gn_stage_work_enc(ctx, slot),
+		    t->zhint ? t->zhint + t->gat_off[ctx->rank] + c : NULL);
 	if (!r && !t->model)
 		gn_fp_finish(ctx, st, off, len);
 	if (!r)

@@ -42,7 +42,7 @@ struct rxq_ent {
 	u32 no;
 	struct gn_buf *b;
 	struct gn_wire_data d;
-	u16 body_len;
+	struct gn_slice v;		/* its slice: the body, or decoded */
 	u8 phase;
 	bool last;			/* it completed a result message */
 };
@@ -127,6 +127,12 @@ u8 *gn_spread_slots(const struct gn_ctx *ctx, size_t *stride)
 	return ctx->spread->gq;
 }
 
+/* Packets queued for the workers at most (0: each decoded as it comes). */
+u32 gn_spread_rxq_cap(const struct gn_ctx *ctx)
+{
+	return ctx->spread->rxq_cap;
+}
+
 /* Chunks the caller's side encodes per span: ENCODE_BATCH per worker. */
 u32 gn_encode_batch(const struct gn_ctx *ctx)
 {
@@ -154,6 +160,7 @@ struct encode_job {
 	int j;
 	u32 c0, n;
 	struct gn_txmsg **msgs;
+	struct gn_zset *zs;		/* the caller's entropy encoders, or NULL */
 	int edom, err;
 };
 
@@ -164,11 +171,11 @@ static void *chunk_scratch(struct encode_job *e, u32 k)
 }
 
 /*
- * Pack chunk c0 + @k of another rank's shard; for the own shard, put what
- * its encoding stands for in place of the gradient (the owner adds it as
- * it is).
+ * Pack chunk c0 + @k of another rank's shard (with entropy encoder @z);
+ * for the own shard, put what its encoding stands for in place of the
+ * gradient (the owner adds it as it is).
  */
-static int pack_chunk(struct encode_job *e, u32 k)
+static int pack_chunk(struct encode_job *e, u32 k, struct gn_entropy_enc *z)
 {
 	struct gn_ctx *ctx = e->ctx;
 	struct gn_step *st = e->st;
@@ -186,7 +193,8 @@ static int pack_chunk(struct encode_job *e, u32 k)
 		return 0;
 	}
 	r = gn_pack(ctx, e->msgs[k], t, st->no, &ms, chunk_scratch(e, k),
-		    st->data + off);
+		    st->data + off, z,
+		    t->zhint ? t->zhint + t->gat_off[e->j] + e->c0 + k : NULL);
 	if (!r)
 		gn_msg_identity(e->msgs[k], st, &ms);
 	return r;
@@ -249,7 +257,7 @@ static void encode_part(void *arg, u32 p)
 		r = gn_fp_encode(ctx, st, off, end - off, ctx->chunk,
 				 chunk_scratch(e, k0), t->aux + k0);
 	for (k = k0; !r && k < k1; k++)
-		r = pack_chunk(e, k);
+		r = pack_chunk(e, k, gn_stage_part_enc(e->zs, p));
 	if (r == -EDOM)
 		WRITE_ONCE(e->edom, 1);
 	else if (r)
@@ -258,13 +266,13 @@ static void encode_part(void *arg, u32 p)
 
 /*
  * gn_spread_encode() - encode chunks [c0, c0 + n) of shard @j into @msgs,
- * ENCODE_BATCH chunks per part
+ * ENCODE_BATCH chunks per part, part p packing with @zs's encoder p
  * Return: 0, -EDOM if a value is not finite, or a packing error.
  */
 int gn_spread_encode(struct gn_ctx *ctx, struct gn_step *st, int j, u32 c0,
-		     u32 n, struct gn_txmsg **msgs)
+		     u32 n, struct gn_txmsg **msgs, struct gn_zset *zs)
 {
-	struct encode_job e = { ctx, st, j, c0, n, msgs, 0, 0 };
+	struct encode_job e = { ctx, st, j, c0, n, msgs, zs, 0, 0 };
 
 	gn_env_run(ctx->env, encode_part, &e, (n + ENCODE_BATCH - 1) / ENCODE_BATCH);
 	return e.edom ? -EDOM : e.err;
@@ -308,11 +316,11 @@ static void work_part(void *arg, u32 i)
 
 		if (k != ctx->rank)
 			gn_add_held(ctx, st, &st->red[(size_t)k * nc + w->c],
-				    off, len);
+				    off, len, i);
 	}
 	if (w->complete)
 		w->r = gn_gather_compute(ctx, st, w->c, w->m,
-					 sp->gq + i * sp->gq_stride);
+					 sp->gq + i * sp->gq_stride, i);
 }
 
 /*
@@ -370,17 +378,16 @@ static void rxq_decode(struct gn_ctx *ctx, const struct rxq_ent *q)
 {
 	struct gn_step *st = q->st;
 	struct gn_tensor *t = st->t;
-	const u8 *body = q->b->data + gn_wire_body_off(q->b->data[3]);
 	size_t len;
 
 	if (q->phase == GN_PHASE_REDUCE) {
 		gn_chunk_at(ctx, t, ctx->rank,
 			    (u32)gn_chunk_of(ctx, t, ctx->rank, &q->d), &len);
 		gn_fp_add_slice(ctx, st, st->data + q->d.chunk_off, len, &q->d,
-				body, q->body_len);
+				q->v.body, q->v.len);
 	} else {
 		gn_fp_result_slice(ctx, st, st->data + q->d.chunk_off, &q->d,
-				   body, q->body_len);
+				   q->v.body, q->v.len);
 	}
 }
 
@@ -420,16 +427,17 @@ void gn_spread_flush(struct gn_ctx *ctx)
 
 /*
  * gn_spread_take() - a slice taken for @st: decode it now, or queue it
- * (held) for the next flush when there are workers to share the batch
+ * (held, a decoded slice @v kept in its queue slot) for the next flush
+ * when there are workers to share the batch
  * @last: it completed a result message (gather): the step counts it once
  *	it is decoded
  */
 void gn_spread_take(struct gn_ctx *ctx, struct gn_step *st,
 		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
-		    struct gn_buf *b, bool last)
+		    struct gn_buf *b, const struct gn_slice *v, bool last)
 {
 	struct gn_spread *sp = ctx->spread;
-	struct rxq_ent q = { st, st->no, b, *d, h->body_len, h->phase, last };
+	struct rxq_ent q = { st, st->no, b, *d, *v, h->phase, last };
 
 	if (!sp->rxq_cap) {
 		rxq_decode(ctx, &q);
@@ -437,6 +445,7 @@ void gn_spread_take(struct gn_ctx *ctx, struct gn_step *st,
 			gn_step_gathered(ctx, st);
 		return;
 	}
+	gn_stage_keep(ctx, sp->rxq_n, &q.v);
 	gn_dl_buf_hold(&ctx->dl, b);
 	sp->rxq[sp->rxq_n++] = q;
 	if (sp->rxq_n == sp->rxq_cap)

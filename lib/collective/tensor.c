@@ -5,6 +5,7 @@
  * allocated) and unregistration.
  */
 #include "core.h"
+#include "codec/entropy/entropy.h"
 
 /* ---- layout ------------------------------------------------------------ */
 
@@ -260,6 +261,13 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 					      t->stride) ||
 	    (t->model && gn_model_alloc(ctx, t)))
 		return -ENOMEM;
+	if (gn_entropy_on(&t->params)) {
+		t->zhint = gn_alloc_array(ctx->env, t->chunks_total + 1,
+					  sizeof(u32));
+		if (!t->zhint ||
+		    gn_stage_reserve(ctx, t->params.stage[GN_STAGE_LEVEL]))
+			return -ENOMEM;
+	}
 	for (k = 0; k < 2; k++) {
 		if (step_alloc(ctx, t, &t->steps[k]))
 			return -ENOMEM;
@@ -306,6 +314,7 @@ static void tensor_free(struct gn_ctx *ctx, struct gn_tensor *t)
 	gn_index_free(ctx, t);
 	gn_model_free(ctx, t);
 	gn_free(ctx->env, t->scratch);
+	gn_free(ctx->env, t->zhint);
 	gn_free(ctx->env, t->aux);
 	gn_free(ctx->env, t->lo);
 	gn_free(ctx->env, t->chunks);

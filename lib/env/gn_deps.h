@@ -5,10 +5,22 @@
  *
  * Everything the core needs from outside comes through this header:
  * fixed-width types, errno values, memcpy/memset, little-endian access to
- * wire bytes, snprintf, FPU sections, CPU feature tests and the
- * cryptography. No other file of the core may test __KERNEL__;
- * lib/env/env.h is the run-time half.
+ * wire bytes, snprintf, FPU sections, CPU feature tests, the
+ * cryptography and the entropy stage's compressor (zstd). No other file
+ * of the core may test __KERNEL__; lib/env/env.h is the run-time half.
+ *
+ * zstd: the kernel's lib/zstd in the module, libzstd in userspace (the
+ * UDP and DPDK paths), behind the same calls. Contexts live in
+ * workspaces the caller sized with gn_zstd_cctx_size() and
+ * gn_zstd_dctx_size() and allocated up front, so no call allocates. The
+ * two libraries may compress the same bytes differently (they are
+ * different versions); a frame decompresses to the same bytes in both.
+ * Frames carry their content size and no checksum (the AEAD tag covers
+ * them). The fast levels look for matches of GN_ZSTD_MIN_MATCH bytes or
+ * more: codec streams are mostly literals, which the Huffman stage
+ * shrinks, and short matches cost time there without saving bytes.
  */
+#define GN_ZSTD_MIN_MATCH 7
 #ifndef GN_DEPS_H
 #define GN_DEPS_H
 
@@ -22,6 +34,7 @@
 #include <asm/unaligned.h>
 #include <asm/fpu/api.h>
 #include <asm/cpufeature.h>
+#include <linux/zstd.h>
 
 /*
  * In the kernel even passing a float argument uses SSE registers, so the
@@ -100,6 +113,74 @@ static inline bool gn_cpu_has_avx512(void)
 /* Clear key material so the compiler cannot drop the stores. */
 #define gn_memzero_explicit(p, n) memzero_explicit((p), (n))
 
+static inline zstd_parameters gn_zstd_params(int level, size_t src_max)
+{
+	zstd_parameters p = zstd_get_params(level, src_max);
+
+	if (p.cParams.strategy <= ZSTD_dfast)
+		p.cParams.minMatch = GN_ZSTD_MIN_MATCH;
+	p.fParams.contentSizeFlag = 1;
+	p.fParams.checksumFlag = 0;
+	p.fParams.noDictIDFlag = 1;
+	return p;
+}
+
+static inline size_t gn_zstd_cctx_size(int level, size_t src_max)
+{
+	zstd_parameters p = gn_zstd_params(level, src_max);
+
+	return zstd_cctx_workspace_bound(&p.cParams);
+}
+
+static inline void *gn_zstd_cctx_init(void *ws, size_t size)
+{
+	return zstd_init_cctx(ws, size);
+}
+
+/* The kernel's context takes its parameters with every call. */
+static inline int gn_zstd_cctx_level(void *cctx, int level, size_t src_max)
+{
+	return 0;
+}
+
+static inline size_t gn_zstd_compress_bound(size_t len)
+{
+	return zstd_compress_bound(len);
+}
+
+/*
+ * At the level gn_zstd_cctx_level() last set, @len <= @src_max, the size
+ * the context was made for. Return: bytes, or -ENOSPC.
+ */
+static inline long gn_zstd_compress(void *cctx, void *dst, size_t cap,
+				    const void *src, size_t len, int level,
+				    size_t src_max)
+{
+	zstd_parameters p = gn_zstd_params(level, src_max);
+	size_t r = zstd_compress_cctx(cctx, dst, cap, src, len, &p);
+
+	return zstd_is_error(r) ? -ENOSPC : (long)r;
+}
+
+static inline size_t gn_zstd_dctx_size(void)
+{
+	return zstd_dctx_workspace_bound();
+}
+
+static inline void *gn_zstd_dctx_init(void *ws, size_t size)
+{
+	return zstd_init_dctx(ws, size);
+}
+
+/* Never writes past @cap, whatever @src holds. Return: bytes, -EBADMSG. */
+static inline long gn_zstd_decompress(void *dctx, void *dst, size_t cap,
+				      const void *src, size_t len)
+{
+	size_t r = zstd_decompress_dctx(dctx, dst, cap, src, len);
+
+	return zstd_is_error(r) ? -EBADMSG : (long)r;
+}
+
 #else /* userspace */
 
 #include <stdarg.h>
@@ -110,6 +191,8 @@ static inline bool gn_cpu_has_avx512(void)
 #include <string.h>
 #include <errno.h>
 #include <xmmintrin.h>
+#define ZSTD_STATIC_LINKING_ONLY	/* contexts in caller-sized workspaces */
+#include <zstd.h>
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -239,6 +322,84 @@ static inline void gn_put_le64(u64 v, void *p)
 }
 
 #define GN_STATIC_ASSERT(c, msg) _Static_assert(c, msg)
+
+static inline ZSTD_parameters gn_zstd_params(int level, size_t src_max)
+{
+	ZSTD_parameters p = ZSTD_getParams(level, src_max, 0);
+
+	if (p.cParams.strategy <= ZSTD_dfast)
+		p.cParams.minMatch = GN_ZSTD_MIN_MATCH;
+	p.fParams.contentSizeFlag = 1;
+	p.fParams.checksumFlag = 0;
+	p.fParams.noDictIDFlag = 1;
+	return p;
+}
+
+static inline size_t gn_zstd_cctx_size(int level, size_t src_max)
+{
+	return ZSTD_estimateCCtxSize_usingCParams(
+		gn_zstd_params(level, src_max).cParams);
+}
+
+static inline void *gn_zstd_cctx_init(void *ws, size_t size)
+{
+	return ZSTD_initStaticCCtx(ws, size);
+}
+
+/*
+ * libzstd's context keeps its parameters from frame to frame: set once
+ * per level, not per frame (which costs a quarter of a small frame's
+ * time). Return: 0, or -EINVAL.
+ */
+static inline int gn_zstd_cctx_level(void *cctx, int level, size_t src_max)
+{
+	ZSTD_parameters p = gn_zstd_params(level, src_max);
+	size_t r = ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setCParams(cctx, p.cParams);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 0);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(cctx, ZSTD_c_dictIDFlag, 0);
+	return ZSTD_isError(r) ? -EINVAL : 0;
+}
+
+static inline size_t gn_zstd_compress_bound(size_t len)
+{
+	return ZSTD_compressBound(len);
+}
+
+static inline long gn_zstd_compress(void *cctx, void *dst, size_t cap,
+				    const void *src, size_t len, int level,
+				    size_t src_max)
+{
+	size_t r = ZSTD_compress2(cctx, dst, cap, src, len);
+
+	(void)level;
+	(void)src_max;
+	return ZSTD_isError(r) ? -ENOSPC : (long)r;
+}
+
+static inline size_t gn_zstd_dctx_size(void)
+{
+	return ZSTD_estimateDCtxSize();
+}
+
+static inline void *gn_zstd_dctx_init(void *ws, size_t size)
+{
+	return ZSTD_initStaticDCtx(ws, size);
+}
+
+static inline long gn_zstd_decompress(void *dctx, void *dst, size_t cap,
+				      const void *src, size_t len)
+{
+	size_t r = ZSTD_decompressDCtx(dctx, dst, cap, src, len);
+
+	return ZSTD_isError(r) ? -EBADMSG : (long)r;
+}
 
 #endif /* __KERNEL__ */
 

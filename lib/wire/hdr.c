@@ -58,7 +58,7 @@ void gn_wire_hdr_put(const struct gn_wire_hdr *h, u8 *b)
 	gn_put_le32(h->step, b + 16);
 	gn_put_le16(h->body_len, b + 20);
 	b[22] = h->phase;
-	b[23] = h->codec;
+	b[23] = (u8)(h->codec | (h->entropy ? GN_WIRE_ENTROPY : 0));
 	gn_put_le64(h->pn << 8 | h->seal, b + 24);
 }
 
@@ -83,12 +83,17 @@ int gn_wire_hdr_get(const u8 *b, size_t len, struct gn_wire_hdr *h)
 	h->step = gn_get_le32(b + 16);
 	h->body_len = gn_get_le16(b + 20);
 	h->phase = b[22];
-	h->codec = b[23];
+	h->codec = b[23] & GN_WIRE_CODEC_ID;
+	h->entropy = b[23] >> 7;
 	h->seal = b[24];
 	h->pn = gn_get_le64(b + 24) >> 8;
 	fixed = gn_wire_fixed_len(h->type);
 	if (fixed < 0 ||
 	    len != (size_t)GN_WIRE_HDR_LEN + fixed + h->body_len + GN_WIRE_TAG)
+		return -EBADMSG;
+	/* Only data has a body to code, and a coded body has bytes. */
+	if (h->entropy && ((h->type != GN_PKT_DATA && h->type != GN_PKT_WHOLE) ||
+			   !h->body_len))
 		return -EBADMSG;
 	if (h->phase > GN_PHASE_INDEX || h->seal & ~GN_SEAL_CLEAR || !h->pn)
 		return -EBADMSG;
@@ -263,7 +268,7 @@ int gn_wire_ctrl_get(const u8 *b, const struct gn_wire_hdr *h,
 	    gn_get_le16(b + 6) ||
 	    (c->kind != GN_CTRL_TENSOR && c->kind != GN_CTRL_ABORT) ||
 	    (c->kind == GN_CTRL_ABORT && any) ||
-	    (c->kind == GN_CTRL_TENSOR && c->extra))
+	    (c->kind == GN_CTRL_TENSOR && c->extra >> 16))
 		return -EBADMSG;
 	return 0;
 }

@@ -30,52 +30,63 @@ static const struct gn_core_model scn_push_pull = {
 };
 
 const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
-	{ "3lc-sum", { .codec = GN_CODEC_3LC }, 0, NULL },
-	{ "3lc-avg", { .codec = GN_CODEC_3LC }, GN_TENSOR_AVERAGE, NULL },
-	{ "dense-sum", { .codec = GN_CODEC_NONE }, 0, NULL },
-	{ "dense-avg", { .codec = GN_CODEC_NONE }, GN_TENSOR_AVERAGE, NULL },
+	{ "3lc-sum", { .codec = GN_CODEC_3LC }, 0, NULL, 0 },
+	{ "3lc-avg", { .codec = GN_CODEC_3LC }, GN_TENSOR_AVERAGE, NULL, 0 },
+	{ "dense-sum", { .codec = GN_CODEC_NONE }, 0, NULL, 0 },
+	{ "dense-avg", { .codec = GN_CODEC_NONE }, GN_TENSOR_AVERAGE, NULL, 0 },
 	/* QSGD 4 bits, buckets of 128 (the chunk is not a multiple). */
 	{ "qsgd-avg", { .codec = GN_CODEC_QSGD, .given = 2,
-			.p = { .w = { 0, 128 } } }, GN_TENSOR_AVERAGE, NULL },
+			.p = { .w = { 0, 128 } } }, GN_TENSOR_AVERAGE, NULL, 0 },
 	/* Top-k at 5%: sparse contributions, sums as sparse or dense. */
 	{ "topk-sum", { .codec = GN_CODEC_TOPK, .given = 1,
-			.p = { .w = { 0x3d4ccccdu } } }, 0, NULL },
+			.p = { .w = { 0x3d4ccccdu } } }, 0, NULL, 0 },
 	/* Per block of 512, as SparCML's code selects. */
 	{ "topk-block-avg", { .codec = GN_CODEC_TOPK, .given = 3,
 			      .p = { .w = { 0x3d4ccccdu, 512 } } },
-	  GN_TENSOR_AVERAGE, NULL },
+	  GN_TENSOR_AVERAGE, NULL, 0 },
 	/* Top-k at 5% with QSGD values of 4 bits. */
 	{ "topk-qsgd-avg", { .codec = GN_CODEC_TOPK, .given = 5,
 			     .p = { .w = { 0x3d4ccccdu, 0, 4 } } },
-	  GN_TENSOR_AVERAGE, NULL },
+	  GN_TENSOR_AVERAGE, NULL, 0 },
 	/* CLT-k at 5%: the leaders' index sets, rotating over the steps. */
 	{ "cltk-sum", { .codec = GN_CODEC_CLTK, .given = 1,
-			.p = { .w = { 0x3d4ccccdu } } }, 0, NULL },
+			.p = { .w = { 0x3d4ccccdu } } }, 0, NULL, 0 },
 	/* With beta 0.5, a dense first step and QSGD values of 4 bits. */
 	{ "cltk-warm-qsgd-avg", { .codec = GN_CODEC_CLTK, .given = 0xf,
 				  .p = { .w = { 0x3d4ccccdu, 0x3f000000u, 1, 4 } } },
-	  GN_TENSOR_AVERAGE, NULL },
-	{ "model-dore", { 0 }, 0, &scn_dore },
-	{ "model-3lc-push-pull", { .codec = GN_CODEC_3LC }, 0, &scn_push_pull },
+	  GN_TENSOR_AVERAGE, NULL, 0 },
+	{ "model-dore", { 0 }, 0, &scn_dore, 0 },
+	{ "model-3lc-push-pull", { .codec = GN_CODEC_3LC }, 0, &scn_push_pull, 0 },
 	/* Top-k at 5%, Bloom P0 indices (fpr 0.001), QSGD values. */
 	{ "topk-bloom-qsgd-avg", { .codec = GN_CODEC_TOPK, .given = 0x25,
 				   .p = { .w = { 0x3d4ccccdu, 0, 4, 0, 0, 3 } } },
-	  GN_TENSOR_AVERAGE, NULL },
+	  GN_TENSOR_AVERAGE, NULL, 0 },
 	/* Bloom P1 at fpr 0.01, float16 values. */
 	{ "topk-bloom-p1-f16-sum", { .codec = GN_CODEC_TOPK, .given = 0xe1,
 				     .p = { .w = { 0x3d4ccccdu, 0, 0, 0, 0, 4,
-						   0x3c23d70au, 1 } } }, 0, NULL },
+						   0x3c23d70au, 1 } } }, 0, NULL, 0 },
 	/* Bloom P2 at 20%: results of three ranks' entries, dense or not. */
 	{ "topk-bloom-p2-avg", { .codec = GN_CODEC_TOPK, .given = 0x21,
 				 .p = { .w = { 0x3e4ccccdu, 0, 0, 0, 0, 5 } } },
-	  GN_TENSOR_AVERAGE, NULL },
+	  GN_TENSOR_AVERAGE, NULL, 0 },
 	/* The smallest of varint, bitmap and run lengths per chunk. */
 	{ "topk-auto-sum", { .codec = GN_CODEC_TOPK, .given = 0x21,
-			     .p = { .w = { 0x3d4ccccdu, 0, 0, 0, 0, 6 } } }, 0, NULL },
+			     .p = { .w = { 0x3d4ccccdu, 0, 0, 0, 0, 6 } } }, 0, NULL, 0 },
 	/* Curve-fitted values, curves of 128 values. */
 	{ "topk-fit-avg", { .codec = GN_CODEC_TOPK, .given = 0x89,
 			    .p = { .w = { 0x3d4ccccdu, 0, 0, 128, 0, 0, 0, 3 } } },
-	  GN_TENSOR_AVERAGE, NULL },
+	  GN_TENSOR_AVERAGE, NULL, 0 },
+	/*
+	 * The entropy stage (zstd at level 1) on the inputs of dense-sum and
+	 * qsgd-avg: lossless, so with their results, whichever zstd (the
+	 * kernel's or libzstd) coded the packets. (3LC's slices of these
+	 * inputs are too short for the stage to code.)
+	 */
+	{ "dense-sum-zstd", { .codec = GN_CODEC_NONE, .given = 1u << 8,
+			      .p = { .stage = { 1 } } }, 0, NULL, 3 },
+	{ "qsgd-avg-zstd", { .codec = GN_CODEC_QSGD, .given = 2 | 1u << 8,
+			     .p = { .w = { 0, 128 }, .stage = { 1 } } },
+	  GN_TENSOR_AVERAGE, NULL, 5 },
 };
 
 /*
@@ -120,7 +131,7 @@ static u64 scn_xorshift(u64 *s)
  * gn_scn_input() - a rank's gradient in one case at one step
  * @x: the values to fill
  * @n: how many
- * @kase: index into gn_scn_cases
+ * @kase: index into gn_scn_cases (its twin's inputs, if it has one)
  * @rank: the rank whose gradient it is (GN_SCN_WORLD: a model case's
  *	parameters at the start, the same on every rank)
  * @step: 0 .. GN_SCN_STEPS - 1
@@ -130,7 +141,8 @@ static u64 scn_xorshift(u64 *s)
  */
 void gn_scn_input(float *x, u32 n, int kase, int rank, int step)
 {
-	u64 s = 0x9e3779b97f4a7c15ull ^ ((u64)(kase + 1) << 40) ^
+	int from = gn_scn_cases[kase].twin ? gn_scn_cases[kase].twin - 1 : kase;
+	u64 s = 0x9e3779b97f4a7c15ull ^ ((u64)(from + 1) << 40) ^
 		((u64)(rank + 1) << 20) ^ (u64)(step + 1);
 	u32 i;
 
@@ -431,6 +443,7 @@ static void scn_stats(struct scn *c)
 			continue;
 		c->res->retransmits[c->kase] += st->retransmits;
 		c->res->dup_drops[c->kase] += st->drops[GN_DROP_DUPLICATE];
+		c->res->stream_bytes[c->kase] += st->stream_bytes;
 	}
 	gn_env_unlock(c->env);
 }

@@ -2,11 +2,12 @@
 /*
  * scenario.h - a whole allreduce job of the protocol core in one thread:
  * three core contexts over the in-memory fabric, which loses, duplicates
- * and reorders packets, seventeen cases (3LC and dense, sum and average;
+ * and reorders packets, nineteen cases (3LC and dense, sum and average;
  * QSGD, top-k per chunk and per block, top-k with QSGD values; CLT-k;
  * model tensors: DORE, and 3LC's push/pull; top-k's Bloom indices under
  * each policy, float16 and curve-fitted values, the index codec chosen
- * per chunk) of three steps each. Freestanding and integer-only, so the same file runs
+ * per chunk; the entropy stage on two of them) of three steps each.
+ * Freestanding and integer-only, so the same file runs
  * in a process (tests/core_test.c) and in the kernel module
  * (kmod/selftest_core.c); both compare its hashes with
  * tests/golden/core_hashes.h.
@@ -21,7 +22,7 @@
 struct gn_event;
 
 #define GN_SCN_WORLD	3
-#define GN_SCN_CASES	17
+#define GN_SCN_CASES	19
 #define GN_SCN_STEPS	3
 /* Not a multiple of the chunk or of the world: shards are uneven. */
 #define GN_SCN_ELEMS	10000u
@@ -43,13 +44,17 @@ struct gn_event;
 
 /*
  * A case: its tensor's codec, with the parameters it sets, and flags; a
- * model tensor's case has @model, and its result is the parameters.
+ * model tensor's case has @model, and its result is the parameters;
+ * @twin, 1 + the case whose inputs it takes (0: its own), for a case
+ * that must end with that case's results and send fewer body bytes (the
+ * entropy stage's).
  */
 struct gn_scn_case {
 	const char *name;
 	struct gn_codec_spec codec;	/* codec 0: the job's (3LC, s 1.5) */
 	unsigned int flags;		/* GN_TENSOR_* */
 	const struct gn_core_model *model;
+	int twin;
 };
 
 /* A model case's learning rate at @step, float32 bits: 2^-(3 + step). */
@@ -77,6 +82,7 @@ struct gn_scn_result {
 	struct gn_mem_counts counts[GN_SCN_CASES];
 	u64 retransmits[GN_SCN_CASES];	/* summed over the ranks */
 	u64 dup_drops[GN_SCN_CASES];
+	u64 stream_bytes[GN_SCN_CASES];	/* packet bodies sent, over the ranks */
 	u64 ns[GN_SCN_CASES];		/* env time, open to free */
 	u64 rounds[GN_SCN_CASES];	/* poll rounds over every rank */
 	/* Messages the ranks had to replace (gn_core_orphans()), by step end. */

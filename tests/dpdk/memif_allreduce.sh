@@ -17,7 +17,8 @@
 #         which wraps any transport): results still bit-identical to the
 #         reference, and the ranks did retransmit.
 #  codecs top-k, QSGD, top-k with QSGD values (under loss), CLT-k (its
-#         leaders' index sets; with QSGD values under loss): exact.
+#         leaders' index sets; with QSGD values under loss), and the
+#         entropy stage on 3LC (under loss) and on QSGD: exact.
 #  queues two queue pairs and two codec workers a rank: results exact, with
 #         loss too; rank k receives on queue k, sends on the other.
 #  replay packets recorded in one job and sent again during the next are
@@ -164,7 +165,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..33"
+echo "1..34"
 gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -244,16 +245,19 @@ done
 # (GN_JOB, gn-ref --job) so that QSGD's rounding is the reference's: top-k
 # (SparCML's sparse allreduce, the owner's switch to dense included), QSGD
 # alone, and top-k with QSGD values under loss, duplication and reordering;
-# CLT-k, clean and with QSGD values under the same faults.
+# CLT-k, clean and with QSGD values under the same faults; then the
+# entropy stage (zstd packets, the reference without it) on 3LC under
+# loss and on QSGD.
 job=$((4000 + $$ % 1000))
 for spec in topk:density=0.01 qsgd:bits=4 topk:density=0.05,bits=8 \
-	cltk:density=0.01,beta=0.5 cltk:density=0.05,bits=4; do
+	cltk:density=0.01,beta=0.5 cltk:density=0.05,bits=4 \
+	3lc:entropy=zstd qsgd:bits=4,entropy=zstd; do
 	job=$((job + 1))
 	name=codec-${spec//[:=,]/-}
 	ok=1
 	faults=
 	case $spec in
-	topk:density=0.05,bits=8 | cltk:density=0.05,bits=4)
+	topk:density=0.05,bits=8 | cltk:density=0.05,bits=4 | 3lc:entropy=zstd)
 		faults=GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05 ;;
 	esac
 	ref "$tmp/$name.ref" --elems 1000003 --codec "$spec" --job "$job"

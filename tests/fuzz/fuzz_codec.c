@@ -7,14 +7,23 @@
  * give only finite values; and a whole chunk encoded from the input's
  * floats must decode through the same check.
  *
+ * A coded slice (the entropy stage's) goes through the receiving side's
+ * decoder first: whatever the frame says, it may write no byte of its
+ * buffer past the bound it is given (a canary after it must survive), and
+ * what it decodes is checked and decoded as any slice.
+ *
  * Input: byte 0 the codec (an index into the registry) and mode, bytes
  * 1..4 which parameter words are given, 5..36 those words, 37..38 the
  * chunk's length n (1..4096), then (mode 0) first, count and aux as u32
- * and the slice's body; or (mode 1) the seed and n floats.
+ * and the slice's body (with bit 0 of byte 2 set: a zstd frame of it);
+ * or (mode 1) the seed and n floats.
  */
 #include <stdint.h>
 
+#include <gradnet/wire.h>
+
 #include "codec/codec.h"
+#include "codec/entropy/entropy.h"
 #include "fuzz_check.h"
 
 #define N_MAX 4096
@@ -64,6 +73,51 @@ static bool covered(const struct gn_codec_ops *c, u32 n, u32 first, u32 count,
 	return u >= first && u < first + count;
 }
 
+/* A receiving decoder as a rank at MTU 9000 has, in exactly its memory. */
+#define RAW_MAX gn_entropy_raw_max(9000 - 28 - GN_WIRE_WHOLE_OVERHEAD)
+#define CANARY 0xa5
+
+static u8 *dec_mem;
+static size_t dec_len;
+static struct gn_entropy_dec dec;
+
+/*
+ * The coded @body's slice, into @dec's buffer; NULL when the decoder
+ * refuses it. Every byte past what the codec's bound of a chunk of @n
+ * values lets it write keeps the canary.
+ */
+static const uint8_t *open_coded(const struct gn_codec_ops *c,
+				 const struct gn_codec_params *p, u32 n,
+				 const uint8_t *body, u32 *blen)
+{
+	u64 bound = c->bound(p, n);
+	size_t cap = bound < RAW_MAX ? (size_t)bound : RAW_MAX, i;
+	long r;
+
+	if (!dec_mem) {
+		dec_len = gn_entropy_dec_size(RAW_MAX);
+		dec_mem = aligned_alloc(64, dec_len);
+		GN_FZ_CHECK(dec_mem && !gn_entropy_dec_init(&dec, dec_mem, dec_len,
+							    RAW_MAX),
+			    "no decoder");
+	}
+	memset(dec.raw, CANARY, (size_t)(dec_mem + dec_len - dec.raw));
+	gn_fz_enter();
+	r = gn_entropy_open(&dec, c, p, n, body, *blen);
+	gn_fz_leave();
+	for (i = cap; i < (size_t)(dec_mem + dec_len - dec.raw); i++)
+		GN_FZ_CHECK(dec.raw[i] == CANARY,
+			    "%s: the decoder wrote byte %zu past its bound %zu",
+			    c->name, i, cap);
+	if (r < 0)
+		return NULL;
+	GN_FZ_CHECK((size_t)r <= cap && r > (long)*blen,
+		    "%s: %ld bytes decoded from %u, bound %zu", c->name, r, *blen,
+		    cap);
+	*blen = (u32)r;
+	return dec.raw;
+}
+
 static void slice_case(const struct gn_codec_ops *c,
 		       const struct gn_codec_call *call, u32 n,
 		       const uint8_t *d, size_t len)
@@ -83,6 +137,11 @@ static void slice_case(const struct gn_codec_ops *c,
 	      (aux & 0x7fff0000u) | ((aux >> 8) % 8) << 8 | aux % 4;
 	body = d + HDR + 12;
 	blen = (u32)(len - HDR - 12);
+	if (d[2] & 1) {
+		body = open_coded(c, call->p, n, body, &blen);
+		if (!body)
+			return;
+	}
 	if (!count || c->check_slice(call->p, n, first, count, aux, body, blen))
 		return;
 	out = malloc(n * sizeof(float));

@@ -11,6 +11,7 @@
 #ifndef GN_FUZZ_INPUT_H
 #define GN_FUZZ_INPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,8 +79,9 @@
 /*
  * Make the common header consistent: magic, version, job, src (the sender),
  * dst (0, or every rank for GATHER data), phase (low bit), body_len (from
- * the packet length), codec (the tensor's); the tensor field is an index
- * into gn_fzx_tensors[] (mod its length).
+ * the packet length), codec (the tensor's; the entropy bit, bit 7, stays as
+ * the input has it); the tensor field is an index into gn_fzx_tensors[]
+ * (mod its length).
  */
 #define GN_FZX_FIX_HDR 0x04
 /*
@@ -124,16 +126,22 @@ struct gn_fzx_tensor {
 	uint8_t codec;		/* enum gn_codec, which is the wire codec byte */
 	float s;		/* 0: the job's 1.0 */
 	unsigned int flags;	/* GN_TENSOR_* */
+	bool zstd;		/* the entropy stage, zstd at level 1 */
 };
 
-/* Shard sizes cover one value, one chunk, several chunks, empty shards. */
+/*
+ * Shard sizes cover one value, one chunk, several chunks, empty shards;
+ * the last two code their packets with the entropy stage.
+ */
 static const struct gn_fzx_tensor gn_fzx_tensors[] = {
-	{ 1, 1000, 2, 0.0f, 0 },
-	{ 2, 20000, 2, 0.0f, 0 },
-	{ 3, 700, 1, 0.0f, 0 },
-	{ 4, 9001, 1, 0.0f, 1 },
-	{ 5, 37, 2, 1.5f, 1 },
-	{ 6, 2, 2, 0.0f, 0 },
+	{ 1, 1000, 2, 0.0f, 0, false },
+	{ 2, 20000, 2, 0.0f, 0, false },
+	{ 3, 700, 1, 0.0f, 0, false },
+	{ 4, 9001, 1, 0.0f, 1, false },
+	{ 5, 37, 2, 1.5f, 1, false },
+	{ 6, 2, 2, 0.0f, 0, false },
+	{ 7, 15000, 2, 0.0f, 0, true },
+	{ 8, 5000, 1, 0.0f, 1, true },
 };
 
 #define GN_FZX_NTENSORS (sizeof(gn_fzx_tensors) / sizeof(gn_fzx_tensors[0]))

@@ -120,6 +120,7 @@ static void send_desc(struct rx_state *rs, int peer, unsigned int k)
 		.seq = ++rs->ctrl_seq[peer], .kind = GN_CTRL_TENSOR,
 		.flags = (u8)t->flags, .value = t->elems,
 		.params = { s_bits_of(t) },	/* 3LC's s is its word 0 */
+		.extra = t->zstd ? 0x101 : 0,	/* zstd, level 1 */
 	};
 
 	gn_wire_hdr_put(&h, pkt);
@@ -154,7 +155,8 @@ static void setup(struct rx_state *rs, bool bare)
 	for (k = 0; k < GN_FZX_NTENSORS && !bare; k++) {
 		const struct gn_fzx_tensor *t = &gn_fzx_tensors[k];
 		GN_OPTS(gn_tensor_opts, o, .id = t->id, .elems = t->elems,
-			.codec = t->codec, .s = t->s, .flags = t->flags);
+			.codec = t->codec, .s = t->s, .flags = t->flags,
+			.params = t->zstd ? "entropy=zstd" : NULL);
 
 		for (p = 1; k % 2 && p < GN_FZX_WORLD; p++)
 			send_desc(rs, p, k);
@@ -339,7 +341,7 @@ static void fix_hdr(u8 *b, size_t len, int from)
 				    GN_RANK_ALL : 0, 2);
 	gn_fz_put_le(b + 8, GN_FZX_JOB, 4);
 	gn_fz_put_le(b + 12, t->id, 4);
-	b[23] = t->codec;
+	b[23] = (u8)(t->codec | (b[23] & GN_WIRE_ENTROPY));
 	fixed = gn_wire_fixed_len(b[3]);
 	if (fixed >= 0 && len >= (size_t)GN_WIRE_HDR_LEN + (size_t)fixed + GN_WIRE_TAG)
 		gn_fz_put_le(b + 20, (u32)(len - GN_WIRE_HDR_LEN - (size_t)fixed -

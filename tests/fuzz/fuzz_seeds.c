@@ -217,9 +217,22 @@ static void real_seeds(const char *file, size_t max_n)
 }
 
 /*
+ * @len bytes at @src as one zstd frame at level 1 into @dst (@cap
+ * bytes), what the entropy stage sends: its length, or 0 when that is not
+ * shorter (the stage would send the bytes as they are).
+ */
+static size_t zstd_frame(const uint8_t *src, size_t len, uint8_t *dst,
+			 size_t cap)
+{
+	size_t r = ZSTD_compress(dst, cap, src, len, 1);
+
+	return ZSTD_isError(r) || r >= len ? 0 : r;
+}
+
+/*
  * fuzz_codec's inputs (its header comment) for every codec of the
  * registry on real values: the codec's own whole-chunk stream as a slice,
- * and the values to encode.
+ * plain and as the entropy stage codes it, and the values to encode.
  */
 static void codec_seeds(const char *file, size_t max_n)
 {
@@ -264,8 +277,9 @@ static void codec_seeds(const char *file, size_t max_n)
 		const struct gn_codec_ops *c = NULL;
 		struct gn_codec_spec in = { .given = sets[k].given }, sp;
 		struct gn_codec_call call = { .p = &sp.p, .world = 3, .ef_len = n };
-		uint8_t *scratch, *s;
+		uint8_t *scratch, *s, *z;
 		char msg[160];
+		size_t zlen;
 		u64 bound;
 		long len;
 
@@ -309,6 +323,19 @@ static void codec_seeds(const char *file, size_t max_n)
 		memcpy(hdr + 47, s, 4);
 		snprintf(name, sizeof(name), "real-%s-%s%zu-slice", file, c->name, k);
 		seed("codec", name, hdr, sizeof(hdr), s + 4, (size_t)len - 4);
+		z = malloc(ZSTD_compressBound((size_t)len));
+		if (!z)
+			die("out of memory");
+		zlen = zstd_frame(s + 4, (size_t)len - 4, z,
+				  ZSTD_compressBound((size_t)len));
+		if (zlen) {
+			hdr[2] |= 1;
+			snprintf(name, sizeof(name), "real-%s-%s%zu-coded", file,
+				 c->name, k);
+			seed("codec", name, hdr, sizeof(hdr), z, zlen);
+			hdr[2] &= (uint8_t)~1u;
+		}
+		free(z);
 		free(s);
 		free(scratch);
 	}
@@ -385,6 +412,24 @@ static void rx_hdr(uint8_t *p, size_t len, unsigned int type,
 }
 
 /*
+ * A DATA packet @p's body: the slice @len bytes at @src, or for a tensor
+ * with the entropy stage its zstd frame where that is shorter (bit 7 of
+ * the codec byte set). Return: the body's bytes.
+ */
+static size_t rx_body(const struct gn_fzx_tensor *t, uint8_t *p,
+		      const uint8_t *src, size_t len)
+{
+	size_t z = t->zstd ? zstd_frame(src, len, p + RX_DATA_HDR,
+					GN_FZX_MAX_PKT - RX_DATA_HDR - RX_TAG) : 0;
+
+	p[23] = z ? 0x80 : 0;
+	if (z)
+		return z;
+	memcpy(p + RX_DATA_HDR, src, len);
+	return len;
+}
+
+/*
  * Shard @shard's chunk @c of tensor @k, from rank @from, as DATA packets:
  * 3LC by the model (one packet), or the values themselves, cut to fit
  * gn_test_ctx_new()'s MTU of 9000. Values are about @amp, some 30 times.
@@ -413,8 +458,7 @@ static void rx_data(struct rx_seed *sd, unsigned int ctl, unsigned int k,
 				    quartic, &m);
 		if (!body)
 			die("rx seed: cannot quantize");
-		body -= 4;
-		memcpy(p + RX_DATA_HDR, stream + 4, body);
+		body = rx_body(t, p, stream + 4, body - 4);
 		count = (uint32_t)gn_tlc_groups(n);
 	} else {
 		size_t per = (9000 - 28 - RX_DATA_HDR - RX_TAG) / 4;
@@ -426,9 +470,9 @@ static void rx_data(struct rx_seed *sd, unsigned int ctl, unsigned int k,
 			gn_fz_put_le(d + 12, (uint32_t)(i * per), 4);
 			gn_fz_put_le(d + 16, count, 4);
 			gn_fz_put_le(d + 24, (uint32_t)i, 4);
-			memcpy(p + RX_DATA_HDR, x + i * per, (size_t)count * 4);
-			rx_rec(sd, ctl | from, p,
-			       RX_DATA_HDR + (size_t)count * 4 + RX_TAG);
+			body = rx_body(t, p, (const uint8_t *)(x + i * per),
+				       (size_t)count * 4);
+			rx_rec(sd, ctl | from, p, RX_DATA_HDR + body + RX_TAG);
 		}
 		return;
 	}

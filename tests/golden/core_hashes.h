@@ -34,6 +34,8 @@ static const struct gn_core_golden {
 	{ "topk-bloom-p2-avg", { 0xa72b4063a9dcf466ull, 0x38f3234efbacfb9bull, 0xfe6566c64cc51739ull } },
 	{ "topk-auto-sum", { 0x081f9fd17a310a1cull, 0x26eaacaaca89b988ull, 0xb5c1ca995cfb5ea8ull } },
 	{ "topk-fit-avg", { 0xe407b32cfef745afull, 0x9db5c506da6c2c3dull, 0x81daf62ab5bdc7d3ull } },
+	{ "dense-sum-zstd", { 0xb049075a8e31897cull, 0xbd1e6b82f410e0c6ull, 0x53651760b95c9c38ull } },
+	{ "qsgd-avg-zstd", { 0x8b7af0184903f6b2ull, 0xbb5a262fe3f40b7aull, 0x87637302ffea9358ull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

@@ -283,8 +283,8 @@ static int reserved_off(unsigned long cmd, unsigned int *off, unsigned int *len)
 		return 0;
 	case GRADNET_IOC_REGISTER:
 	case GRADNET_IOC_UNREGISTER:
-		*off = offsetof(struct gradnet_tensor, reserved0);
-		*len = 4 + sizeof(((struct gradnet_tensor *)0)->reserved);
+		*off = offsetof(struct gradnet_tensor, reserved);
+		*len = sizeof(((struct gradnet_tensor *)0)->reserved);
 		return 0;
 	case GRADNET_IOC_START:
 		*off = offsetof(struct gradnet_start, reserved0);
@@ -323,10 +323,15 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 		if (iocs[i].cmd == GRADNET_IOC_OPEN && below(r, 2)) {
 			struct gradnet_open *o = (void *)m;
 
-			if (below(r, 2))
-				o->reserved0 = 1u << below(r, 32);
+			if (below(r, 2))	/* the entropy word's unused bits */
+				o->entropy = 1u << (16 + below(r, 16));
 			else	/* the peers' */
 				a->peers[below(r, o->world)].reserved = 1 + below(r, 9);
+			return true;
+		}
+		if ((iocs[i].cmd == GRADNET_IOC_REGISTER ||
+		     iocs[i].cmd == GRADNET_IOC_UNREGISTER) && below(r, 2)) {
+			((struct gradnet_tensor *)m)->entropy = 1u << (16 + below(r, 16));
 			return true;
 		}
 		if (reserved_off(iocs[i].cmd, &off, &len))

@@ -35,6 +35,7 @@ kernels only, no unbiasedness.
 TAP on stdout; exit 0 pass, 1 fail.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -207,8 +208,11 @@ class Tool:
 
     def listed(self):
         r = subprocess.run([TOOL, 'list'], stdout=subprocess.PIPE, text=True)
-        return [line.split()[0] for line in r.stdout.splitlines()
-                if line and not line[0].isspace()]
+        # A codec's line is "NAME (ID) ..."; the entropy stage's heading
+        # ("every codec's entropy stage:") names none.
+        return [m.group(1) for m in
+                (re.match(r'(\S+) \(\d+\)', line)
+                 for line in r.stdout.splitlines()) if m]
 
 
 def first_diff(a, b):

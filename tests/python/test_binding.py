@@ -60,6 +60,20 @@ def test_register_unregister_errors(ctx):
     assert torch.equal(y, torch.arange(7, dtype=torch.float32))
 
 
+def test_entropy_parameters_checked(ctx):
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.register(3, 100, codec="qsgd", entropy="zstd", entropy_level=20)
+    assert e.value.errno == errno.EINVAL
+    assert "entropy_level=20" in e.value.strerror
+    with pytest.raises(gradnet.GradnetError) as e:
+        ctx.register(3, 100, codec="topk", entropy_level=3)
+    assert "needs entropy=zstd" in e.value.strerror
+    ctx.register(3, 100, codec="none", entropy="zstd")
+    x = torch.ones(100)
+    ctx.allreduce(3, x)
+    assert torch.equal(x, torch.ones(100))
+
+
 def test_nan_is_nonfinite_error(ctx):
     ctx.register(1, 64)
     x = torch.ones(64)

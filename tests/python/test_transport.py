@@ -66,8 +66,9 @@ def test_udp_one_rank(monkeypatch):
         c.close()
 
 
-def test_udp_two_ranks(monkeypatch):
-    monkeypatch.delenv("GN_TRANSPORT", raising=False)
+def two_ranks(body):
+    """body(rank, context) on two UDP ranks on loopback, one thread each;
+    their results, once both are done."""
     peers = ",".join("127.0.0.1:%d" % p for p in free_udp_ports(2))
     out, errs = [None, None], []
 
@@ -77,10 +78,7 @@ def test_udp_two_ranks(monkeypatch):
                                 insecure=True, timeout_ms=20000,
                                 transport="udp")
             try:
-                c.register(7, 1000, codec="none")
-                x = torch.full((1000,), float(r + 1))
-                c.allreduce(7, x)
-                out[r] = x
+                out[r] = body(r, c)
             finally:
                 c.close()
         except Exception as e:      # reported by the main thread
@@ -93,8 +91,43 @@ def test_udp_two_ranks(monkeypatch):
         t.join(60)
     assert not any(t.is_alive() for t in ts)
     assert not errs, errs
-    for r in range(2):
-        assert torch.equal(out[r], torch.full((1000,), 3.0))
+    return out
+
+
+def test_udp_two_ranks(monkeypatch):
+    monkeypatch.delenv("GN_TRANSPORT", raising=False)
+
+    def body(r, c):
+        c.register(7, 1000, codec="none")
+        x = torch.full((1000,), float(r + 1))
+        c.allreduce(7, x)
+        return x
+
+    for x in two_ranks(body):
+        assert torch.equal(x, torch.full((1000,), 3.0))
+
+
+def test_entropy_stage_two_ranks(monkeypatch):
+    # The stage's keywords reach the library: a 3LC tensor with it ends
+    # with the same values as one without, and sends fewer bytes.
+    monkeypatch.delenv("GN_TRANSPORT", raising=False)
+
+    def body(r, c):
+        c.register(7, 300000, codec="3lc")
+        c.register(8, 300000, codec="3lc", entropy="zstd", entropy_level=2)
+        g = torch.Generator().manual_seed(11 + r)
+        x = torch.randn(300000, generator=g) ** 3
+        y = x.clone()
+        c.allreduce(7, x)
+        c.allreduce(8, y)
+        return x, y, (c.stats(tensor_id=7)["wire_bytes"],
+                      c.stats(tensor_id=8)["wire_bytes"])
+
+    out = two_ranks(body)
+    for x, y, wire in out:
+        assert torch.equal(x, y)
+        assert torch.equal(y, out[0][1])
+        assert wire[1] < wire[0], wire
 
 
 def test_unknown_transport_raises(monkeypatch):

@@ -46,6 +46,7 @@
 #define GRADNET_FEAT_POLL	(1ull << 2)	/* poll() on the file */
 #define GRADNET_FEAT_FAULTS	(1ull << 3)	/* fault injection is on (test) */
 #define GRADNET_FEAT_MODEL	(1ull << 4)	/* model tensors (TENSOR_MODEL) */
+#define GRADNET_FEAT_ENTROPY	(1ull << 5)	/* the entropy stage (zstd) */
 
 /*
  * struct gradnet_info - what the loaded module speaks (any time, even
@@ -99,8 +100,15 @@ struct gradnet_peer {
  * defaults. An unknown codec, a word the codec does not have or a value
  * outside its range is -EINVAL, and ERRMSG names it; so is a nonzero word
  * whose given bit is clear, and a given bit past the block.
+ *
+ * Every codec has the entropy stage besides (<gradnet/codec.h>): an
+ * @entropy word of bits 0-7 the coder (0 none, 1 zstd) given by bit 8 of
+ * the mask, bits 8-15 zstd's level (1..19) given by bit 9; its other bits
+ * are 0.
  */
 #define GRADNET_PARAM_WORDS	8
+#define GRADNET_GIVEN_ENTROPY		(1u << 8)
+#define GRADNET_GIVEN_ENTROPY_LEVEL	(1u << 9)
 
 /*
  * struct gradnet_open - join a job: bind peers[rank] in the opener's
@@ -120,8 +128,10 @@ struct gradnet_peer {
  * @step_timeout_ms: an allreduce fails after this (0: the module's
  *	default_step_timeout_ms parameter)
  * @codec: tensors' default codec, an enum gn_codec value (0: 3LC)
- * @codec_given: bit i: @codec_params[i] is set (else the default)
+ * @codec_given: bit i: @codec_params[i] is set (else the default); bits
+ *	8 and 9: @entropy's coder and level are
  * @flags: GRADNET_OPEN_*
+ * @entropy: the default codec's entropy stage
  * @peers: user pointer to @world struct gradnet_peer, in rank order
  * @key: the job's key (all zero and GRADNET_OPEN_INSECURE: no key)
  * @codec_params: the default codec's parameter block
@@ -139,7 +149,7 @@ struct gradnet_open {
 	__u32 codec;
 	__u32 codec_given;
 	__u32 flags;
-	__u32 reserved0;
+	__u32 entropy;
 	__u64 peers;
 	__u8 key[GRADNET_KEY_LEN];
 	__u32 codec_params[GRADNET_PARAM_WORDS];
@@ -161,14 +171,16 @@ struct gradnet_open {
  * @id: the caller's name for it, unique in the context
  * @codec: an enum gn_codec value (0: the job's)
  * @given: bit i: @params[i] is set (else the job's value for the job's
- *	codec, or the codec's default)
+ *	codec, or the codec's default); bits 8 and 9: @entropy's coder and
+ *	level are
  * @elems: float32 values, 1 and up to what the host's memory allows
- *	(UNREGISTER: must be 0, and so must @codec, @given, @params and
- *	@flags)
+ *	(UNREGISTER: must be 0, and so must @codec, @given, @params,
+ *	@flags and @entropy)
  * @params: the codec's parameter block
  * @flags: GRADNET_TENSOR_*; with GRADNET_TENSOR_MODEL a model tensor
  *	(gn_model_register()), whose step (START with @params and @lr) takes
  *	a gradient and updates the parameters; AVERAGE does not go with it
+ * @entropy: its entropy stage (a model tensor's: its gradients')
  * @down_codec, @down_given, @down_params: a model tensor's changes' codec
  *	(0: the gradients' codec, with their parameters unless @down_given)
  * @model_flags: GRADNET_MODEL_*
@@ -184,7 +196,7 @@ struct gradnet_tensor {
 	__u32 params[GRADNET_PARAM_WORDS];
 	__u64 elems;
 	__u32 flags;
-	__u32 reserved0;
+	__u32 entropy;
 	__u64 reserved[2];
 	__u32 down_codec;
 	__u32 down_given;

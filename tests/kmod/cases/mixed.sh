@@ -2,9 +2,13 @@
 # SPDX-License-Identifier: MIT
 # mixed.sh - one job of kmod ranks (0 and 2) and a UDP-path rank (1,
 # libgradnet in userspace) on the same bridge: bit-identical to an all-UDP
-# run of the same job, and both to the reference.
+# run of the same job, and both to the reference. Then the entropy stage on
+# every codec: the module's ranks code and decode packets with the kernel's
+# zstd, the UDP rank with libzstd, and every result is the reference's
+# (which has no stage: it is lossless).
 # ref: mix 3 3 5:3lc:sum,262147:3lc:avg,4:none:sum,65537:none:avg,1:3lc:avg
 # ref: mixc 3 3 65537:topk/density=0.01/bits=4:avg,5:qsgd:sum,100003:topk/density=0.05:sum 7002
+# ref: mixz 3 3 262147:3lc/entropy=zstd:avg,65537:qsgd/entropy=zstd:sum,100003:topk/density=0.05/bits=4/entropy=zstd/entropy_level=3:sum,4099:none/entropy=zstd:avg 7003
 # shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
@@ -33,6 +37,14 @@ ok "$rc" "mixed job of QSGD and top-k finished ($rc ranks failed)"
 for k in 0 1 2; do
 	kt_same_as_ref "/tmp/mc.$k" mixc
 	ok $? "rank $k: mixed QSGD and top-k results bit-identical to the reference"
+done
+kt_job mixz /tmp/mz kmod udp kmod
+rc=$?
+ok "$rc" "mixed job with the entropy stage (kernel zstd and libzstd) finished ($rc ranks failed)"
+[ "$rc" -eq 0 ] || kt_show /tmp/mz.0 /tmp/mz.1 /tmp/mz.2
+for k in 0 1 2; do
+	kt_same_as_ref "/tmp/mz.$k" mixz
+	ok $? "rank $k: every result with the entropy stage bit-identical to the reference"
 done
 kt_refcnt_zero
 ok $? "every file closed: gradnet's refcnt is 0"
