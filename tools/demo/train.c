@@ -300,7 +300,7 @@ static void print_gradnet(const struct demo_opts *o, const char *tag,
 {
 	const struct gn_stats *st = &pr->steady;
 
-	printf("[%s] on the wire, all ranks, all steps: %.3f MB of data packets (headers and MAC included) + %.3f MB of acknowledgements and control (%.1f%% of data, %llu packets), %llu retransmissions\n",
+	printf("[%s] on the wire, all ranks, all steps: %.3f MB of data packets (headers and tags included) + %.3f MB of acknowledgements and control (%.1f%% of data, %llu packets), %llu retransmissions\n",
 	       tag, pr->total.wire_bytes / 1e6, pr->total.ctl_bytes / 1e6,
 	       100.0 * (double)pr->total.ctl_bytes / (double)pr->total.wire_bytes,
 	       (unsigned long long)pr->total.ctl_packets,
