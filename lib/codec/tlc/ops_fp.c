@@ -5,7 +5,7 @@
  * into a sum or a result. Runs inside the caller's FPU section.
  */
 #include "tlc_impl.h"
-#include "tlc_fp.h"
+#include "codec/f32.h"
 #include "tlc_ops.h"
 
 /* Scales computed per quantizer call: its passes overlap across chunks. */
@@ -15,7 +15,7 @@ int gn_tlc_op_encode(const struct gn_codec_call *c, const float *x,
 		     const float *e_in, float *e_out, size_t len, size_t chunk,
 		     u64 off, void *scratch, size_t stride, u32 *aux)
 {
-	float s = gn_u2f(c->p->w[0]), m[TLC_BATCH];
+	float s = gn_f32_of(c->p->w[0]), m[TLC_BATCH];
 	size_t at, k = 0, i;
 	u8 *q = scratch;
 	int r;
@@ -27,7 +27,7 @@ int gn_tlc_op_encode(const struct gn_codec_call *c, const float *x,
 		r = gn_tlc_quantize_chunks_ex(GN_ISA_BEST, x, e_in, e_out, len,
 					      len, s, gn_tlc_nt_flags(c->ef_len),
 					      q, m);
-		aux[0] = gn_f2u(m[0]);
+		aux[0] = gn_f32_bits(m[0]);
 		return r;
 	}
 	if (stride != gn_tlc_groups(chunk))
@@ -43,7 +43,7 @@ int gn_tlc_op_encode(const struct gn_codec_call *c, const float *x,
 		if (r)
 			return r;
 		for (i = 0; i < gn_tlc_chunk_count(n, chunk); i++)
-			aux[k++] = gn_f2u(m[i]);
+			aux[k++] = gn_f32_bits(m[i]);
 	}
 	return 0;
 }
@@ -63,10 +63,10 @@ int gn_tlc_op_result(const struct gn_codec_call *c, float *sum,
 	float m = 0;
 
 	if (gn_tlc_quantize_chunks_ex(GN_ISA_BEST, sum, e_in, e_out, len, len,
-				      gn_u2f(c->p->w[0]),
+				      gn_f32_of(c->p->w[0]),
 				      gn_tlc_nt_flags(c->ef_len), scratch, &m))
 		return -EDOM;
-	*aux = gn_f2u(m);
+	*aux = gn_f32_bits(m);
 	memset(sum, 0, len * sizeof(float));
 	gn_tlc_decode_slice(scratch, g, result_scale(c, m), sum, len, 0, g);
 	return 0;
@@ -75,7 +75,7 @@ int gn_tlc_op_result(const struct gn_codec_call *c, float *sum,
 void gn_tlc_op_add(const struct gn_codec_call *c, float *acc, u32 len,
 		   u32 first, u32 count, u32 aux, const u8 *body, u32 blen)
 {
-	gn_tlc_decode_slice(body, blen, gn_u2f(aux), acc, len, first, count);
+	gn_tlc_decode_slice(body, blen, gn_f32_of(aux), acc, len, first, count);
 }
 
 /*
@@ -100,6 +100,6 @@ void gn_tlc_op_decode(const struct gn_codec_call *c, float *out, u32 len,
 		      u32 first, u32 count, u32 aux, const u8 *body, u32 blen)
 {
 	clear_groups(out, len, first, count);
-	gn_tlc_decode_slice(body, blen, result_scale(c, gn_u2f(aux)), out, len,
+	gn_tlc_decode_slice(body, blen, result_scale(c, gn_f32_of(aux)), out, len,
 			    first, count);
 }

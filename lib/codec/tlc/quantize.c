@@ -5,7 +5,7 @@
  * Floating point: called only inside an FPU section.
  */
 #include "tlc_impl.h"
-#include "tlc_fp.h"
+#include "codec/f32.h"
 
 u32 gn_maxabs_bits_scalar(const float *x, const float *e, size_t n)
 {
@@ -13,7 +13,7 @@ u32 gn_maxabs_bits_scalar(const float *x, const float *e, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		u32 a = gn_f2u(x[i] + e[i]) & 0x7fffffffu;
+		u32 a = gn_f32_bits(x[i] + e[i]) & 0x7fffffffu;
 
 		max = a > max ? a : max;
 	}

@@ -5,7 +5,7 @@
  * (s and M are floats), so built as an FPU translation unit.
  */
 #include "tlc_impl.h"
-#include "tlc_fp.h"
+#include "codec/f32.h"
 
 static const struct gn_tlc_kernels *kernels_for(int isa)
 {
@@ -38,8 +38,8 @@ static int scale_of(u32 bits, float s, float *m)
 
 	if (bits >= GN_F32_INF_BITS)
 		return -EDOM;
-	v = s * gn_u2f(bits);
-	if (gn_f2u(v) >= GN_F32_INF_BITS)
+	v = s * gn_f32_of(bits);
+	if (gn_f32_bits(v) >= GN_F32_INF_BITS)
 		return -EDOM;
 	*m = v;
 	return 0;
@@ -194,7 +194,7 @@ long gn_tlc_encode_isa(int isa, const float *x, float *e, size_t n, float s,
 	if (ret)
 		return ret;
 	gn_fpu_begin(&fpu);
-	gn_put_le32(gn_f2u(m), out);
+	gn_put_le32(gn_f32_bits(m), out);
 	len = k->zre(out + GN_TLC_SCALE_BYTES, g, out + GN_TLC_SCALE_BYTES, g,
 		     &used);
 	gn_fpu_end(&fpu);
@@ -245,7 +245,7 @@ int gn_tlc_decode_slice_isa(int isa, const u8 *src, size_t len, float m,
 	gn_fpu_begin(&fpu);
 	/* A negative or non-finite scale never comes from the encoder. */
 	ret = -EBADMSG;
-	if (gn_f2u(m) >= GN_F32_INF_BITS)
+	if (gn_f32_bits(m) >= GN_F32_INF_BITS)
 		goto out;
 	ret = check_slice(k, src, len, n, j0, count);
 	if (ret)
@@ -272,7 +272,7 @@ int gn_tlc_decode_isa(int isa, const void *src, size_t len, float *acc,
 		return -EBADMSG;
 	return gn_tlc_decode_slice_isa(isa, in + GN_TLC_SCALE_BYTES,
 				       len - GN_TLC_SCALE_BYTES,
-				       gn_u2f(gn_get_le32(in)), acc, n, 0,
+				       gn_f32_of(gn_get_le32(in)), acc, n, 0,
 				       gn_tlc_groups(n));
 }
 
