@@ -380,12 +380,15 @@ gn_result "$ok" "memif: a client turned away before the server's port started st
 # it), the last two at 1400 (closed and probed again: memif's stopped
 # server would take its client into queues about to be replaced). Both
 # ranks close the second context before either opens the third (--sync):
-# a context at 1400 that met its peer's at 1500 would be refused.
+# a context at 1400 that met its peer's at 1500 would be refused; and
+# the client opens only once its server made its socket again
+# (--wait-for), as a memif client must.
 name=reopen
 ok=1
 reopen=(--contexts 4 --mtus 1500,1500,1400,1400 --elems 100003 --codec 3lc)
 mkdir "$tmp/$name.sync" "$tmp/$name-udp.sync"
-RUN_BIN=$REOPEN_BIN start_pair "$name" "" "${reopen[@]}" --sync "$tmp/$name.sync"
+RUN_BIN=$REOPEN_BIN start_pair "$name" "" "${reopen[@]}" --sync "$tmp/$name.sync" \
+	--wait-for "$tmp/$name.sock"
 gn_wait_ranks "$name" || ok=0
 port=$((20000 + ($$ + 7) % 20000))
 for k in 0 1; do
