@@ -165,7 +165,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..34"
+echo "1..35"
 gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
