@@ -76,8 +76,8 @@ static __always_inline int gn_stat_fixed_len(__u8 type)
  *
  * The checks are gn_wire_hdr_get()'s: the magic, our version, a known
  * type, a length that is exactly header, fixed part, body and tag, a
- * known phase, known seal flags, a packet number. The tag cannot be
- * checked here: no key.
+ * known phase, the entropy flag only on a data body, known seal flags,
+ * a packet number. The tag cannot be checked here: no key.
  *
  * Return: 0; GN_STAT_NOT_GRADNET if the payload does not start with the
  * magic; GN_STAT_REFUSE_VERSION for another protocol version;
@@ -100,6 +100,8 @@ static __always_inline int gn_stat_hdr_parse(const __u8 *h, __u32 len,
 	fixed = gn_stat_fixed_len(h[3]);
 	body = h[20] | (__u32)h[21] << 8;
 	if (fixed < 0 || len != GN_WIRE_HDR_LEN + (__u32)fixed + body + GN_WIRE_TAG ||
+	    (h[23] & GN_WIRE_ENTROPY &&
+	     ((h[3] != GN_PKT_DATA && h[3] != GN_PKT_WHOLE) || !body)) ||
 	    h[22] > GN_PHASE_INDEX || h[24] & ~GN_SEAL_CLEAR ||
 	    !(h[25] | h[26] | h[27] | h[28] | h[29] | h[30] | h[31]))
 		return GN_STAT_REFUSE_HEADER;
