@@ -20,15 +20,10 @@
  * context in its handshake and be refused (-EPROTO, on every path), so
  * with --sync DIR every rank, having closed the context before a change
  * of MTU, waits until all have (a file per rank and context in DIR);
- * contexts of one MTU follow each other with no such wait. --wait-for
- * PATH: after such a wait, ranks other than 0 also wait for PATH to
- * exist before they open again: a memif client's server socket, which
- * its server makes again when it opens (a client must not start before
- * its server's port: doc/limitations.md).
+ * contexts of one MTU follow each other with no such wait.
  *
  * usage: gn-reopen [--contexts N] [--elems E] [--codec none|3lc]
- *                  [--mtus M,M,...] [--sync DIR] [--wait-for PATH]
- *                  [--out PREFIX]
+ *                  [--mtus M,M,...] [--sync DIR] [--out PREFIX]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -114,22 +109,6 @@ static int sync_closed(const char *dir, int rank, int world, int ctx_no)
 	return 0;
 }
 
-/* @path exists (at most SYNC_WAIT_S). */
-static int wait_for(const char *path)
-{
-	struct timespec nap = { .tv_nsec = 10 * 1000 * 1000 };
-	int i;
-
-	for (i = 0; access(path, F_OK); i++) {
-		if (i == SYNC_WAIT_S * 100) {
-			printf("wait: %s never appeared\n", path);
-			return -1;
-		}
-		nanosleep(&nap, NULL);
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -139,10 +118,9 @@ int main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "mtus", required_argument, NULL, 'm' },
 		{ "sync", required_argument, NULL, 's' },
-		{ "wait-for", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = NULL, *mtus = "", *sync = NULL, *wait = NULL;
+	const char *out = NULL, *mtus = "", *sync = NULL;
 	int contexts = 2, codec = GN_CODEC_NONE, c, i, r, rank, world;
 	unsigned int mtu[MAX_CONTEXTS] = { 0 };
 	size_t elems = 0;
@@ -170,9 +148,6 @@ int main(int argc, char **argv)
 		case 's':
 			sync = optarg;
 			break;
-		case 'w':
-			wait = optarg;
-			break;
 		default:
 			codec = -1;
 		}
@@ -185,7 +160,7 @@ int main(int argc, char **argv)
 	}
 	if (contexts < 1 || contexts > MAX_CONTEXTS || codec < 0 || *mtus ||
 	    optind != argc) {
-		fprintf(stderr, "usage: gn-reopen [--contexts N] [--elems E] [--codec none|3lc] [--mtus M,M,...] [--sync DIR] [--wait-for PATH] [--out PREFIX]\n");
+		fprintf(stderr, "usage: gn-reopen [--contexts N] [--elems E] [--codec none|3lc] [--mtus M,M,...] [--sync DIR] [--out PREFIX]\n");
 		return 2;
 	}
 	for (i = 0; i < contexts; i++) {
@@ -206,11 +181,8 @@ int main(int argc, char **argv)
 		rank = gn_ctx_rank(ctx);
 		world = gn_ctx_world_size(ctx);
 		gn_ctx_close(ctx);
-		if (!r && sync && i + 1 < contexts && mtu[i + 1] != mtu[i]) {
+		if (!r && sync && i + 1 < contexts && mtu[i + 1] != mtu[i])
 			r = sync_closed(sync, rank, world, i);
-			if (!r && wait && rank)
-				r = wait_for(wait);
-		}
 		fflush(stdout);
 		if (r)
 			return 1;

@@ -27,11 +27,9 @@
 #         pool, before its port started, and is turned away: the job still
 #         runs (the transport restarts a port whose link stays down).
 #  reopen each rank opens, allreduces (3LC) and closes four contexts in
-#         a row in one process (gn-reopen), the last two at another MTU:
-#         the port stays up between contexts of one shape and is closed
-#         and probed again for the other (both ranks close the second
-#         context before either opens the third); each context's results
-#         are those of the same program over UDP on loopback, bit for bit.
+#         a row in one process (gn-reopen): the port stays up between
+#         them; each context's results are those of the same program over
+#         UDP on loopback, bit for bit.
 #  app    gn-app-port: an application with its own EAL and a memif port
 #         of two queue pairs hands gradnet queue 1 (GN_DPDK_QUEUE):
 #         results exact, a missing or taken queue refused, and the port
@@ -376,25 +374,21 @@ gn_wait_ranks "$name" || ok=0
 gn_result "$ok" "memif: a client turned away before the server's port started still joins"
 
 # Contexts one after another in each rank's process, over one memif
-# pair: the first two at MTU 1500 (the port is taken as the first left
-# it), the last two at 1400 (closed and probed again: memif's stopped
-# server would take its client into queues about to be replaced). Both
-# ranks close the second context before either opens the third (--sync):
-# a context at 1400 that met its peer's at 1500 would be refused; and
-# the client opens only once its server made its socket again
-# (--wait-for), as a memif client must.
+# pair, each taking the port as the one before left it. (A context of
+# another MTU closes the port and probes it again; then a memif client
+# that probes before its server listens again fails to open: a client
+# must start after its server, doc/limitations.md, and two processes'
+# reopens are not ordered here.)
 name=reopen
 ok=1
-reopen=(--contexts 4 --mtus 1500,1500,1400,1400 --elems 100003 --codec 3lc)
-mkdir "$tmp/$name.sync" "$tmp/$name-udp.sync"
-RUN_BIN=$REOPEN_BIN start_pair "$name" "" "${reopen[@]}" --sync "$tmp/$name.sync" \
-	--wait-for "$tmp/$name.sock"
+reopen=(--contexts 4 --elems 100003 --codec 3lc)
+RUN_BIN=$REOPEN_BIN start_pair "$name" "" "${reopen[@]}"
 gn_wait_ranks "$name" || ok=0
 port=$((20000 + ($$ + 7) % 20000))
 for k in 0 1; do
 	env GN_RANK=$k GN_WORLD_SIZE=2 GN_KEY_FILE="$tmp/key" GN_TRANSPORT=udp \
 		GN_PEERS=127.0.0.1:$port,127.0.0.1:$((port + 1)) \
-		"$REOPEN_BIN" "${reopen[@]}" --sync "$tmp/$name-udp.sync" \
+		"$REOPEN_BIN" "${reopen[@]}" \
 		--out "$tmp/$name-udp.$k.out" \
 		>"$tmp/$name-udp.$k.json" 2>"$tmp/$name-udp.$k.err" &
 	pids[k]=$!
@@ -407,7 +401,7 @@ for k in 0 1; do
 			cmp -s "$tmp/$name.$k.out.$i" "$tmp/$name.0.out.$i" || ok=0
 	done
 done
-gn_result "$ok" "memif: four contexts in a row in each rank's process, two MTUs: every allreduce bit-identical to the UDP path's"
+gn_result "$ok" "memif: four contexts in a row in each rank's process: every allreduce bit-identical to the UDP path's"
 
 # An application's own port, one queue of it gradnet's.
 name=app
