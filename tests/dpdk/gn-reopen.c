@@ -15,27 +15,19 @@
  *
  * --mtus gives context i the i-th MTU of a list (gn_ctx_opts.mtu; the
  * environment's GN_MTU for the rest), so a port is asked for another
- * shape from one context to the next. A rank that opened a context at
- * another MTU while a peer still held the last one would meet that
- * context in its handshake and be refused (-EPROTO, on every path), so
- * with --sync DIR every rank, having closed the context before a change
- * of MTU, waits until all have (a file per rank and context in DIR);
- * contexts of one MTU follow each other with no such wait.
+ * shape from one context to the next.
  *
  * usage: gn-reopen [--contexts N] [--elems E] [--codec none|3lc]
- *                  [--mtus M,M,...] [--sync DIR] [--out PREFIX]
+ *                  [--mtus M,M,...] [--out PREFIX]
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <gradnet/gradnet.h>
 
 #define MAX_CONTEXTS 64
-#define SYNC_WAIT_S 120
 
 /* Context @ctx_no's gradient on @rank: small integers over 256, varied. */
 static void fill(float *x, size_t n, int rank, int ctx_no)
@@ -79,36 +71,6 @@ static int use(struct gn_ctx *ctx, size_t n, int codec, int ctx_no,
 	return r;
 }
 
-/*
- * Every rank of @world has closed context @ctx_no: this rank's file in
- * @dir says so, and the others' are waited for (at most SYNC_WAIT_S).
- */
-static int sync_closed(const char *dir, int rank, int world, int ctx_no)
-{
-	struct timespec nap = { .tv_nsec = 10 * 1000 * 1000 };
-	char path[4096];
-	FILE *f;
-	int k, i;
-
-	snprintf(path, sizeof(path), "%s/%d.%d", dir, rank, ctx_no);
-	f = fopen(path, "w");
-	if (!f || fclose(f)) {
-		printf("sync %d: cannot write %s\n", ctx_no, path);
-		return -1;
-	}
-	for (k = 0; k < world; k++) {
-		snprintf(path, sizeof(path), "%s/%d.%d", dir, k, ctx_no);
-		for (i = 0; access(path, F_OK); i++) {
-			if (i == SYNC_WAIT_S * 100) {
-				printf("sync %d: rank %d never closed it\n", ctx_no, k);
-				return -1;
-			}
-			nanosleep(&nap, NULL);
-		}
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -117,11 +79,10 @@ int main(int argc, char **argv)
 		{ "codec", required_argument, NULL, 'c' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "mtus", required_argument, NULL, 'm' },
-		{ "sync", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = NULL, *mtus = "", *sync = NULL;
-	int contexts = 2, codec = GN_CODEC_NONE, c, i, r, rank, world;
+	const char *out = NULL, *mtus = "";
+	int contexts = 2, codec = GN_CODEC_NONE, c, i, r;
 	unsigned int mtu[MAX_CONTEXTS] = { 0 };
 	size_t elems = 0;
 	char path[4096], *end;
@@ -145,9 +106,6 @@ int main(int argc, char **argv)
 		case 'm':
 			mtus = optarg;
 			break;
-		case 's':
-			sync = optarg;
-			break;
 		default:
 			codec = -1;
 		}
@@ -160,7 +118,7 @@ int main(int argc, char **argv)
 	}
 	if (contexts < 1 || contexts > MAX_CONTEXTS || codec < 0 || *mtus ||
 	    optind != argc) {
-		fprintf(stderr, "usage: gn-reopen [--contexts N] [--elems E] [--codec none|3lc] [--mtus M,M,...] [--sync DIR] [--out PREFIX]\n");
+		fprintf(stderr, "usage: gn-reopen [--contexts N] [--elems E] [--codec none|3lc] [--mtus M,M,...] [--out PREFIX]\n");
 		return 2;
 	}
 	for (i = 0; i < contexts; i++) {
@@ -176,13 +134,8 @@ int main(int argc, char **argv)
 		if (elems) {
 			snprintf(path, sizeof(path), "%s.%d", out ? out : "", i);
 			r = use(ctx, elems, codec, i, out ? path : NULL);
-			fflush(stdout);
 		}
-		rank = gn_ctx_rank(ctx);
-		world = gn_ctx_world_size(ctx);
 		gn_ctx_close(ctx);
-		if (!r && sync && i + 1 < contexts && mtu[i + 1] != mtu[i])
-			r = sync_closed(sync, rank, world, i);
 		fflush(stdout);
 		if (r)
 			return 1;
