@@ -60,13 +60,15 @@ LABELS = {
     "gradnet-3lc-s1.5": "gradnet 3LC, s = 1.5",
     "gradnet:none": "gradnet dense",
     "gradnet:3lc": "gradnet 3LC, s = 1",
+    "gradnet:topk": "gradnet top-k 1%",
     "gradnet:topk:bits=4": "gradnet top-k 1%, 4-bit values",
+    "gradnet:cltk": "gradnet CLT-k 1%",
     "gradnet:cltk:bits=4": "gradnet CLT-k 1%, 4-bit values",
     "model:3lc": "3LC push/pull (model step)",
     "model:dore": "DORE (model step)",
 }
-CODECS = {"none": "dense", "3lc": "3LC", "topk": "top-k 1%", "qsgd": "QSGD",
-          "cltk": "CLT-k 1%"}
+CODECS = {"none": "dense", "3lc": "3LC", "topk": "top-k", "qsgd": "QSGD",
+          "cltk": "CLT-k"}
 
 
 def label(method):
