@@ -490,7 +490,7 @@ static int model_of(struct gk_ctx *c, const struct gradnet_tensor *t,
 			       t->id, t->model_flags);
 	m->down.codec = t->down_codec;
 	m->down.given = t->down_given;
-	memcpy(m->down.p.w, t->down_params, sizeof(m->down.p.w));
+	codec_block(&m->down.p, t->down_params, t->down_entropy);
 	m->flags = t->model_flags;
 	m->momentum = t->momentum;
 	m->weight_decay = t->weight_decay;
@@ -516,10 +516,11 @@ static long ioc_register(struct gk_ctx *c, void __user *arg)
 	r = gk_need_open(c, "REGISTER");
 	if (r)
 		return r;
-	if (t.entropy >> 16 || !all_zero(t.reserved, sizeof(t.reserved)) ||
+	if (t.entropy >> 16 || t.down_entropy >> 16 ||
+	    !all_zero(t.reserved, sizeof(t.reserved)) ||
 	    !all_zero(t.reserved1, sizeof(t.reserved1)) ||
 	    (t.flags & ~GRADNET_TENSOR_FLAGS))
-		return gk_fail(c, -EINVAL, "REGISTER tensor %u: unknown flags or reserved fields (or entropy's bits 16-31) not zero",
+		return gk_fail(c, -EINVAL, "REGISTER tensor %u: unknown flags or reserved fields (or bits 16-31 of entropy or down_entropy) not zero",
 			       t.id);
 	r = model_of(c, &t, &m);
 	if (r)
@@ -966,7 +967,7 @@ static long ioc_info(struct gk_ctx *c, void __user *arg)
 	i.abi = GRADNET_ABI_VERSION;
 	i.features = GRADNET_FEAT_IPV4 | GRADNET_FEAT_POLL | GRADNET_FEAT_ENTROPY |
 		     (IS_ENABLED(CONFIG_IPV6) ? GRADNET_FEAT_IPV6 : 0) |
-		     GRADNET_FEAT_MODEL |
+		     GRADNET_FEAT_MODEL | GRADNET_FEAT_DOWN_ENTROPY |
 		     (gk_faults_on() ? GRADNET_FEAT_FAULTS : 0);
 	i.max_world = GRADNET_MAX_WORLD;
 	i.key_len = GRADNET_KEY_LEN;

@@ -257,6 +257,7 @@ static int kmod_model_register(struct gn_ctx *ctx,
 		.model_flags = m->flags, .momentum = m->momentum,
 		.weight_decay = m->weight_decay, .alpha = m->alpha,
 		.beta = m->beta, .eta = m->eta,
+		.down_entropy = gn_entropy_pack(&m->down.p),
 	};
 
 	memcpy(t.params, o->codec.p.w, sizeof(t.params));

@@ -8,6 +8,8 @@
  *	step STEP 0 HASH	the parameters after STEP: FNV-1a 64, hex
  *	step STEP -ERRNO TEXT	the step failed, and why
  *	retransmits N		from gn_stats_ctx() after the last step
+ *	sent STREAM WIRE	the tensor's chunk-stream and wire bytes this
+ *				rank sent (gn_stats_tensor()), both directions
  *
  *   gn-model-rank --elems N --up SPEC --down SPEC [--opts OPTS]
  *		   [--steps K] [--lr LR] [--tensor ID] [--nan STEP:RANK]
@@ -224,6 +226,10 @@ int main(int argc, char **argv)
 	st.sz = sizeof(st);
 	if (!gn_stats_ctx(ctx, &st))
 		printf("retransmits %llu\n", (unsigned long long)st.retransmits);
+	st.sz = sizeof(st);
+	if (!gn_stats_tensor(ctx, o.tensor, &st))
+		printf("sent %llu %llu\n", (unsigned long long)st.stream_bytes,
+		       (unsigned long long)st.wire_bytes);
 	if (o.out) {
 		f = fopen(o.out, "wb");
 		if (!f || fwrite(x, sizeof(float), o.elems, f) != o.elems ||

@@ -6,6 +6,7 @@
  * bits and are judged as bits; model_fp.c computes with them.
  */
 #include "core.h"
+#include "codec/entropy/entropy.h"
 
 /*
  * DORE's quantizer, where DORE is asked for without a codec: QSGD at 2
@@ -22,9 +23,9 @@ static void dore_default(struct gn_codec_spec *up)
 	struct gn_codec_spec q = dore_quantizer;
 	u32 i;
 
-	for (i = 0; i < GN_CODEC_PARAM_WORDS; i++)
+	for (i = 0; i < GN_PARAM_WORDS_ALL; i++)
 		if (up->given & 1u << i)
-			q.p.w[i] = up->p.w[i];
+			*gn_param_word(&q.p, i) = gn_param_get(&up->p, i);
 	q.given |= up->given;
 	*up = q;
 }
@@ -100,6 +101,7 @@ int gn_model_setup(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 	char why[GN_ERRMSG_LEN - 40];
 	struct gn_codec_spec down, res;
 	u32 w[8 + GN_CODEC_PARAM_WORDS];
+	bool dore_q;
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -114,12 +116,17 @@ int gn_model_setup(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 	r = dore_check(ctx, o->id, m, out);
 	if (r)
 		return r;
-	if (m->flags & GN_MODEL_DORE && !up->codec)
+	dore_q = m->flags & GN_MODEL_DORE && !up->codec;
+	if (dore_q)
 		dore_default(up);
 	down = m->down.codec ? m->down : *up;
+	/* The gradients' codec with the changes' own parameters: under DORE
+	 * without a codec, its quantizer with them on top, as for @up. */
 	if (!m->down.codec && m->down.given) {
-		down.given = m->down.given;
-		down.p = m->down.p;
+		down = m->down;
+		down.codec = up->codec;
+		if (dore_q)
+			dore_default(&down);
 	}
 	r = gn_codec_resolve(&ctx->codec, &down, &res, why, sizeof(why));
 	if (!r)
@@ -146,7 +153,8 @@ int gn_model_setup(struct gn_ctx *ctx, const struct gn_core_tensor *o,
 	w[4] = out->alpha;
 	w[5] = out->beta;
 	w[6] = out->eta;
-	w[7] = 0;
+	/* 0 without the stage: such a model's digest is what it always was. */
+	w[7] = gn_entropy_desc(&out->params);
 	memcpy(w + 8, out->params.w, sizeof(out->params.w));
 	out->digest = digest_of(w, sizeof(w) / sizeof(w[0]));
 	return 0;

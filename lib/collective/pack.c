@@ -206,8 +206,10 @@ static int pack_cut(struct gn_ctx *ctx, struct gn_txmsg *m,
  * gn_pack() - the packets of one chunk's message: the codec's slices cut
  * greedily to the MTU, each straight into its buffer
  * @scratch, @x: the chunk's encoding and its values, for the codec's slicer
- * @z: this thread's entropy encoder, for a tensor with the stage (NULL:
- *	none, or none free: the codec's slices go as they are)
+ * @z: this thread's entropy encoder, used when the parameters of the
+ *	message's codec (gn_phase_codec(): a model tensor's results are its
+ *	changes' codec's) have the stage (NULL: none, or none free: the
+ *	codec's slices go as they are)
  * @hint: the message's raw bytes that filled its first packet last time
  *	(0: none yet; NULL without the stage), updated: a step's chunk codes
  *	much like the last one's, so one compression usually fills a packet
@@ -220,10 +222,8 @@ int gn_pack(struct gn_ctx *ctx, struct gn_txmsg *m, struct gn_tensor *t,
 {
 	const struct gn_codec_params *p;
 	const struct gn_codec_ops *cd = gn_phase_codec(t, ms->phase, &p);
-	/* A model tensor's results (its own codec's) go uncoded. */
 	struct cutter k = { t, ms, scratch, x, NULL,
-			    hint && p == &t->params && gn_entropy_on(p) ?
-			    z : NULL, 0 };
+			    hint && gn_entropy_on(p) ? z : NULL, 0 };
 
 	if (k.z)
 		k.next = *hint ? *hint : k.z->raw_max;

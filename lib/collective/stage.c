@@ -225,42 +225,45 @@ struct gn_entropy_dec *gn_stage_work_dec(struct gn_ctx *ctx, u32 i)
 }
 
 /*
+ * Packets of @h's phase may be coded: they carry a codec's values (not an
+ * index set) and the parameters of that codec (gn_phase_codec(): a model
+ * tensor's results are its changes' codec's) have the stage. Return: that
+ * codec, its parameters in *@p; NULL if they may not be coded.
+ */
+static const struct gn_codec_ops *stage_phase(const struct gn_tensor *t,
+					      const struct gn_wire_hdr *h,
+					      const struct gn_codec_params **p)
+{
+	const struct gn_codec_ops *cd = gn_phase_codec(t, h->phase, p);
+
+	return h->phase != GN_PHASE_INDEX && gn_entropy_on(*p) ? cd : NULL;
+}
+
+/*
  * gn_stage_open() - a received body as the codec's slice: as it is, or
  * decoded by the receiving decoder when the packet says it is coded (lock
  * held; the slice stays there until the next packet)
  * @v: out, the slice
- * Return: 0, or -EBADMSG (coded for a tensor without the stage, or not a
- * frame within the bounds).
+ * Return: 0, or -EBADMSG (coded where its phase's codec has no stage, or
+ * not a frame within the bounds).
  */
-/*
- * Packets of @h's phase may be coded: the tensor has the stage, and they
- * carry its own codec's values (not an index set, not a model tensor's
- * results, which the sender packs uncoded).
- */
-static bool stage_phase(const struct gn_tensor *t, const struct gn_wire_hdr *h)
-{
-	const struct gn_codec_params *p;
-
-	gn_phase_codec(t, h->phase, &p);
-	return h->phase != GN_PHASE_INDEX && p == &t->params &&
-	       gn_entropy_on(p);
-}
-
 int gn_stage_open(struct gn_ctx *ctx, const struct gn_tensor *t,
 		  const struct gn_wire_hdr *h, const struct gn_wire_data *d,
 		  const u8 *body, struct gn_slice *v)
 {
 	struct gn_stage *sg = ctx->stage;
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd;
 	long n;
 
 	v->body = body;
 	v->len = h->body_len;
 	if (!h->entropy)
 		return 0;
-	if (!stage_phase(t, h) || !sg || !sg->level_max)
+	cd = stage_phase(t, h, &p);
+	if (!cd || !sg || !sg->level_max)
 		return -EBADMSG;
-	n = gn_entropy_open(&sg->take, t->cd, &t->params, d->chunk_len, body,
-			    h->body_len);
+	n = gn_entropy_open(&sg->take, cd, p, d->chunk_len, body, h->body_len);
 	if (n < 0)
 		return -EBADMSG;
 	v->body = sg->take.raw;
@@ -294,16 +297,18 @@ int gn_stage_reopen(struct gn_ctx *ctx, u32 i, const struct gn_tensor *t,
 		    const u8 *body, struct gn_slice *v)
 {
 	struct gn_entropy_dec *z = gn_stage_work_dec(ctx, i);
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd;
 	long n;
 
 	v->body = body;
 	v->len = h->body_len;
 	if (!h->entropy)
 		return 0;
-	if (!z || !stage_phase(t, h))
+	cd = stage_phase(t, h, &p);
+	if (!z || !cd)
 		return -EBADMSG;
-	n = gn_entropy_open(z, t->cd, &t->params, d->chunk_len, body,
-			    h->body_len);
+	n = gn_entropy_open(z, cd, p, d->chunk_len, body, h->body_len);
 	if (n < 0)
 		return -EBADMSG;
 	v->body = z->raw;

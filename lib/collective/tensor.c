@@ -221,10 +221,24 @@ static int step_alloc(struct gn_ctx *ctx, struct gn_tensor *t,
 	return 0;
 }
 
+/*
+ * The highest level the entropy stage codes @t's messages at, 0 without
+ * it: its gradients' codec's, and a model tensor's changes' codec's.
+ */
+static u32 stage_level(const struct gn_tensor *t)
+{
+	u32 up = gn_entropy_on(&t->params) ?
+			 t->params.stage[GN_STAGE_LEVEL] : 0;
+	u32 down = t->model && gn_entropy_on(&t->model->params) ?
+			   t->model->params.stage[GN_STAGE_LEVEL] : 0;
+
+	return up > down ? up : down;
+}
+
 static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 {
 	size_t own = t->lo[ctx->rank + 1] - t->lo[ctx->rank];
-	u32 k, i, rows;
+	u32 k, i, rows, level;
 	int j;
 
 	/* A bucket's chunks and their offsets are laid out already. */
@@ -261,11 +275,11 @@ static int tensor_alloc(struct gn_ctx *ctx, struct gn_tensor *t)
 					      t->stride) ||
 	    (t->model && gn_model_alloc(ctx, t)))
 		return -ENOMEM;
-	if (gn_entropy_on(&t->params)) {
+	level = stage_level(t);
+	if (level) {
 		t->zhint = gn_alloc_array(ctx->env, t->chunks_total + 1,
 					  sizeof(u32));
-		if (!t->zhint ||
-		    gn_stage_reserve(ctx, t->params.stage[GN_STAGE_LEVEL]))
+		if (!t->zhint || gn_stage_reserve(ctx, level))
 			return -ENOMEM;
 	}
 	for (k = 0; k < 2; k++) {

@@ -47,6 +47,8 @@
 #define GRADNET_FEAT_FAULTS	(1ull << 3)	/* fault injection is on (test) */
 #define GRADNET_FEAT_MODEL	(1ull << 4)	/* model tensors (TENSOR_MODEL) */
 #define GRADNET_FEAT_ENTROPY	(1ull << 5)	/* the entropy stage (zstd) */
+#define GRADNET_FEAT_DOWN_ENTROPY (1ull << 6)	/* a model tensor's changes
+						   through it (down_entropy) */
 
 /*
  * struct gradnet_info - what the loaded module speaks (any time, even
@@ -183,6 +185,8 @@ struct gradnet_open {
  * @entropy: its entropy stage (a model tensor's: its gradients')
  * @down_codec, @down_given, @down_params: a model tensor's changes' codec
  *	(0: the gradients' codec, with their parameters unless @down_given)
+ * @down_entropy: its entropy stage, as @entropy (bits 8 and 9 of
+ *	@down_given say it is given)
  * @model_flags: GRADNET_MODEL_*
  * @momentum, @weight_decay, @alpha, @beta, @eta: a model tensor's
  *	optimizer, float32 bits, as gn_model_opts says (0: none, or DORE's
@@ -207,7 +211,8 @@ struct gradnet_tensor {
 	__u32 alpha;
 	__u32 beta;
 	__u32 eta;
-	__u64 reserved1[2];
+	__u32 down_entropy;
+	__u32 reserved1[3];
 };
 
 /*
