@@ -24,6 +24,16 @@ static const struct gn_core_model scn_dore = {
 	.flags = GN_MODEL_DORE, .momentum = 0x3f000000u,
 };
 
+/*
+ * model-dore with the entropy stage on the changes only: DORE's quantizer
+ * down, spelled out, through zstd at level 1.
+ */
+static const struct gn_core_model scn_dore_zstd = {
+	.flags = GN_MODEL_DORE, .momentum = 0x3f000000u,
+	.down = { .codec = GN_CODEC_QSGD, .given = 7 | 1u << 8,
+		  .p = { .w = { 2, 256, 1 }, .stage = { 1 } } },
+};
+
 /* 3LC's push/pull: each direction 3LC with its error feedback. */
 static const struct gn_core_model scn_push_pull = {
 	.down = { .codec = GN_CODEC_3LC },
@@ -87,6 +97,8 @@ const struct gn_scn_case gn_scn_cases[GN_SCN_CASES] = {
 	{ "qsgd-avg-zstd", { .codec = GN_CODEC_QSGD, .given = 2 | 1u << 8,
 			     .p = { .w = { 0, 128 }, .stage = { 1 } } },
 	  GN_TENSOR_AVERAGE, NULL, 5 },
+	/* The owners' results coded: model-dore's parameters, fewer bytes. */
+	{ "model-dore-zstd", { 0 }, 0, &scn_dore_zstd, 11 },
 };
 
 /*

@@ -2,11 +2,12 @@
 /*
  * scenario.h - a whole allreduce job of the protocol core in one thread:
  * three core contexts over the in-memory fabric, which loses, duplicates
- * and reorders packets, nineteen cases (3LC and dense, sum and average;
+ * and reorders packets, twenty cases (3LC and dense, sum and average;
  * QSGD, top-k per chunk and per block, top-k with QSGD values; CLT-k;
  * model tensors: DORE, and 3LC's push/pull; top-k's Bloom indices under
  * each policy, float16 and curve-fitted values, the index codec chosen
- * per chunk; the entropy stage on two of them) of three steps each.
+ * per chunk; the entropy stage on two of them and on DORE's changes) of
+ * three steps each.
  * Freestanding and integer-only, so the same file runs
  * in a process (tests/core_test.c) and in the kernel module
  * (kmod/selftest_core.c); both compare its hashes with
@@ -22,7 +23,7 @@
 struct gn_event;
 
 #define GN_SCN_WORLD	3
-#define GN_SCN_CASES	19
+#define GN_SCN_CASES	20
 #define GN_SCN_STEPS	3
 /* Not a multiple of the chunk or of the world: shards are uneven. */
 #define GN_SCN_ELEMS	10000u

@@ -36,6 +36,7 @@ static const struct gn_core_golden {
 	{ "topk-fit-avg", { 0xe407b32cfef745afull, 0x9db5c506da6c2c3dull, 0x81daf62ab5bdc7d3ull } },
 	{ "dense-sum-zstd", { 0xb049075a8e31897cull, 0xbd1e6b82f410e0c6ull, 0x53651760b95c9c38ull } },
 	{ "qsgd-avg-zstd", { 0x8b7af0184903f6b2ull, 0xbb5a262fe3f40b7aull, 0x87637302ffea9358ull } },
+	{ "model-dore-zstd", { 0x881ba9875688efc8ull, 0x9e463eeb2f0a5343ull, 0xb2f1315f3ab2db91ull } },
 };
 
 #endif /* GN_GOLDEN_CORE_HASHES_H */

@@ -309,6 +309,8 @@ SCN_WORLD, SCN_ELEMS, SCN_CHUNK, SCN_JOB, SCN_TENSOR = 3, 10000, 4096, \
 SCN_CASES = {
     'model-dore': (10, dict(up=Q, down=Q, dore=True, momentum=0.5)),
     'model-3lc-push-pull': (11, dict(up='3lc:s=1.5', down='3lc:s=1.5')),
+    # model-dore's inputs, its changes through the (lossless) stage.
+    'model-dore-zstd': (10, dict(up=Q, down=Q, dore=True, momentum=0.5)),
 }
 
 
