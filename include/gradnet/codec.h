@@ -445,8 +445,9 @@
  * On the wire a model tensor's DATA packets are an allreduce's, the
  * contributions in U's codec byte and stream, the results in D's; its
  * descriptor (CTRL TENSOR) carries U and its parameters, and flags bit
- * 0x80 with a 24-bit digest of the rest (D's id and parameters, the
- * DORE flag, mu, lambda, alpha, beta and eta) in bits 40-63 of the value,
+ * 0x80 with a 24-bit digest of the rest (D's id and parameters, its
+ * entropy stage, the DORE flag, mu, lambda, alpha, beta and eta) in bits
+ * 40-63 of the value,
  * where a bucket has its layout hash: ranks that registered it otherwise
  * refuse each other (-EPROTO).
  *
@@ -475,15 +476,18 @@
  * units than the codec's own cut at that size would put in it, so a
  * message never has more packets than the codec's pkts_max. A message
  * that comes out as one packet is sent WHOLE. An index round's sets
- * (phase 2) and a model tensor's results (in D's codec) are never coded,
- * and a coded one is refused; a codec with an index round's
- * contributions are sent uncoded.
+ * (phase 2) are never coded, and a coded one is refused; the
+ * contributions of a codec with an index round are sent uncoded. A model
+ * tensor's packets take the stage of their own codec's parameters: its
+ * contributions are coded when U's have it, its results when D's have it
+ * (entropy and entropy_level of D, which the descriptor's digest covers),
+ * each direction at its own level.
  *
  * Receive. A coded body is decompressed into at most min(4 WHOLE
- * bodies, the codec's bound of a chunk of chunk_len values) bytes; a
- * frame that is malformed, decodes to more, or decodes to no more bytes
- * than it has itself is refused (-EBADMSG), and so is a coded body for a
- * tensor without the stage. What it decodes to is then checked by the
+ * bodies, the bound of a chunk of chunk_len values of the phase's codec)
+ * bytes; a frame that is malformed, decodes to more, or decodes to no
+ * more bytes than it has itself is refused (-EBADMSG), and so is a coded
+ * body of a phase whose codec's parameters do not have the stage. What it decodes to is then checked by the
  * codec's slice check like any body, before the packet counts.
  *
  * The coded bytes are zstd's: libzstd's in userspace and on the DPDK

@@ -532,8 +532,10 @@ GN_EXPORT int gn_allreduce(struct gn_ctx *ctx, uint32_t id, float *data);
  * @params: its parameters, "key=value,...", or NULL
  * @down_codec: the codec of the model's change, owners to every rank;
  *	GN_CODEC_DEFAULT takes @codec's (with @params unless @down_params
- *	is set)
- * @down_params: its parameters, or NULL
+ *	is set; with GN_MODEL_DORE and GN_CODEC_DEFAULT @codec, DORE's
+ *	quantizer with @down_params on top)
+ * @down_params: its parameters, or NULL; "entropy=zstd" codes the changes
+ *	with the entropy stage as @params' codes the gradients
  * @momentum: SGD's momentum mu, 0 <= mu < 1 (0: none): the owner keeps
  *	m = mu m + d and steps along m, as torch.optim.SGD does
  * @weight_decay: lambda >= 0 (0: none): the owner adds lambda x to the

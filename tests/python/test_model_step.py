@@ -200,11 +200,13 @@ def test_registration_again_starts_from_zero():
         assert not first_difference(out[r][1], m2.x)
 
 
-@pytest.mark.parametrize("case", ["momentum", "codec", "gradient"])
+@pytest.mark.parametrize("case", ["momentum", "codec", "entropy",
+                                  "gradient"])
 def test_registrations_that_differ_are_refused(case):
     """A rank that registered the model tensor otherwise (its momentum,
-    its changes' codec, or as a gradient tensor) fails the first step on
-    every rank with -EPROTO, the message naming the peer."""
+    its changes' codec or their entropy stage, or as a gradient tensor)
+    fails the first step on every rank with -EPROTO, the message naming
+    the peer."""
     world, tid, n = 2, 9, 1000
 
     def body(r, c):
@@ -216,6 +218,8 @@ def test_registrations_that_differ_are_refused(case):
                 opts["momentum"] = 0.9
             if r == 1 and case == "codec":
                 opts["down_codec"] = "3lc"
+            if r == 1 and case == "entropy":
+                opts["down_codec"] = "none:entropy=zstd"
             c.register_model(tid, n, **opts)
         g = np.ones(n, dtype=np.float32)
         x = np.zeros(n, dtype=np.float32)
