@@ -40,9 +40,11 @@
 #         (idle_cpu_s) is under a quarter of it; a loop that never stops
 #         spinning uses most of it (GN_DPDK_POLL_US=0, shown, not asserted).
 #  model  model tensors (gn-model-rank): DORE with its quantizer both ways
-#         and momentum, and 3LC's push/pull with loss, duplication and
-#         reordering: both ranks' parameters after every step equal the
-#         numpy model's (tests/model/model_job.py expect), loss repaired.
+#         and momentum, the same with the entropy stage both ways (fewer
+#         stream bytes than without it), and 3LC's push/pull with loss,
+#         duplication and reordering: both ranks' parameters after every
+#         step equal the numpy model's (tests/model/model_job.py expect),
+#         loss repaired.
 #  kill   SIGKILL rank 1 in the middle of a long run: rank 0 fails with
 #         -ETIMEDOUT (gradnet-rank exits 3), not before the timeout (how
 #         long after it is printed, not asserted: a loaded host delays
@@ -163,7 +165,7 @@ ref() {
 }
 
 echo "TAP version 13"
-echo "1..35"
+echo "1..36"
 gn_diag "ranks on CPUs $CPU0 and $CPU1"
 
 for codec in none 3lc; do
@@ -276,13 +278,21 @@ model_same() {
 			"$tmp/$name.$k.json" | cmp -s - "$tmp/$name.model" || return 1
 	done
 }
-for m in dore pp; do
+# Chunk-stream bytes both ranks of model job NAME sent.
+model_sent() {
+	sed -n 's/^sent //p' "$tmp/$1.0.json" "$tmp/$1.1.json" |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+for m in dore dorez pp; do
 	name=model-$m
 	ok=1
 	job=$((0x6d656d00 + $$ % 256))
 	if [ "$m" = dore ]; then
 		faults=""
 		args="--up default --down default --opts dore,momentum=0.9"
+	elif [ "$m" = dorez ]; then
+		faults=""
+		args="--up default:entropy=zstd --down default:entropy=zstd --opts dore,momentum=0.9"
 	else
 		faults=GN_TEST_FAULTS=loss=0.05,dup=0.02,reorder=0.05
 		args="--up 3lc --down 3lc"
@@ -299,6 +309,10 @@ for m in dore pp; do
 			sed -n 's/^retransmits //p' | awk '{ s += $1 } END { print s + 0 }')
 		gn_diag "$name: the ranks retransmitted $rtx packets"
 		[ "$rtx" -gt 0 ] || ok=0
+	fi
+	if [ "$m" = dorez ]; then
+		gn_diag "$name: $(model_sent "$name") stream bytes, model-dore $(model_sent model-dore)"
+		[ "$(model_sent "$name")" -lt "$(model_sent model-dore)" ] || ok=0
 	fi
 	gn_result "$ok" "memif, model tensor ($m${faults:+, 5% loss}): both ranks' parameters equal the numpy model's after every step"
 done
