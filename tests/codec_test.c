@@ -330,7 +330,7 @@ TEST_F(isa, matches_scalar_random)
  * Top-k's scan (lib/codec/topk/scan.h): the kernel of this instruction set
  * and the scalar one write the same values and list the same positions,
  * for every length up to a few vectors and tails, with and without the
- * error, floors from none to all, a destination in each alignment with
+ * error and the list of values, floors from none to all, a destination in each alignment with
  * and without non-temporal stores, and a value that is not finite.
  */
 TEST_F(isa, topk_scan_matches_scalar)
@@ -339,14 +339,15 @@ TEST_F(isa, topk_scan_matches_scalar)
 	struct gn_rng r = { 7 };
 	float *x = malloc(1200 * 4), *e = malloc(1200 * 4);
 	float *d1 = calloc(1204, 4), *d2 = calloc(1204, 4);
-	uint32_t *p1 = malloc(1200 * 4), *p2 = malloc(1200 * 4), u;
+	float *v1 = malloc(1216 * 4), *v2 = malloc(1216 * 4);
+	uint32_t *p1 = malloc(1216 * 4), *p2 = malloc(1216 * 4), u;
 	int bad = 0, t;
 
 	for (t = 0; t < 3000 && !bad; t++) {
 		uint32_t n = t < 300 ? (uint32_t)t : (uint32_t)(gn_rng_u64(&r) % 1200);
 		uint32_t floor, n1, n2, bad1 = 0, bad2 = 0, base = (uint32_t)t * 7;
 		size_t al = gn_rng_u64(&r) % 4;
-		bool with_e = t & 1, nt = t & 2;
+		bool with_e = t & 1, nt = t & 2, vals = t & 4;
 
 		fill(&r, x, n, t % KINDS);
 		fill(&r, e, n, (t + 1) % KINDS);
@@ -364,14 +365,15 @@ TEST_F(isa, topk_scan_matches_scalar)
 			floor = u & 0x7fffffffu;
 		}
 		n1 = gn_topk_scan_scalar(x, with_e ? e : NULL, d1 + al, n,
-					 floor, base, p1, &bad1, false);
+					 floor, base, p1, v1, &bad1, false);
 		n2 = scan(x, with_e ? e : NULL, d2 + al, n, floor, base, p2,
-			  &bad2, nt);
+			  vals ? v2 : NULL, &bad2, nt);
 		EXPECT_EQ(n1, n2) TH_LOG("n=%u floor=%#x", n, floor);
 		EXPECT_EQ(bad1, bad2) TH_LOG("n=%u", n);
 		bad += n1 != n2 || bad1 != bad2 ||
 		       memcmp(d1 + al, d2 + al, n * 4) ||
-		       memcmp(p1, p2, (n1 < n2 ? n1 : n2) * 4);
+		       memcmp(p1, p2, (n1 < n2 ? n1 : n2) * 4) ||
+		       (vals && memcmp(v1, v2, (n1 < n2 ? n1 : n2) * 4));
 		EXPECT_EQ(0, bad) TH_LOG("n=%u floor=%#x e=%d nt=%d", n, floor,
 					 with_e, nt);
 	}
@@ -381,6 +383,8 @@ TEST_F(isa, topk_scan_matches_scalar)
 	free(d2);
 	free(p1);
 	free(p2);
+	free(v1);
+	free(v2);
 }
 
 /*

@@ -7,7 +7,8 @@
 #include "scan.h"
 
 u32 gn_topk_scan_scalar(const float *x, const float *e, float *dst, u32 n,
-			u32 floor, u32 base, u32 *pos, u32 *bad, bool nt)
+			u32 floor, u32 base, u32 *pos, float *val, u32 *bad,
+			bool nt)
 {
 	u32 i, np = 0, any = 0;
 
@@ -19,8 +20,11 @@ u32 gn_topk_scan_scalar(const float *x, const float *e, float *dst, u32 n,
 		memcpy(&key, &a, sizeof(key));
 		key &= 0x7fffffffu;
 		any |= key >= 0x7f800000u;
-		if (key >= floor)
-			pos[np++] = base + i;
+		if (key < floor)
+			continue;
+		if (val)
+			val[np] = a;
+		pos[np++] = base + i;
 	}
 	*bad |= any;
 	return np;

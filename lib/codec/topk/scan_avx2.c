@@ -33,7 +33,7 @@ static __always_inline void store(float *to, __m256 a, bool nt)
  */
 static __always_inline u32 scan(const float *x, const float *e, float *dst,
 				u32 n, u32 floor, u32 base, u32 *pos,
-				u32 *bad, bool nt)
+				float *val, u32 *bad, bool nt)
 {
 	const __m256i abs = _mm256_set1_epi32(0x7fffffff);
 	const __m256i inf1 = _mm256_set1_epi32(0x7f7fffff);
@@ -58,7 +58,12 @@ static __always_inline u32 scan(const float *x, const float *e, float *dst,
 		      (u32)_mm256_movemask_ps(_mm256_castsi256_ps(
 			      _mm256_cmpgt_epi32(kb, fl1))) << 8;
 		while (hit) {
-			pos[np++] = base + i + (u32)__builtin_ctz(hit);
+			u32 l = i + (u32)__builtin_ctz(hit);
+
+			/* The same sum again: an add's bits are its operands'. */
+			if (val)
+				val[np] = e ? x[l] + e[l] : x[l];
+			pos[np++] = base + l;
 			hit &= hit - 1;
 		}
 	}
@@ -66,15 +71,18 @@ static __always_inline u32 scan(const float *x, const float *e, float *dst,
 		_mm_sfence();
 	*bad |= !_mm256_testz_si256(nf, nf);
 	return np + gn_topk_scan_scalar(x + i, e ? e + i : NULL, dst + i, n - i,
-					floor, base + i, pos + np, bad, false);
+					floor, base + i, pos + np,
+					val ? val + np : NULL, bad, false);
 }
 
 u32 gn_topk_scan_avx2(const float *x, const float *e, float *dst, u32 n,
-		      u32 floor, u32 base, u32 *pos, u32 *bad, bool nt)
+		      u32 floor, u32 base, u32 *pos, float *val, u32 *bad,
+		      bool nt)
 {
 	if (nt && !((uintptr_t)dst % 16))
-		return e ? scan(x, e, dst, n, floor, base, pos, bad, true) :
-			   scan(x, NULL, dst, n, floor, base, pos, bad, true);
-	return e ? scan(x, e, dst, n, floor, base, pos, bad, false) :
-		   scan(x, NULL, dst, n, floor, base, pos, bad, false);
+		return e ? scan(x, e, dst, n, floor, base, pos, val, bad, true) :
+			   scan(x, NULL, dst, n, floor, base, pos, val, bad,
+				true);
+	return e ? scan(x, e, dst, n, floor, base, pos, val, bad, false) :
+		   scan(x, NULL, dst, n, floor, base, pos, val, bad, false);
 }
