@@ -31,12 +31,11 @@ static __always_inline u32 list16(__m512 a, __m512i at, __mmask16 hit,
 /*
  * The body, specialised by the compiler for @e present or not and @nt, so
  * that the loop tests neither; the last partial vector goes through masks.
- * A key not finite is the largest there is, so one running maximum finds
- * any.
+ * The running maximum of the keys is the scan's *@top.
  */
 static __always_inline u32 scan(const float *x, const float *e, float *dst,
 				u32 n, u32 floor, u32 base, u32 *pos,
-				float *val, u32 *bad, bool nt)
+				float *val, u32 *top, bool nt)
 {
 	const __m512i abs = _mm512_set1_epi32(0x7fffffff);
 	const __m512i fl = _mm512_set1_epi32((int)floor);
@@ -45,7 +44,7 @@ static __always_inline u32 scan(const float *x, const float *e, float *dst,
 				      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7,
 							8, 9, 10, 11, 12, 13,
 							14, 15));
-	__m512i top = _mm512_setzero_si512(), key;
+	__m512i most = _mm512_set1_epi32((int)*top), key;
 	u32 i, np = 0;
 	__mmask16 k;
 	__m512 a;
@@ -59,7 +58,7 @@ static __always_inline u32 scan(const float *x, const float *e, float *dst,
 		else
 			_mm512_storeu_ps(dst + i, a);
 		key = _mm512_and_si512(_mm512_castps_si512(a), abs);
-		top = _mm512_max_epu32(top, key);
+		most = _mm512_max_epu32(most, key);
 		np += list16(a, at, _mm512_cmpge_epu32_mask(key, fl), pos + np,
 			     val ? val + np : NULL);
 		at = _mm512_add_epi32(at, step);
@@ -73,22 +72,22 @@ static __always_inline u32 scan(const float *x, const float *e, float *dst,
 			a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(k, e + i));
 		_mm512_mask_storeu_ps(dst + i, k, a);
 		key = _mm512_and_si512(_mm512_castps_si512(a), abs);
-		top = _mm512_max_epu32(top, key);
+		most = _mm512_max_epu32(most, key);
 		np += list16(a, at, _mm512_mask_cmpge_epu32_mask(k, key, fl),
 			     pos + np, val ? val + np : NULL);
 	}
-	*bad |= _mm512_reduce_max_epu32(top) >= 0x7f800000u;
+	*top = _mm512_reduce_max_epu32(most);
 	return np;
 }
 
 u32 gn_topk_scan_avx512(const float *x, const float *e, float *dst, u32 n,
-			u32 floor, u32 base, u32 *pos, float *val, u32 *bad,
+			u32 floor, u32 base, u32 *pos, float *val, u32 *top,
 			bool nt)
 {
 	if (nt && !((uintptr_t)dst % 16))
-		return e ? scan(x, e, dst, n, floor, base, pos, val, bad, true) :
-			   scan(x, NULL, dst, n, floor, base, pos, val, bad,
+		return e ? scan(x, e, dst, n, floor, base, pos, val, top, true) :
+			   scan(x, NULL, dst, n, floor, base, pos, val, top,
 				true);
-	return e ? scan(x, e, dst, n, floor, base, pos, val, bad, false) :
-		   scan(x, NULL, dst, n, floor, base, pos, val, bad, false);
+	return e ? scan(x, e, dst, n, floor, base, pos, val, top, false) :
+		   scan(x, NULL, dst, n, floor, base, pos, val, top, false);
 }

@@ -172,10 +172,10 @@ static u32 select_block(struct gn_topk_chunk *ck, const struct blk_sel *bs,
 			u32 n, gn_topk_scan_fn *scan, bool nt)
 {
 	bool in_val = a == ck->val;
-	u32 np, j, bad = 0;
+	u32 np, j, top = 0;
 
 	np = scan(a + lo, NULL, e_out + lo, hi - lo, bs->bin << sh0, lo,
-		  ck->idx + n, in_val ? NULL : ck->val + n, &bad, nt);
+		  ck->idx + n, in_val ? NULL : ck->val + n, &top, nt);
 	for (j = n; j < n + np; j++) {
 		u32 p = ck->idx[j];
 
@@ -205,8 +205,9 @@ static void block_bin(const struct gn_topk_chunk *ck, u32 bits, u32 k, u32 m,
 
 /*
  * A block's entries from its list of the @above >= @k keys at or above
- * @floor (idx[]/val[] from @lo): counted in bins of the keys' bits from
- * the floor's to the largest key's, as many as GN_TOPK_BINS holds, which
+ * @floor (idx[]/val[] from @lo), the largest @top: counted in bins of the
+ * keys' bits from the floor's to the largest key's, as many as
+ * GN_TOPK_BINS holds, which
  * spreads the few binades a sparse selection's list spans over the whole
  * histogram (top bits alone would pile it into a handful of bins, each
  * count waiting on the last). The list is then cut, without a branch per
@@ -214,15 +215,10 @@ static void block_bin(const struct gn_topk_chunk *ck, u32 bits, u32 k, u32 m,
  * flagged. Return: the new entry count.
  */
 static u32 select_listed(struct gn_topk_chunk *ck, u32 lo, u32 above, u32 k,
-			 u32 floor, float *e_out, u32 n)
+			 u32 floor, u32 top, float *e_out, u32 n)
 {
-	u32 top = 0, psh = 0, base, nb, bin, need = k, i, j;
+	u32 psh = 0, base, nb, bin, need = k, i, j;
 
-	for (i = lo; i < lo + above; i++) {
-		u32 key = key_of(ck->val, i);
-
-		top = key > top ? key : top;
-	}
 	while ((top >> psh) - (floor >> psh) >= GN_TOPK_BINS)
 		psh++;
 	base = floor >> psh;
@@ -255,21 +251,22 @@ static long select_apart(const struct gn_topk *t, struct gn_topk_chunk *ck,
 			 const float *x, const float *e_in, float *e_out,
 			 gn_topk_scan_fn *scan, bool nt)
 {
-	u32 blk = t->block ? t->block : ck->len, lo, n = 0, bad = 0;
+	u32 blk = t->block ? t->block : ck->len, lo, n = 0;
 
 	for (lo = 0; lo < ck->len; lo += blk) {
 		u32 hi = ck->len - lo < blk ? ck->len : lo + blk, i;
 		u32 m = hi - lo, bits = first_bits(m), sh0 = 31 - bits;
-		u32 k = gn_topk_k(t->density, m), floor, above;
+		u32 k = gn_topk_k(t->density, m), floor, above, top = 0;
 		struct blk_sel bs;
 
 		floor = sample_floor(x, e_in, lo, hi, k, ck->hist);
 		above = scan(x + lo, e_in + lo, e_out + lo, m, floor, lo,
-			     ck->idx + lo, ck->val + lo, &bad, nt);
-		if (bad)
+			     ck->idx + lo, ck->val + lo, &top, nt);
+		if (top >= GN_TOPK_NOT_FINITE)
 			return -EDOM;
 		if (above >= k) {
-			n = select_listed(ck, lo, above, k, floor, e_out, n);
+			n = select_listed(ck, lo, above, k, floor, top, e_out,
+					  n);
 			continue;
 		}
 		memset(ck->hist, 0, sizeof(u32) << bits);
@@ -302,7 +299,7 @@ static long select_apart(const struct gn_topk *t, struct gn_topk_chunk *ck,
 long gn_topk_select(const struct gn_topk *t, struct gn_topk_chunk *ck,
 		    const float *x, const float *e_in, float *e_out, bool nt)
 {
-	u32 blk = t->block ? t->block : ck->len, lo, n = 0, b = 0, bad = 0;
+	u32 blk = t->block ? t->block : ck->len, lo, n = 0, b = 0, top = 0;
 	gn_topk_scan_fn *scan = gn_topk_scan_of(gn_codec_isa_default());
 
 	if (e_out != e_in)
@@ -316,7 +313,7 @@ long gn_topk_select(const struct gn_topk *t, struct gn_topk_chunk *ck,
 		/* A floor that proves too high is dropped: all are counted. */
 		floor = sample_floor(x, e_in, lo, hi, k, ck->hist);
 		above = scan(x + lo, e_in + lo, ck->val + lo, m, floor, lo,
-			     ck->idx + lo, NULL, &bad, false);
+			     ck->idx + lo, NULL, &top, false);
 		memset(ck->hist, 0, sizeof(u32) << bits);
 		if (above >= k || !floor) {
 			for (i = lo; i < lo + above; i++)
@@ -327,7 +324,7 @@ long gn_topk_select(const struct gn_topk *t, struct gn_topk_chunk *ck,
 		}
 		block_bin(ck, bits, k, m, bs);
 	}
-	if (bad)
+	if (top >= GN_TOPK_NOT_FINITE)
 		return -EDOM;
 	for (lo = 0, b = 0; lo < ck->len; lo += blk, b++) {
 		u32 hi = ck->len - lo < blk ? ck->len : lo + blk;
