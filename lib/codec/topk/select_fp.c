@@ -70,7 +70,8 @@ static u32 bin_of(const u32 *hist, u32 nb, u32 *need)
 static u32 sample_floor(const float *x, const float *e, u32 lo, u32 hi,
 			u32 k, u32 *hist)
 {
-	u32 m = hi - lo, ns = m / 8 < 1024 ? m / 8 + 1 : 1024, r, j, b, cum = 0;
+	u32 m = hi - lo, ns = m / 8 < 1024 ? m / 8 + 1 : 1024, r, j, b = 0;
+	u32 cum = 0;
 
 	if ((u64)k * 4 >= m)
 		return 0;
@@ -81,14 +82,17 @@ static u32 sample_floor(const float *x, const float *e, u32 lo, u32 hi,
 
 		for (l = i; l < i + 16 && l < hi; l++) {
 			float a = x[l] + e[l];
+			u32 bin = key_of(&a, 0) >> (31 - TOPK_LEVEL_BITS);
 
-			hist[key_of(&a, 0) >> (31 - TOPK_LEVEL_BITS)]++;
+			hist[bin]++;
+			b = bin > b ? bin : b;
 		}
 	}
 	r = (u32)(((u64)k * ns * 2 + m - 1) / m) + 8;
 	if (r >= ns)
 		return 0;
-	for (b = (1u << TOPK_LEVEL_BITS) - 1; cum + hist[b] < r; b--)
+	/* From the sample's largest bin down: the bins above it are empty. */
+	for (; cum + hist[b] < r; b--)
 		cum += hist[b];
 	return b << (31 - TOPK_LEVEL_BITS);
 }
@@ -206,8 +210,7 @@ static void block_bin(const struct gn_topk_chunk *ck, u32 bits, u32 k, u32 m,
 /*
  * A block's entries from its list of the @above >= @k keys at or above
  * @floor (idx[]/val[] from @lo), the largest @top: counted in bins of the
- * keys' bits from the floor's to the largest key's, as many as
- * GN_TOPK_BINS holds, which
+ * keys' bits from the floor's to the largest key's, which
  * spreads the few binades a sparse selection's list spans over the whole
  * histogram (top bits alone would pile it into a handful of bins, each
  * count waiting on the last). The list is then cut, without a branch per
@@ -218,8 +221,11 @@ static u32 select_listed(struct gn_topk_chunk *ck, u32 lo, u32 above, u32 k,
 			 u32 floor, u32 top, float *e_out, u32 n)
 {
 	u32 psh = 0, base, nb, bin, need = k, i, j;
+	u32 most = above / 4 < 64 ? 64 : above / 4;
 
-	while ((top >> psh) - (floor >> psh) >= GN_TOPK_BINS)
+	/* About four keys a bin: a short walk to the k-th, a short settle. */
+	most = most < GN_TOPK_BINS ? most : GN_TOPK_BINS;
+	while ((top >> psh) - (floor >> psh) >= most)
 		psh++;
 	base = floor >> psh;
 	nb = (top >> psh) - base + 1;
