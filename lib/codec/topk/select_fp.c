@@ -210,12 +210,12 @@ static void block_bin(const struct gn_topk_chunk *ck, u32 bits, u32 k, u32 m,
 /*
  * A block's entries from its list of the @above >= @k keys at or above
  * @floor (idx[]/val[] from @lo), the largest @top: counted in bins of the
- * keys' bits from the floor's to the largest key's, which
- * spreads the few binades a sparse selection's list spans over the whole
- * histogram (top bits alone would pile it into a handful of bins, each
- * count waiting on the last). The list is then cut, without a branch per
- * key, to the keys at or above the bin of the k-th largest, those in it
- * flagged. Return: the new entry count.
+ * keys' bits from the floor's to the largest key's, which spreads the few
+ * binades a sparse selection's list spans over the whole histogram (top
+ * bits alone would pile it into a handful of bins, each count waiting on
+ * the last). The list is then cut, without a branch per key, to the keys
+ * at or above the bin of the k-th largest, those in it flagged. Return:
+ * the new entry count.
  */
 static u32 select_listed(struct gn_topk_chunk *ck, u32 lo, u32 above, u32 k,
 			 u32 floor, u32 top, float *e_out, u32 n)
