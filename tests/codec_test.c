@@ -16,6 +16,7 @@
 #include <gradnet/codec.h>
 #include "testutil.h"
 #include "golden/vectors.h"
+#include "codec/codec.h"
 #include "codec/topk/scan.h"
 #include "codec/qsgd/quant.h"
 
@@ -386,6 +387,73 @@ TEST_F(isa, topk_scan_matches_scalar)
 	free(p2);
 	free(v1);
 	free(v2);
+}
+
+/*
+ * Top-k's selection when the floor from its sample proves too high: a
+ * chunk whose only large values sit in the first lines the sample reads
+ * (the Weyl sequence of select_fp.c's sample_floor()), fewer of them than
+ * k, so that fewer than k keys reach the floor. Encoded with the error
+ * written apart (one pass, then the second pass over e_out) and in place,
+ * the streams and errors are the same, and the entries are the k largest.
+ */
+TEST_F(isa, topk_floor_too_high)
+{
+	const struct gn_codec_ops *c = gn_codec_by_name("topk", 4);
+	const uint32_t n = 65536, lines[] = { 0, 16, 32 };
+	struct gn_codec_params p;
+	struct gn_codec_call call = { .p = &p, .world = 1, .ef_len = n };
+	float *x = malloc(n * 4), *e1 = calloc(n, 4), *e2 = calloc(n, 4);
+	float *out = calloc(n, 4), least = INFINITY, most = 0;
+	uint8_t *s1, *s2, *scratch;
+	uint32_t i, j, big = 0, sel = 0;
+	long l1, l2;
+	size_t cap;
+
+	ASSERT_NE(NULL, c);
+	gn_codec_defaults(c, &p);
+	cap = gn_codec_stream_bound(c, &p, n);
+	s1 = malloc(cap);
+	s2 = malloc(cap);
+	scratch = malloc(c->scratch(&p, n));
+	for (i = 0; i < n; i++)
+		x[i] = (i % 2 ? -1.0f : 1.0f) * (1e-3f + (float)i * 1e-9f);
+	for (j = 0; j < ARRAY_LEN(lines); j++) {
+		uint32_t at = (uint32_t)(((uint64_t)(lines[j] * 0x9e3779b9u) * n) >>
+					 32);
+
+		for (i = at; i < at + (j < 2 ? 16 : 8); i++)
+			x[i] = 1.0f + (float)big++;
+	}
+	l1 = gn_codec_stream_encode(c, &call, x, e1, e2, n, scratch, s1, cap);
+	memset(e1, 0, n * 4);
+	l2 = gn_codec_stream_encode(c, &call, x, e1, e1, n, scratch, s2, cap);
+	ASSERT_LT(0, l1);
+	ASSERT_EQ(l1, l2);
+	EXPECT_EQ(0, memcmp(s1, s2, (size_t)l1));
+	EXPECT_EQ(0, memcmp(e1, e2, n * 4));
+	ASSERT_EQ(0, gn_codec_stream_decode(c, &call, s1, (size_t)l1, out, n));
+	for (i = 0; i < n; i++) {
+		if (out[i] != 0.0f) {
+			sel++;
+			EXPECT_EQ(x[i], out[i]);
+			EXPECT_EQ(0.0f, e2[i]);
+			least = fabsf(x[i]) < least ? fabsf(x[i]) : least;
+		} else {
+			EXPECT_EQ(x[i], e2[i]);
+			most = fabsf(x[i]) > most ? fabsf(x[i]) : most;
+		}
+	}
+	/* ceil(n / 100): the default density's k, well over the 40 large. */
+	EXPECT_EQ(656, sel);
+	EXPECT_LT(most, least);
+	free(x);
+	free(e1);
+	free(e2);
+	free(out);
+	free(s1);
+	free(s2);
+	free(scratch);
 }
 
 /*
