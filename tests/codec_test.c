@@ -16,6 +16,7 @@
 #include <gradnet/codec.h>
 #include "testutil.h"
 #include "golden/vectors.h"
+#include "codec/codec.h"
 #include "codec/topk/scan.h"
 #include "codec/qsgd/quant.h"
 
@@ -330,8 +331,9 @@ TEST_F(isa, matches_scalar_random)
  * Top-k's scan (lib/codec/topk/scan.h): the kernel of this instruction set
  * and the scalar one write the same values and list the same positions,
  * for every length up to a few vectors and tails, with and without the
- * error, floors from none to all, a destination in each alignment with
- * and without non-temporal stores, and a value that is not finite.
+ * error and the list of values, floors from none to all, a destination in
+ * each alignment with and without non-temporal stores, and a value that
+ * is not finite (the same largest key).
  */
 TEST_F(isa, topk_scan_matches_scalar)
 {
@@ -339,14 +341,15 @@ TEST_F(isa, topk_scan_matches_scalar)
 	struct gn_rng r = { 7 };
 	float *x = malloc(1200 * 4), *e = malloc(1200 * 4);
 	float *d1 = calloc(1204, 4), *d2 = calloc(1204, 4);
-	uint32_t *p1 = malloc(1200 * 4), *p2 = malloc(1200 * 4), u;
+	float *v1 = malloc(1216 * 4), *v2 = malloc(1216 * 4);
+	uint32_t *p1 = malloc(1216 * 4), *p2 = malloc(1216 * 4), u;
 	int bad = 0, t;
 
 	for (t = 0; t < 3000 && !bad; t++) {
 		uint32_t n = t < 300 ? (uint32_t)t : (uint32_t)(gn_rng_u64(&r) % 1200);
-		uint32_t floor, n1, n2, bad1 = 0, bad2 = 0, base = (uint32_t)t * 7;
+		uint32_t floor, n1, n2, top1 = 0, top2 = 0, base = (uint32_t)t * 7;
 		size_t al = gn_rng_u64(&r) % 4;
-		bool with_e = t & 1, nt = t & 2;
+		bool with_e = t & 1, nt = t & 2, vals = t & 4;
 
 		fill(&r, x, n, t % KINDS);
 		fill(&r, e, n, (t + 1) % KINDS);
@@ -364,14 +367,15 @@ TEST_F(isa, topk_scan_matches_scalar)
 			floor = u & 0x7fffffffu;
 		}
 		n1 = gn_topk_scan_scalar(x, with_e ? e : NULL, d1 + al, n,
-					 floor, base, p1, &bad1, false);
+					 floor, base, p1, v1, &top1, false);
 		n2 = scan(x, with_e ? e : NULL, d2 + al, n, floor, base, p2,
-			  &bad2, nt);
+			  vals ? v2 : NULL, &top2, nt);
 		EXPECT_EQ(n1, n2) TH_LOG("n=%u floor=%#x", n, floor);
-		EXPECT_EQ(bad1, bad2) TH_LOG("n=%u", n);
-		bad += n1 != n2 || bad1 != bad2 ||
+		EXPECT_EQ(top1, top2) TH_LOG("n=%u", n);
+		bad += n1 != n2 || top1 != top2 ||
 		       memcmp(d1 + al, d2 + al, n * 4) ||
-		       memcmp(p1, p2, (n1 < n2 ? n1 : n2) * 4);
+		       memcmp(p1, p2, (n1 < n2 ? n1 : n2) * 4) ||
+		       (vals && memcmp(v1, v2, (n1 < n2 ? n1 : n2) * 4));
 		EXPECT_EQ(0, bad) TH_LOG("n=%u floor=%#x e=%d nt=%d", n, floor,
 					 with_e, nt);
 	}
@@ -381,6 +385,75 @@ TEST_F(isa, topk_scan_matches_scalar)
 	free(d2);
 	free(p1);
 	free(p2);
+	free(v1);
+	free(v2);
+}
+
+/*
+ * Top-k's selection when the floor from its sample proves too high: a
+ * chunk whose only large values sit in the first lines the sample reads
+ * (the Weyl sequence of select_fp.c's sample_floor()), fewer of them than
+ * k, so that fewer than k keys reach the floor. Encoded with the error
+ * written apart (one pass, then the second pass over e_out) and in place,
+ * the streams and errors are the same, and the entries are the k largest.
+ */
+TEST_F(isa, topk_floor_too_high)
+{
+	const struct gn_codec_ops *c = gn_codec_by_name("topk", 4);
+	const uint32_t n = 65536, lines[] = { 0, 16, 32 };
+	struct gn_codec_params p;
+	struct gn_codec_call call = { .p = &p, .world = 1, .ef_len = n };
+	float *x = malloc(n * 4), *e1 = calloc(n, 4), *e2 = calloc(n, 4);
+	float *out = calloc(n, 4), least = INFINITY, most = 0;
+	uint8_t *s1, *s2, *scratch;
+	uint32_t i, j, big = 0, sel = 0;
+	long l1, l2;
+	size_t cap;
+
+	ASSERT_NE(NULL, c);
+	gn_codec_defaults(c, &p);
+	cap = gn_codec_stream_bound(c, &p, n);
+	s1 = malloc(cap);
+	s2 = malloc(cap);
+	scratch = malloc(c->scratch(&p, n));
+	for (i = 0; i < n; i++)
+		x[i] = (i % 2 ? -1.0f : 1.0f) * (1e-3f + (float)i * 1e-9f);
+	for (j = 0; j < ARRAY_LEN(lines); j++) {
+		uint32_t at = (uint32_t)(((uint64_t)(lines[j] * 0x9e3779b9u) * n) >>
+					 32);
+
+		for (i = at; i < at + (j < 2 ? 16 : 8); i++)
+			x[i] = 1.0f + (float)big++;
+	}
+	l1 = gn_codec_stream_encode(c, &call, x, e1, e2, n, scratch, s1, cap);
+	memset(e1, 0, n * 4);
+	l2 = gn_codec_stream_encode(c, &call, x, e1, e1, n, scratch, s2, cap);
+	ASSERT_LT(0, l1);
+	ASSERT_EQ(l1, l2);
+	EXPECT_EQ(0, memcmp(s1, s2, (size_t)l1));
+	EXPECT_EQ(0, memcmp(e1, e2, n * 4));
+	ASSERT_EQ(0, gn_codec_stream_decode(c, &call, s1, (size_t)l1, out, n));
+	for (i = 0; i < n; i++) {
+		if (out[i] != 0.0f) {
+			sel++;
+			EXPECT_EQ(x[i], out[i]);
+			EXPECT_EQ(0.0f, e2[i]);
+			least = fabsf(x[i]) < least ? fabsf(x[i]) : least;
+		} else {
+			EXPECT_EQ(x[i], e2[i]);
+			most = fabsf(x[i]) > most ? fabsf(x[i]) : most;
+		}
+	}
+	/* ceil(n / 100): the default density's k, well over the 40 large. */
+	EXPECT_EQ(656, sel);
+	EXPECT_LT(most, least);
+	free(x);
+	free(e1);
+	free(e2);
+	free(out);
+	free(s1);
+	free(s2);
+	free(scratch);
 }
 
 /*

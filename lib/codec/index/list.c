@@ -69,6 +69,15 @@ u64 gn_idx_list_bytes(u32 codec, const u32 *pos, u32 n, u32 first)
 	struct gn_idx_size s;
 	u32 j;
 
+	if (codec == GN_IDX_VARINT) {
+		u64 b = 0;
+
+		for (j = 0; j < n; j++) {
+			b += gn_varint_len(pos[j] - first);
+			first = pos[j] + 1;
+		}
+		return b;
+	}
 	gn_idx_size_init(&s, codec, first);
 	for (j = 0; j < n; j++)
 		gn_idx_size_add(&s, pos[j]);

@@ -11,10 +11,10 @@
 
 #define GN_VARINT_MAX 5
 
+/* Seven bits a byte of v's significant bits (at least one): no branch. */
 static inline u32 gn_varint_len(u32 v)
 {
-	return v < 1u << 7 ? 1 : v < 1u << 14 ? 2 : v < 1u << 21 ? 3 :
-	       v < 1u << 28 ? 4 : 5;
+	return (32 - (u32)__builtin_clz(v | 1) + 6) / 7;
 }
 
 static inline u32 gn_varint_put(u32 v, u8 *dst)

@@ -7,9 +7,10 @@
 #include "scan.h"
 
 u32 gn_topk_scan_scalar(const float *x, const float *e, float *dst, u32 n,
-			u32 floor, u32 base, u32 *pos, u32 *bad, bool nt)
+			u32 floor, u32 base, u32 *pos, float *val, u32 *top,
+			bool nt)
 {
-	u32 i, np = 0, any = 0;
+	u32 i, np = 0, most = *top;
 
 	for (i = 0; i < n; i++) {
 		float a = e ? x[i] + e[i] : x[i];
@@ -18,11 +19,14 @@ u32 gn_topk_scan_scalar(const float *x, const float *e, float *dst, u32 n,
 		dst[i] = a;
 		memcpy(&key, &a, sizeof(key));
 		key &= 0x7fffffffu;
-		any |= key >= 0x7f800000u;
-		if (key >= floor)
-			pos[np++] = base + i;
+		most = key > most ? key : most;
+		if (key < floor)
+			continue;
+		if (val)
+			val[np] = a;
+		pos[np++] = base + i;
 	}
-	*bad |= any;
+	*top = most;
 	return np;
 }
 

@@ -70,7 +70,8 @@ static u32 bin_of(const u32 *hist, u32 nb, u32 *need)
 static u32 sample_floor(const float *x, const float *e, u32 lo, u32 hi,
 			u32 k, u32 *hist)
 {
-	u32 m = hi - lo, ns = m / 8 < 1024 ? m / 8 + 1 : 1024, r, j, b, cum = 0;
+	u32 m = hi - lo, ns = m / 8 < 1024 ? m / 8 + 1 : 1024, r, j, b = 0;
+	u32 cum = 0;
 
 	if ((u64)k * 4 >= m)
 		return 0;
@@ -81,14 +82,17 @@ static u32 sample_floor(const float *x, const float *e, u32 lo, u32 hi,
 
 		for (l = i; l < i + 16 && l < hi; l++) {
 			float a = x[l] + e[l];
+			u32 bin = key_of(&a, 0) >> (31 - TOPK_LEVEL_BITS);
 
-			hist[key_of(&a, 0) >> (31 - TOPK_LEVEL_BITS)]++;
+			hist[bin]++;
+			b = bin > b ? bin : b;
 		}
 	}
 	r = (u32)(((u64)k * ns * 2 + m - 1) / m) + 8;
 	if (r >= ns)
 		return 0;
-	for (b = (1u << TOPK_LEVEL_BITS) - 1; cum + hist[b] < r; b--)
+	/* From the sample's largest bin down: the bins above it are empty. */
+	for (; cum + hist[b] < r; b--)
 		cum += hist[b];
 	return b << (31 - TOPK_LEVEL_BITS);
 }
@@ -130,30 +134,20 @@ static void settle(const struct gn_topk_chunk *ck, u32 from, u32 to, u32 pfx,
 }
 
 /*
- * Select block [lo, hi) of a (val[]) and write its error: entries appended
- * at idx[]/val[] from @n, e_out = a except +0 at the entries. The scan
- * lists the positions at or above the first histogram's bin (in idx[] past
- * the entries so far: an entry's slot is never after its position, nor
- * after its place in the list). Return: the new entry count.
+ * Keep a block's entries: of its list idx[@first, @n) (values in val[],
+ * keys whose top bits at @psh are @pfx flagged TOPK_CAND, the others
+ * above them), every key above and the @need largest flagged, ties to the
+ * lower index,
+ * moved down to idx[@first...] in position order (an entry's slot is
+ * never after its place in the list), with +0 at their positions in
+ * @e_out. Return: the new entry count.
  */
-static u32 select_block(struct gn_topk_chunk *ck, const struct blk_sel *bs,
-			u32 lo, u32 hi, u32 sh0, float *e_out, u32 n,
-			gn_topk_scan_fn *scan, bool nt)
+static u32 take_block(struct gn_topk_chunk *ck, u32 pfx, u32 psh, u32 need,
+		      u32 first, u32 n, float *e_out)
 {
-	u32 first = n, lot = bs->bin << sh0, np, j, th, eq, take = 0, bad = 0;
+	u32 j, th, eq, take = 0;
 
-	np = scan(ck->val + lo, NULL, e_out + lo, hi - lo, lot, lo,
-		  ck->idx + n, &bad, nt);
-	for (j = n; j < n + np; j++) {
-		u32 p = ck->idx[j];
-		float a = ck->val[p];
-
-		ck->idx[j] = key_of(&a, 0) >> sh0 > bs->bin ? p : p | TOPK_CAND;
-		ck->val[j] = a;
-	}
-	n += np;
-	settle(ck, first, n, bs->bin, sh0, bs->need, &th, &eq);
-	/* Keep the sure entries and the candidates that made it, in order. */
+	settle(ck, first, n, pfx, psh, need, &th, &eq);
 	for (j = first; j < n; j++) {
 		u32 key = key_of(ck->val, j), pos = ck->idx[j] & ~TOPK_CAND;
 
@@ -170,6 +164,127 @@ static u32 select_block(struct gn_topk_chunk *ck, const struct blk_sel *bs,
 	return first + take;
 }
 
+/*
+ * Select block [lo, hi) of @a (val[] or @e_out) and write its error:
+ * entries appended at idx[]/val[] from @n, e_out = a except +0 at the
+ * entries. The scan lists the positions at or above the first
+ * histogram's bin (in idx[] past the entries so far). Return: the new
+ * entry count.
+ */
+static u32 select_block(struct gn_topk_chunk *ck, const struct blk_sel *bs,
+			u32 lo, u32 hi, u32 sh0, const float *a, float *e_out,
+			u32 n, gn_topk_scan_fn *scan, bool nt)
+{
+	bool in_val = a == ck->val;
+	u32 np, j, top = 0;
+
+	np = scan(a + lo, NULL, e_out + lo, hi - lo, bs->bin << sh0, lo,
+		  ck->idx + n, in_val ? NULL : ck->val + n, &top, nt);
+	for (j = n; j < n + np; j++) {
+		u32 p = ck->idx[j];
+
+		if (in_val)
+			ck->val[j] = ck->val[p];
+		ck->idx[j] = key_of(ck->val, j) >> sh0 > bs->bin ? p :
+								  p | TOPK_CAND;
+	}
+	return take_block(ck, bs->bin, sh0, bs->need, n, n + np, e_out);
+}
+
+/*
+ * The bin of a block's first histogram (@bits of top bits, counted in
+ * ck->hist) where its k-th largest key falls, and the count to take in it.
+ */
+static void block_bin(const struct gn_topk_chunk *ck, u32 bits, u32 k, u32 m,
+		      struct blk_sel *bs)
+{
+	bs->need = k;
+	if (k < m) {
+		bs->bin = bin_of(ck->hist, 1u << bits, &bs->need);
+		return;
+	}
+	bs->bin = 0;
+	bs->need = ck->hist[0];	/* all of it: every bin taken */
+}
+
+/*
+ * A block's entries from its list of the @above >= @k keys at or above
+ * @floor (idx[]/val[] from @lo), the largest @top: counted in bins of the
+ * keys' bits from the floor's to the largest key's, which spreads the few
+ * binades a sparse selection's list spans over the whole histogram (top
+ * bits alone would pile it into a handful of bins, each count waiting on
+ * the last). The list is then cut, without a branch per key, to the keys
+ * at or above the bin of the k-th largest, those in it flagged. Return:
+ * the new entry count.
+ */
+static u32 select_listed(struct gn_topk_chunk *ck, u32 lo, u32 above, u32 k,
+			 u32 floor, u32 top, float *e_out, u32 n)
+{
+	u32 psh = 0, base, nb, bin, need = k, i, j;
+	u32 most = above / 4 < 64 ? 64 : above / 4;
+
+	/* About four keys a bin: a short walk to the k-th, a short settle. */
+	most = most < GN_TOPK_BINS ? most : GN_TOPK_BINS;
+	while ((top >> psh) - (floor >> psh) >= most)
+		psh++;
+	base = floor >> psh;
+	nb = (top >> psh) - base + 1;
+	memset(ck->hist, 0, nb * sizeof(u32));
+	for (i = lo; i < lo + above; i++)
+		ck->hist[(key_of(ck->val, i) >> psh) - base]++;
+	bin = k < above ? bin_of(ck->hist, nb, &need) : 0;
+	if (k >= above)
+		need = ck->hist[0];	/* all of it: every bin taken */
+	for (i = lo, j = n; i < lo + above; i++) {
+		u32 b = (key_of(ck->val, i) >> psh) - base;
+
+		/* j <= i: the list moves down, each slot read before. */
+		ck->idx[j] = ck->idx[i] | (b == bin ? TOPK_CAND : 0);
+		ck->val[j] = ck->val[i];
+		j += b >= bin;
+	}
+	return take_block(ck, base + bin, psh, need, n, j, e_out);
+}
+
+/*
+ * gn_topk_select() for an error written to another buffer than it is read
+ * from: e_out = a in the one pass that reads the block, which also lists
+ * the keys at or above the floor with their values; the entries are
+ * selected from that list. Only a floor that proves too high (fewer than
+ * k keys reach it) costs a block a second pass, over e_out.
+ */
+static long select_apart(const struct gn_topk *t, struct gn_topk_chunk *ck,
+			 const float *x, const float *e_in, float *e_out,
+			 gn_topk_scan_fn *scan, bool nt)
+{
+	u32 blk = t->block ? t->block : ck->len, lo, n = 0;
+
+	for (lo = 0; lo < ck->len; lo += blk) {
+		u32 hi = ck->len - lo < blk ? ck->len : lo + blk, i;
+		u32 m = hi - lo, bits = first_bits(m), sh0 = 31 - bits;
+		u32 k = gn_topk_k(t->density, m), floor, above, top = 0;
+		struct blk_sel bs;
+
+		floor = sample_floor(x, e_in, lo, hi, k, ck->hist);
+		above = scan(x + lo, e_in + lo, e_out + lo, m, floor, lo,
+			     ck->idx + lo, ck->val + lo, &top, nt);
+		if (top >= GN_TOPK_NOT_FINITE)
+			return -EDOM;
+		if (above >= k) {
+			n = select_listed(ck, lo, above, k, floor, top, e_out,
+					  n);
+			continue;
+		}
+		memset(ck->hist, 0, sizeof(u32) << bits);
+		for (i = lo; i < hi; i++)
+			ck->hist[key_of(e_out, i) >> sh0]++;
+		block_bin(ck, bits, k, m, &bs);
+		n = select_block(ck, &bs, lo, hi, sh0, e_out, e_out, n, scan,
+				 nt);
+	}
+	return n;
+}
+
 /**
  * gn_topk_select() - a chunk's top-k entries, exactly
  * @t: the parameters (density, block)
@@ -179,34 +294,32 @@ static u32 select_block(struct gn_topk_chunk *ck, const struct blk_sel *bs,
  * @e_out: out: a = x + e except +0 at the entries (may be @e_in)
  * @nt: write @e_out with non-temporal stores (scan.h)
  *
- * a = x + e into val[], each block's first histogram, and the check that
- * every a is finite: nothing is written to e_out before that is known.
- * Then each block's selection: the entries at idx[]/val[] in position
- * order. CLT-k's leaders select with it too.
+ * In place, a = x + e goes into val[] with each block's first histogram
+ * and the check that every a is finite, and nothing is written to e_out
+ * before that is known: then each block's selection. The entries end at
+ * idx[]/val[] in position order. CLT-k's leaders select with it too.
  *
- * Return: the entry count, or -EDOM.
+ * Return: the entry count, or -EDOM (@e_out unspecified if it is not
+ * @e_in, which is untouched).
  */
 long gn_topk_select(const struct gn_topk *t, struct gn_topk_chunk *ck,
 		    const float *x, const float *e_in, float *e_out, bool nt)
 {
-	u32 blk = t->block ? t->block : ck->len, lo, n = 0, b = 0, bad = 0;
+	u32 blk = t->block ? t->block : ck->len, lo, n = 0, b = 0, top = 0;
 	gn_topk_scan_fn *scan = gn_topk_scan_of(gn_codec_isa_default());
 
+	if (e_out != e_in)
+		return select_apart(t, ck, x, e_in, e_out, scan, nt);
 	for (lo = 0; lo < ck->len; lo += blk, b++) {
 		u32 hi = ck->len - lo < blk ? ck->len : lo + blk, i;
 		u32 m = hi - lo, bits = first_bits(m), sh0 = 31 - bits;
 		struct blk_sel *bs = (struct blk_sel *)ck->blk + b;
 		u32 k = gn_topk_k(t->density, m), floor, above;
 
-		/*
-		 * Only keys at or above a floor are counted (their positions
-		 * listed in idx[], free until the selection): the rest cannot
-		 * be among the k largest when k keys are at or above it. A
-		 * floor that proves too high is dropped and all are counted.
-		 */
+		/* A floor that proves too high is dropped: all are counted. */
 		floor = sample_floor(x, e_in, lo, hi, k, ck->hist);
 		above = scan(x + lo, e_in + lo, ck->val + lo, m, floor, lo,
-			     ck->idx + lo, &bad, false);
+			     ck->idx + lo, NULL, &top, false);
 		memset(ck->hist, 0, sizeof(u32) << bits);
 		if (above >= k || !floor) {
 			for (i = lo; i < lo + above; i++)
@@ -215,18 +328,16 @@ long gn_topk_select(const struct gn_topk *t, struct gn_topk_chunk *ck,
 			for (i = lo; i < hi; i++)
 				ck->hist[key_of(ck->val, i) >> sh0]++;
 		}
-		bs->need = k;
-		bs->bin = k >= m ? 0 : bin_of(ck->hist, 1u << bits, &bs->need);
-		if (k >= m)
-			bs->need = ck->hist[0];	/* all of it: every bin taken */
+		block_bin(ck, bits, k, m, bs);
 	}
-	if (bad)
+	if (top >= GN_TOPK_NOT_FINITE)
 		return -EDOM;
 	for (lo = 0, b = 0; lo < ck->len; lo += blk, b++) {
 		u32 hi = ck->len - lo < blk ? ck->len : lo + blk;
 
 		n = select_block(ck, (struct blk_sel *)ck->blk + b, lo, hi,
-				 31 - first_bits(hi - lo), e_out, n, scan, nt);
+				 31 - first_bits(hi - lo), ck->val, e_out, n,
+				 scan, nt);
 	}
 	return n;
 }
