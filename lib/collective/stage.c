@@ -240,6 +240,34 @@ static const struct gn_codec_ops *stage_phase(const struct gn_tensor *t,
 }
 
 /*
+ * A received body as the codec's slice, decoded by @z when the packet says
+ * it is coded. Return: 0, or -EBADMSG (coded where there is no decoder
+ * @z or its phase's codec has no stage, or not a frame within the bounds).
+ */
+static int open_by(struct gn_entropy_dec *z, const struct gn_tensor *t,
+		   const struct gn_wire_hdr *h, const struct gn_wire_data *d,
+		   const u8 *body, struct gn_slice *v)
+{
+	const struct gn_codec_params *p;
+	const struct gn_codec_ops *cd;
+	long n;
+
+	v->body = body;
+	v->len = h->body_len;
+	if (!h->entropy)
+		return 0;
+	cd = stage_phase(t, h, &p);
+	if (!z || !cd)
+		return -EBADMSG;
+	n = gn_entropy_open(z, cd, p, d->chunk_len, body, h->body_len);
+	if (n < 0)
+		return -EBADMSG;
+	v->body = z->raw;
+	v->len = (u16)n;
+	return 0;
+}
+
+/*
  * gn_stage_open() - a received body as the codec's slice: as it is, or
  * decoded by the receiving decoder when the packet says it is coded (lock
  * held; the slice stays there until the next packet)
@@ -252,23 +280,9 @@ int gn_stage_open(struct gn_ctx *ctx, const struct gn_tensor *t,
 		  const u8 *body, struct gn_slice *v)
 {
 	struct gn_stage *sg = ctx->stage;
-	const struct gn_codec_params *p;
-	const struct gn_codec_ops *cd;
-	long n;
 
-	v->body = body;
-	v->len = h->body_len;
-	if (!h->entropy)
-		return 0;
-	cd = stage_phase(t, h, &p);
-	if (!cd || !sg || !sg->level_max)
-		return -EBADMSG;
-	n = gn_entropy_open(&sg->take, cd, p, d->chunk_len, body, h->body_len);
-	if (n < 0)
-		return -EBADMSG;
-	v->body = sg->take.raw;
-	v->len = (u16)n;
-	return 0;
+	return open_by(sg && sg->level_max ? &sg->take : NULL, t, h, d, body,
+		       v);
 }
 
 /*
@@ -296,22 +310,5 @@ int gn_stage_reopen(struct gn_ctx *ctx, u32 i, const struct gn_tensor *t,
 		    const struct gn_wire_hdr *h, const struct gn_wire_data *d,
 		    const u8 *body, struct gn_slice *v)
 {
-	struct gn_entropy_dec *z = gn_stage_work_dec(ctx, i);
-	const struct gn_codec_params *p;
-	const struct gn_codec_ops *cd;
-	long n;
-
-	v->body = body;
-	v->len = h->body_len;
-	if (!h->entropy)
-		return 0;
-	cd = stage_phase(t, h, &p);
-	if (!z || !cd)
-		return -EBADMSG;
-	n = gn_entropy_open(z, cd, p, d->chunk_len, body, h->body_len);
-	if (n < 0)
-		return -EBADMSG;
-	v->body = z->raw;
-	v->len = (u16)n;
-	return 0;
+	return open_by(gn_stage_work_dec(ctx, i), t, h, d, body, v);
 }
