@@ -189,7 +189,7 @@ static float float_of(uint32_t bits)
 static int model_register(struct gn_ctx *ctx, const struct gn_scn_case *k)
 {
 	const struct gn_core_model *m = k->model;
-	static char params[256], down[256];
+	char params[256], down[256];
 	GN_OPTS(gn_model_opts, o, .id = GN_SCN_TENSOR, .elems = GN_SCN_ELEMS,
 		.flags = m->flags, .codec = (int)k->codec.codec,
 		.down_codec = (int)m->down.codec,

@@ -36,6 +36,8 @@ struct method {
 	char label[32];
 	char spec[96];
 	bool dore;
+	int codec;		/* without DORE: the codec of SPEC ... */
+	const char *params;	/* ... and its parameters, in @spec or NULL */
 };
 
 struct job {
@@ -57,20 +59,29 @@ struct rank_arg {
 	int rank;
 };
 
-/* "name:params" into a codec id and its parameters (static storage). */
-static int codec_of(const char *spec, const char **params)
+/*
+ * LABEL and SPEC into @m, the codec resolved here, once, before any rank
+ * thread reads it.
+ */
+static void method_set(struct method *m, const char *label, size_t label_len,
+		       const char *spec)
 {
-	static char name[32];
-	const char *colon = strchr(spec, ':');
-	int id;
+	char name[32];
+	const char *colon;
 
+	snprintf(m->label, sizeof(m->label), "%.*s", (int)label_len, label);
+	snprintf(m->spec, sizeof(m->spec), "%s", spec);
+	m->dore = !strcmp(m->spec, "dore");
+	if (m->dore)
+		return;
+	colon = strchr(m->spec, ':');
 	snprintf(name, sizeof(name), "%.*s",
-		 (int)(colon ? (size_t)(colon - spec) : strlen(spec)), spec);
-	id = gn_codec_id(name);
-	if (id < 0)
+		 (int)(colon ? (size_t)(colon - m->spec) : strlen(m->spec)),
+		 m->spec);
+	m->codec = gn_codec_id(name);
+	if (m->codec < 0)
 		bench_die("unknown codec %s", name);
-	*params = colon ? colon + 1 : NULL;
-	return id;
+	m->params = colon ? colon + 1 : NULL;
 }
 
 static uint64_t sent_bytes(struct gn_ctx *ctx)
@@ -95,8 +106,7 @@ static void *rank_main(void *p)
 	size_t n = j->elems, i;
 	float *x = bench_alloc(n * sizeof(float));
 	float *g = bench_alloc(n * sizeof(float));
-	const char *params;
-	int codec, step, r;
+	int step, r;
 	const float lr = 0.01f;
 	double t, sgd = 0;
 	uint64_t b0;
@@ -114,9 +124,8 @@ static void *rank_main(void *p)
 		to.codec = GN_CODEC_QSGD;
 		to.params = DORE_Q;
 	} else {
-		codec = codec_of(j->m->spec, &params);
-		mo.codec = mo.down_codec = to.codec = codec;
-		mo.params = to.params = params;
+		mo.codec = mo.down_codec = to.codec = j->m->codec;
+		mo.params = to.params = j->m->params;
 	}
 	r = gn_model_register(ctx, &mo);
 	if (!r)
@@ -273,13 +282,9 @@ int bench_model(int argc, char **argv)
 
 			if (nm == MAX_CODECS)
 				bench_die("at most %d --codec", MAX_CODECS);
-			snprintf(ms[nm].label, sizeof(ms[nm].label), "%.*s",
-				 (int)(eq ? (size_t)(eq - optarg) : strlen(optarg)),
-				 optarg);
-			snprintf(ms[nm].spec, sizeof(ms[nm].spec), "%s",
-				 eq ? eq + 1 : optarg);
-			ms[nm].dore = !strcmp(ms[nm].spec, "dore");
-			nm++;
+			method_set(&ms[nm++], optarg,
+				   eq ? (size_t)(eq - optarg) : strlen(optarg),
+				   eq ? eq + 1 : optarg);
 			break;
 		}
 		case 'j':
@@ -295,12 +300,8 @@ int bench_model(int argc, char **argv)
 	if (!nm) {
 		const char *def[] = { "dore", "3lc", "none" };
 
-		for (k = 0; k < 3; k++) {
-			snprintf(ms[k].label, sizeof(ms[k].label), "%s", def[k]);
-			snprintf(ms[k].spec, sizeof(ms[k].spec), "%s", def[k]);
-			ms[k].dore = !k;
-		}
-		nm = 3;
+		for (nm = 0; nm < 3; nm++)
+			method_set(&ms[nm], def[nm], strlen(def[nm]), def[nm]);
 	}
 	j.grad = bench_tiled_gradients(j.elems);
 	if (!json)
