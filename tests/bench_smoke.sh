@@ -107,12 +107,15 @@ if name == "codec":
         assert rows[label]["spec"] == spec, rows[label]
     assert "density=0.01" in rows["topk"]["params"], rows["topk"]
     assert "bits=4" in rows["topk-qsgd"]["params"], rows["topk-qsgd"]
+    assert d["mtu"] == 1500, d["mtu"]
     # Fewer, smaller values: the parameters reached the codecs.
     r = {k: v["ratio"] for k, v in rows.items()}
     assert r["topk-qsgd"] > r["topk"] > r["qsgd"] > r["none"], r
 elif name == "codec-asked":
     rows = codec_rows(d)
-    assert list(rows) == ["none", "t5"], list(rows)
+    assert list(rows) == ["none", "t5", "z"], list(rows)
+    assert d["mtu"] == 9000, d["mtu"]
+    assert "entropy=zstd" in rows["z"]["params"], rows["z"]
     assert rows["t5"]["spec"] == "topk:density=0.05,bits=8", rows["t5"]
     assert "density=0.05" in rows["t5"]["params"], rows["t5"]
 elif name == "threads":
@@ -193,9 +196,10 @@ codec_mode() {
 	gn_result "$ok" "codec: every field, a row per registered codec and topk-qsgd"
 	ok=0
 	run "$tmp/out" "$BENCH" codec --seconds 0.01 --dram-mib 8 --json \
-		--codec none --codec t5=topk:density=0.05,bits=8 &&
+		--codec none --codec t5=topk:density=0.05,bits=8 \
+		--codec z=3lc:entropy=zstd --mtu 9000 &&
 		check codec-asked "$tmp/out" && ok=1
-	gn_result "$ok" "codec --codec none --codec t5=topk:...: those rows"
+	gn_result "$ok" "codec --codec none --codec t5=topk:... --codec z=3lc:entropy=zstd --mtu 9000: those rows"
 	ok=0
 	run "$tmp/out" "$BENCH" codec --threads 1,2 --seconds 0.01 \
 		--dram-mib 8 --json && check threads "$tmp/out" && ok=1

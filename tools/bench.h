@@ -93,6 +93,7 @@ struct bench_codec_row {
 
 struct bench_codecs {
 	size_t n;
+	unsigned mtu;			/* the stage rows' packets' */
 	struct bench_codec_row row[BENCH_MAX_CODECS];
 };
 

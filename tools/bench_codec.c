@@ -353,7 +353,8 @@ static void print_codecs_text(const struct codec_opts *o,
 		       c->decode.dram / r->stream_dec.dram);
 	}
 	printf("# enc/3LC: over %s's encode; enc/STRM, dec/STRM: over STREAM"
-	       " e+=x and acc+=k (dram)\n", ref);
+	       " e+=x and acc+=k (dram);\n# rows with entropy= cut packets"
+	       " for MTU %u\n", ref, set->mtu);
 	for (k = 0; k < set->n; k++)
 		printf("# %s = %s\n", set->row[k].label, set->row[k].text);
 }
@@ -430,8 +431,9 @@ static void print_json(const struct codec_opts *o, const struct results *r,
 {
 	size_t si;
 
-	printf("{\"isa\": \"%s\", \"chunk\": %zu, \"cache_bytes\": %zu, \"dram_bytes\": %zu",
-	       gn_codec_isa_name(o->isa), o->chunk, cache_n * 4, dram_n * 4);
+	printf("{\"isa\": \"%s\", \"chunk\": %zu, \"mtu\": %u, \"cache_bytes\": %zu, \"dram_bytes\": %zu",
+	       gn_codec_isa_name(o->isa), o->chunk, o->codecs.mtu, cache_n * 4,
+	       dram_n * 4);
 #define FIELD(name, f) printf(", \"%s\": {\"cache\": %.4f, \"dram\": %.4f}", name, r->f.cache, r->f.dram)
 	FIELD("encode_gbps", encode);
 	FIELD("encode_double_buffered_gbps", encode2);
@@ -486,10 +488,12 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: gradnet-bench codec [--json] [--isa scalar|avx2|avx512]\n"
 		"                           [--dram-mib N] [--chunk N] [--seconds S]\n"
-		"                           [--codec LIST]... [--threads 1,2,...]\n"
+		"                           [--codec LIST]... [--mtu M] [--threads 1,2,...]\n"
 		"  --codec: the registry's rows, items SPEC or LABEL=SPEC separated\n"
 		"           by commas, the first with parameters taking the rest\n"
 		"           (default: every registered codec, and topk-qsgd)\n"
+		"  --mtu: the MTU rows with the entropy stage cut packets for\n"
+		"         (default 1500)\n"
 		"  --threads: instead, the 3LC codec split over\n"
 		"                           threads as libgradnet's workers split it;\n"
 		"                           --dram-mib default 100)\n"
@@ -507,6 +511,7 @@ int bench_codec(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "codec", required_argument, NULL, 'C' },
+		{ "mtu", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct codec_opts o = {
@@ -514,6 +519,7 @@ int bench_codec(int argc, char **argv)
 		.dram_mib = 512,
 		.chunk = 65536,
 		.min_seconds = 0.3,
+		.codecs.mtu = 1500,
 	};
 	struct results r = { 0 };
 	const char *codec_args[BENCH_MAX_CODECS];
@@ -552,11 +558,15 @@ int bench_codec(int argc, char **argv)
 					  BENCH_MAX_CODECS);
 			codec_args[ncodec_args++] = optarg;
 			break;
+		case 'm':
+			o.codecs.mtu = (unsigned)strtoul(optarg, NULL, 0);
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!o.chunk || !o.dram_mib || o.chunk > 0xffffffffu)
+	if (!o.chunk || !o.dram_mib || o.chunk > 0xffffffffu ||
+	    o.codecs.mtu < 576 || o.codecs.mtu > 65535)
 		usage();
 	/* After the options: the codecs are checked against the chunk. */
 	for (k = 0; k < ncodec_args; k++)

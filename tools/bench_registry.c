@@ -6,7 +6,7 @@
  * gradnet-codec writes) on the tiled gradients the 3LC rows use, so every
  * compressor is measured the same way in the same run. A row whose spec
  * has the entropy stage (entropy=zstd) also cuts every chunk into packets
- * through the stage at STAGE_MTU, as lib/collective/pack.c does, and
+ * through the stage at the set's MTU, as lib/collective/pack.c does, and
  * decodes and adds those packets: its speeds include zstd both ways, its
  * ratio is input bytes over packet bodies.
  */
@@ -19,10 +19,7 @@
 #include "codec/codec.h"
 #include "codec/entropy/entropy.h"
 #include "spec.h"
-
-/* The MTU a stage row's packets are cut for (IPv4, DATA packets). */
-#define STAGE_MTU 1500
-#define STAGE_CAP (STAGE_MTU - 28 - 64)
+#include <gradnet/wire.h>
 
 /*
  * Labels that stand for the settings of the compressor benchmarks, the
@@ -147,7 +144,8 @@ struct reg_run {
 	uint8_t *buf;			/* [chunks][bound] */
 	size_t *len;			/* [chunks] */
 	float *out;
-	/* The entropy stage's rows: packets [chunks][most] of STAGE_CAP. */
+	/* The entropy stage's rows: packets [chunks][most] of @cap bytes. */
+	u32 mtu, cap;
 	struct gn_entropy_enc z;
 	struct gn_entropy_dec dec;
 	void *zmem, *dmem;
@@ -172,7 +170,7 @@ static size_t reg_cut(struct reg_run *r, size_t k, u32 aux)
 			bench_die("%s: more packets than pkts_max", r->row->label);
 		len = gn_entropy_slice(c, &r->row->p, r->scratch, aux,
 				       r->x + k * r->chunk, n, at, &r->z,
-				       r->pkt + (base + i) * STAGE_CAP, STAGE_CAP,
+				       r->pkt + (base + i) * r->cap, r->cap,
 				       &used, &r->pk_coded[base + i], &next);
 		if (len < 0)
 			bench_die("%s: packet: %s", r->row->label,
@@ -202,7 +200,7 @@ static void reg_uncut(struct reg_run *r, size_t k, bool add)
 	size_t base = k * r->most;
 
 	for (i = 0; i < r->npk[k]; i++) {
-		const uint8_t *b = r->pkt + (base + i) * STAGE_CAP;
+		const uint8_t *b = r->pkt + (base + i) * r->cap;
 		long len = r->pk_len[base + i];
 
 		if (r->pk_coded[base + i]) {
@@ -291,11 +289,12 @@ static double timed_min(double best, double t0)
 	return dt < best ? dt : best;
 }
 
-/* A stage row's encoder, decoder and packets, as a job at STAGE_MTU has. */
+/* A stage row's encoder, decoder and packets, as a job at @r->mtu has. */
 static void stage_alloc(struct reg_run *r)
 {
 	const struct bench_codec_row *row = r->row;
-	u32 raw_max = gn_entropy_raw_max(STAGE_MTU - 28 - 48);
+	u32 raw_max = gn_entropy_raw_max(r->mtu - GN_WIRE_IPUDP -
+					 GN_WIRE_WHOLE_OVERHEAD);
 	u32 level = row->p.stage[GN_STAGE_LEVEL];
 	size_t ze = gn_entropy_enc_size(raw_max, level);
 	size_t zd = gn_entropy_dec_size(raw_max);
@@ -307,9 +306,10 @@ static void stage_alloc(struct reg_run *r)
 	    gn_entropy_enc_init(&r->z, r->zmem, ze, raw_max, level) ||
 	    gn_entropy_dec_init(&r->dec, r->dmem, zd, raw_max))
 		bench_die("%s: no entropy contexts", row->label);
-	r->most = row->ops->pkts_max(&row->p, (u32)r->chunk, STAGE_CAP);
+	r->cap = r->mtu - GN_WIRE_IPUDP - GN_WIRE_DATA_OVERHEAD;
+	r->most = row->ops->pkts_max(&row->p, (u32)r->chunk, r->cap);
 	npkt = r->chunks * r->most;
-	r->pkt = bench_alloc(npkt * STAGE_CAP);
+	r->pkt = bench_alloc(npkt * r->cap);
 	r->pk_len = bench_alloc(npkt * sizeof(u32));
 	r->pk_first = bench_alloc(npkt * sizeof(u32));
 	r->pk_count = bench_alloc(npkt * sizeof(u32));
@@ -360,6 +360,7 @@ static void measure_rows(const struct bench_codecs *set, const float *x,
 
 		r[k] = (struct reg_run){
 			.row = row, .n = n, .chunk = chunk, .x = x,
+			.mtu = set->mtu,
 			.chunks = chunks, .bound = bound, .scratch = sc,
 			.buf = buf, .len = len, .out = out,
 			.call = { .p = &row->p, .seed = 0x6772616469656e74ull,
