@@ -25,16 +25,9 @@
 
 #include "paths.h"
 
-#define SEQ_STEPS 48
-#define SEQ_FIRST 200
 /* The id tests/job.h gives a job's first tensor: gn-ref's reference of a
  * codec that draws from the generator is keyed by it. */
 #define RANK_TENSOR 100
-
-static const char *const seq_tensors[] = {
-	"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
-	"fc3.bias",
-};
 
 struct opts {
 	size_t elems;
@@ -82,13 +75,13 @@ static float *load_step(const char *dir, int step, size_t *n)
 	float *all = NULL;
 	size_t k, have = 0;
 
-	for (k = 0; k < sizeof(seq_tensors) / sizeof(seq_tensors[0]); k++) {
+	for (k = 0; k < GN_SAMPLE_TENSORS; k++) {
 		char path[PATH_MAX + 256];
 		FILE *f;
 		long size;
 
 		snprintf(path, sizeof(path), "%s/mlp-small-seq/mlp-small-s%05d-%s.f32",
-			 dir, step, seq_tensors[k]);
+			 dir, step, gn_sample_tensors[k]);
 		f = fopen(path, "rb");
 		if (!f)
 			die("cannot read %s", path);
@@ -108,7 +101,7 @@ static float *load_step(const char *dir, int step, size_t *n)
 static void fill(float *x, size_t n, float *const *seq, size_t seq_n, int rank,
 		 int step)
 {
-	const float *src = seq[(step + 7 * rank) % SEQ_STEPS];
+	const float *src = seq[(step + 7 * rank) % GN_SEQ_STEPS];
 	size_t at;
 
 	for (at = 0; at < n; at += seq_n)
@@ -286,7 +279,7 @@ int main(int argc, char **argv)
 	struct gn_tool_paths paths;
 	GN_OPTS(gn_stats, st);
 	GN_OPTS(gn_stats, st0);
-	float *seq[SEQ_STEPS], *x;
+	float *seq[GN_SEQ_STEPS], *x;
 	double *sec, cpu = 0, wall = 0, idle_cpu = 0;
 	size_t seq_n = 0;
 	struct gn_ctx *ctx;
@@ -297,8 +290,8 @@ int main(int argc, char **argv)
 		die("cannot find my own %s", "executable");
 	o.data = paths.data;
 	parse(argc, argv, &o);
-	for (k = 0; k < SEQ_STEPS; k++)
-		seq[k] = load_step(o.data, SEQ_FIRST + k, &seq_n);
+	for (k = 0; k < GN_SEQ_STEPS; k++)
+		seq[k] = load_step(o.data, GN_SEQ_FIRST + k, &seq_n);
 	r = gn_ctx_open(NULL, &ctx);
 	if (r) {
 		fprintf(stderr, "gradnet-rank: open: %s: %s\n", gn_strerror(r),
@@ -392,7 +385,7 @@ int main(int argc, char **argv)
 	print_drops(&st);
 out:
 	gn_ctx_close(ctx);
-	for (k = 0; k < SEQ_STEPS; k++)
+	for (k = 0; k < GN_SEQ_STEPS; k++)
 		free(seq[k]);
 	free(x);
 	free(sec);

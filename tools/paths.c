@@ -13,6 +13,11 @@
 
 #include "paths.h"
 
+const char *const gn_sample_tensors[GN_SAMPLE_TENSORS] = {
+	"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
+	"fc3.bias",
+};
+
 /* @path ends with "/@suffix": cut it off and return true. */
 static bool cut_suffix(char *path, const char *suffix)
 {

@@ -28,4 +28,14 @@ struct gn_tool_paths {
  */
 int gn_tool_paths(struct gn_tool_paths *p);
 
+/*
+ * The gradient samples' tensors, in the model's order (the same in
+ * mlp-digits and mlp-small-seq), and the steady-state run of
+ * mlp-small-seq: GN_SEQ_STEPS steps from GN_SEQ_FIRST.
+ */
+#define GN_SAMPLE_TENSORS 6
+#define GN_SEQ_FIRST 200
+#define GN_SEQ_STEPS 48
+extern const char *const gn_sample_tensors[GN_SAMPLE_TENSORS];
+
 #endif /* GN_TOOL_PATHS_H */

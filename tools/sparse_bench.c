@@ -30,17 +30,10 @@
 #include <zstd.h>
 
 #include "codec/codec.h"
+#include "paths.h"
 #include "spec.h"
 
 #define CHUNK 65536u
-#define SEQ_FIRST 200
-#define SEQ_STEPS 48
-#define MAX_TENSORS 8
-
-static const char *const seq_tensors[] = {
-	"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
-	"fc3.bias",
-};
 static const int digits_steps[] = { 1, 100, 1000 };
 
 static void die(const char *what, const char *arg)
@@ -155,31 +148,32 @@ static void bytes_mode(const char *data, int nspecs, char **specs)
 	for (s = 0; s < nspecs; s++) {
 		struct codec k;
 		struct tally t = { 0 };
-		float *e[MAX_TENSORS] = { NULL };
+		float *e[GN_SAMPLE_TENSORS] = { NULL };
 		size_t n;
 
 		codec_of(specs[s], &k);
-		for (j = 0; j < SEQ_STEPS; j++)
-			for (i = 0; i < (int)(sizeof(seq_tensors) / sizeof(*seq_tensors)); i++) {
+		for (j = 0; j < GN_SEQ_STEPS; j++)
+			for (i = 0; i < GN_SAMPLE_TENSORS; i++) {
 				float *x;
 
 				snprintf(path, sizeof(path),
 					 "%s/mlp-small-seq/mlp-small-s%05d-%s.f32",
-					 data, SEQ_FIRST + j, seq_tensors[i]);
+					 data, GN_SEQ_FIRST + j,
+					 gn_sample_tensors[i]);
 				x = load(path, &n);
 				if (!e[i])
 					e[i] = calloc(n, sizeof(float));
 				tally_tensor(&k, x, e[i], n, 1000u * j + i, &t);
 				free(x);
 			}
-		for (i = 0; i < MAX_TENSORS; i++)
+		for (i = 0; i < GN_SAMPLE_TENSORS; i++)
 			free(e[i]);
 		for (j = 0; j < 3; j++)
-			for (i = 0; i < (int)(sizeof(seq_tensors) / sizeof(*seq_tensors)); i++) {
+			for (i = 0; i < GN_SAMPLE_TENSORS; i++) {
 				float *x, *ef;
 
 				snprintf(path, sizeof(path), "%s/mlp-digits/mlp-s%05d-%s.f32",
-					 data, digits_steps[j], seq_tensors[i]);
+					 data, digits_steps[j], gn_sample_tensors[i]);
 				x = load(path, &n);
 				ef = calloc(n, sizeof(float));
 				tally_tensor(&k, x, ef, n, 7u * j + i, &t);
@@ -408,11 +402,11 @@ static void speed_mode(const char *data, double secs, int rounds, int nspecs,
 	int s, i, r;
 
 	/* mlp-digits step 1000, its tensors back to back. */
-	for (i = 0; i < (int)(sizeof(seq_tensors) / sizeof(*seq_tensors)); i++) {
+	for (i = 0; i < GN_SAMPLE_TENSORS; i++) {
 		float *t;
 
 		snprintf(path, sizeof(path), "%s/mlp-digits/mlp-s01000-%s.f32",
-			 data, seq_tensors[i]);
+			 data, gn_sample_tensors[i]);
 		t = load(path, &m);
 		x = realloc(x, (n + m) * sizeof(float));
 		if (!x)
