@@ -12,11 +12,23 @@
 # shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
+# mixed REF OUT WHAT: job REF with the ranks kmod, udp, kmod; each rank's
+# results the reference's.
+mixed() {
+	local ref=$1 out=$2 what=$3 rc k
+
+	kt_job "$ref" "$out" kmod udp kmod
+	rc=$?
+	ok "$rc" "mixed job $what finished ($rc ranks failed)"
+	[ "$rc" -eq 0 ] || kt_show "$out.0" "$out.1" "$out.2"
+	for k in 0 1 2; do
+		kt_same_as_ref "$out.$k" "$ref"
+		ok $? "rank $k: mixed $what results bit-identical to the reference"
+	done
+}
+
 gn_net_setup 3
-kt_job mix /tmp/m kmod udp kmod
-rc=$?
-ok "$rc" "mixed job (kmod, udp, kmod) finished ($rc ranks failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/m.0 /tmp/m.1 /tmp/m.2
+mixed mix /tmp/m "(kmod, udp, kmod)"
 ok $((kt_maxref < 2)) "ranks 0 and 2 ran through /dev/gradnet (up to $kt_maxref files open)"
 kt_job mix /tmp/u udp udp udp
 rc=$?
@@ -27,24 +39,8 @@ for k in 0 1 2; do
 	grep '^hash ' "/tmp/u.$k" | sort >/tmp/u.h
 	[ -s /tmp/m.h ] && cmp -s /tmp/m.h /tmp/u.h
 	ok $? "rank $k: mixed results bit-identical to the all-UDP run"
-	kt_same_as_ref "/tmp/m.$k" mix
-	ok $? "rank $k: mixed results bit-identical to the reference"
 done
-kt_job mixc /tmp/mc kmod udp kmod
-rc=$?
-ok "$rc" "mixed job of QSGD and top-k finished ($rc ranks failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/mc.0 /tmp/mc.1 /tmp/mc.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/mc.$k" mixc
-	ok $? "rank $k: mixed QSGD and top-k results bit-identical to the reference"
-done
-kt_job mixz /tmp/mz kmod udp kmod
-rc=$?
-ok "$rc" "mixed job with the entropy stage (kernel zstd and libzstd) finished ($rc ranks failed)"
-[ "$rc" -eq 0 ] || kt_show /tmp/mz.0 /tmp/mz.1 /tmp/mz.2
-for k in 0 1 2; do
-	kt_same_as_ref "/tmp/mz.$k" mixz
-	ok $? "rank $k: every result with the entropy stage bit-identical to the reference"
-done
+mixed mixc /tmp/mc "of QSGD and top-k"
+mixed mixz /tmp/mz "with the entropy stage (kernel zstd and libzstd)"
 kt_refcnt_zero
 ok $? "every file closed: gradnet's refcnt is 0"
