@@ -579,6 +579,9 @@ int bench_codec(int argc, char **argv)
 					   (dram_set ? o.dram_mib : 100) * 1048576 / sizeof(float),
 					   o.chunk, o.min_seconds, o.json);
 	dram_n = o.dram_mib * 1024 * 1024 / sizeof(float);
+	/* "cache" is one chunk, at least 256 KiB, encoded again and again. */
+	if (cache_n < o.chunk)
+		cache_n = o.chunk;
 	bench_pin_cpu();
 
 	measure(&o, cache_n, &r.encode.cache, &r.encode2.cache,
