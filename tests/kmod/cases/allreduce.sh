@@ -29,16 +29,8 @@ for k in 0 1 2; do
 done
 # codec_job NAME WHAT: job NAME on three kmod ranks, each result exact.
 codec_job() {
-	local rc k
-
 	kt_job "$1" "/tmp/$1" kmod kmod kmod
-	rc=$?
-	ok "$rc" "3 kmod ranks ran 3 steps of $2 ($rc failed)"
-	[ "$rc" -eq 0 ] || kt_show "/tmp/$1.0" "/tmp/$1.1" "/tmp/$1.2"
-	for k in 0 1 2; do
-		kt_same_as_ref "/tmp/$1.$k" "$1"
-		ok $? "rank $k: every result of $2 bit-identical to the userspace reference"
-	done
+	kt_check $? "/tmp/$1" "$1" "3 kmod ranks, 3 steps of $2"
 }
 codec_job r3c "QSGD and top-k tensors"
 codec_job r3k "CLT-k tensors"

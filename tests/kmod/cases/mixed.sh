@@ -12,23 +12,9 @@
 # shellcheck source=tests/kmod/guest_lib.sh
 . /gn/lib.sh
 
-# mixed REF OUT WHAT: job REF with the ranks kmod, udp, kmod; each rank's
-# results the reference's.
-mixed() {
-	local ref=$1 out=$2 what=$3 rc k
-
-	kt_job "$ref" "$out" kmod udp kmod
-	rc=$?
-	ok "$rc" "mixed job $what finished ($rc ranks failed)"
-	[ "$rc" -eq 0 ] || kt_show "$out.0" "$out.1" "$out.2"
-	for k in 0 1 2; do
-		kt_same_as_ref "$out.$k" "$ref"
-		ok $? "rank $k: mixed $what results bit-identical to the reference"
-	done
-}
-
 gn_net_setup 3
-mixed mix /tmp/m "(kmod, udp, kmod)"
+kt_job mix /tmp/m kmod udp kmod
+kt_check $? /tmp/m mix "mixed job (kmod, udp, kmod)"
 ok $((kt_maxref < 2)) "ranks 0 and 2 ran through /dev/gradnet (up to $kt_maxref files open)"
 kt_job mix /tmp/u udp udp udp
 rc=$?
@@ -40,7 +26,9 @@ for k in 0 1 2; do
 	[ -s /tmp/m.h ] && cmp -s /tmp/m.h /tmp/u.h
 	ok $? "rank $k: mixed results bit-identical to the all-UDP run"
 done
-mixed mixc /tmp/mc "of QSGD and top-k"
-mixed mixz /tmp/mz "with the entropy stage (kernel zstd and libzstd)"
+kt_job mixc /tmp/mc kmod udp kmod
+kt_check $? /tmp/mc mixc "mixed job of QSGD and top-k"
+kt_job mixz /tmp/mz kmod udp kmod
+kt_check $? /tmp/mz mixz "mixed job with the entropy stage (kernel zstd and libzstd)"
 kt_refcnt_zero
 ok $? "every file closed: gradnet's refcnt is 0"
