@@ -179,16 +179,17 @@ kt_same_as_ref() {
 	cmp -s "$1.sorted" "/gn/ref/$2.hash"
 }
 
-# kt_check RC PREFIX NAME WHAT: a three-rank job's outcome (RC: ranks that
-# failed; their logs PREFIX.k shown if any) and each rank's results against
-# reference NAME.
+# kt_check RC PREFIX NAME WHAT [SAME]: a three-rank job's outcome (RC:
+# ranks that failed; their logs PREFIX.k shown if any) and each rank's
+# results against reference NAME, compared by SAME (kt_same_as_ref, or
+# kt_model_same for a model job's parameters after every step).
 kt_check() {
-	local k
+	local k same=${5:-kt_same_as_ref}
 
 	ok "$1" "$4: the job finished ($1 ranks failed)"
 	[ "$1" -eq 0 ] || kt_show "$2.0" "$2.1" "$2.2"
 	for k in 0 1 2; do
-		kt_same_as_ref "$2.$k" "$3"
+		"$same" "$2.$k" "$3"
 		ok $? "$4: rank $k's results bit-identical to the reference"
 	done
 }

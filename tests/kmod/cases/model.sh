@@ -17,19 +17,14 @@
 . /gn/lib.sh
 
 gn_net_setup 3
-# kt_model NAME PREFIX WHAT TRANSPORT...: the job, then each rank's lines.
+# kt_model NAME PREFIX WHAT TRANSPORT...: the job, then each rank's
+# parameters after every step.
 kt_model() {
-	local name=$1 prefix=$2 what=$3 rc k
+	local name=$1 prefix=$2 what=$3
 
 	shift 3
 	kt_model_job "$name" "$prefix" "$@"
-	rc=$?
-	ok "$rc" "$what: every rank ran every step ($rc failed)"
-	[ "$rc" -eq 0 ] || kt_show "$prefix.0" "$prefix.1" "$prefix.2"
-	for k in 0 1 2; do
-		kt_model_same "$prefix.$k" "$name"
-		ok $? "$what: rank $k's parameters equal the model's after every step"
-	done
+	kt_check $? "$prefix" "$name" "$what" kt_model_same
 }
 
 kt_model mdore /tmp/md "DORE, 3 kmod ranks" kmod kmod kmod
