@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * scan_avx2.c - top-k's scan (scan.h) sixteen values at a time: each
  * half's hits are moved to its front by a permutation made from their
