@@ -28,10 +28,11 @@
  * off wherever targetLength is set at a fast level, so the module
  * searches every position.
  */
-#define GN_ZSTD_MIN_MATCH 7
-#define GN_ZSTD_MATCH_STEP 64
 #ifndef GN_DEPS_H
 #define GN_DEPS_H
+
+#define GN_ZSTD_MIN_MATCH 7
+#define GN_ZSTD_MATCH_STEP 64
 
 #ifdef __KERNEL__
 
