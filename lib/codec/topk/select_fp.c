@@ -59,6 +59,19 @@ static u32 bin_of(const u32 *hist, u32 nb, u32 *need)
 }
 
 /*
+ * bin_of() for the k-th largest of the @m keys counted in @hist: with
+ * k >= m, bin 0 and all of it (every bin taken).
+ */
+static u32 kth_bin(const u32 *hist, u32 nb, u32 k, u32 m, u32 *need)
+{
+	*need = k;
+	if (k < m)
+		return bin_of(hist, nb, need);
+	*need = hist[0];
+	return 0;
+}
+
+/*
  * A floor under the k-th largest key of a[lo, hi), from a sample of at
  * most 1024 of its values (x + e computed for them): the key under which
  * about twice k's share of the sample lies above, so that keys below it
@@ -192,22 +205,6 @@ static u32 select_block(struct gn_topk_chunk *ck, const struct blk_sel *bs,
 }
 
 /*
- * The bin of a block's first histogram (@bits of top bits, counted in
- * ck->hist) where its k-th largest key falls, and the count to take in it.
- */
-static void block_bin(const struct gn_topk_chunk *ck, u32 bits, u32 k, u32 m,
-		      struct blk_sel *bs)
-{
-	bs->need = k;
-	if (k < m) {
-		bs->bin = bin_of(ck->hist, 1u << bits, &bs->need);
-		return;
-	}
-	bs->bin = 0;
-	bs->need = ck->hist[0];	/* all of it: every bin taken */
-}
-
-/*
  * A block's entries from its list of the @above >= @k keys at or above
  * @floor (idx[]/val[] from @lo), the largest @top: counted in bins of the
  * keys' bits from the floor's to the largest key's, which spreads the few
@@ -220,7 +217,7 @@ static void block_bin(const struct gn_topk_chunk *ck, u32 bits, u32 k, u32 m,
 static u32 select_listed(struct gn_topk_chunk *ck, u32 lo, u32 above, u32 k,
 			 u32 floor, u32 top, float *e_out, u32 n)
 {
-	u32 psh = 0, base, nb, bin, need = k, i, j;
+	u32 psh = 0, base, nb, bin, need, i, j;
 	u32 most = above / 4 < 64 ? 64 : above / 4;
 
 	/* About four keys a bin: a short walk to the k-th, a short settle. */
@@ -232,9 +229,7 @@ static u32 select_listed(struct gn_topk_chunk *ck, u32 lo, u32 above, u32 k,
 	memset(ck->hist, 0, nb * sizeof(u32));
 	for (i = lo; i < lo + above; i++)
 		ck->hist[(key_of(ck->val, i) >> psh) - base]++;
-	bin = k < above ? bin_of(ck->hist, nb, &need) : 0;
-	if (k >= above)
-		need = ck->hist[0];	/* all of it: every bin taken */
+	bin = kth_bin(ck->hist, nb, k, above, &need);
 	for (i = lo, j = n; i < lo + above; i++) {
 		u32 b = (key_of(ck->val, i) >> psh) - base;
 
@@ -278,7 +273,7 @@ static long select_apart(const struct gn_topk *t, struct gn_topk_chunk *ck,
 		memset(ck->hist, 0, sizeof(u32) << bits);
 		for (i = lo; i < hi; i++)
 			ck->hist[key_of(e_out, i) >> sh0]++;
-		block_bin(ck, bits, k, m, &bs);
+		bs.bin = kth_bin(ck->hist, 1u << bits, k, m, &bs.need);
 		n = select_block(ck, &bs, lo, hi, sh0, e_out, e_out, n, scan,
 				 nt);
 	}
@@ -328,7 +323,7 @@ long gn_topk_select(const struct gn_topk *t, struct gn_topk_chunk *ck,
 			for (i = lo; i < hi; i++)
 				ck->hist[key_of(ck->val, i) >> sh0]++;
 		}
-		block_bin(ck, bits, k, m, bs);
+		bs->bin = kth_bin(ck->hist, 1u << bits, k, m, &bs->need);
 	}
 	if (top >= GN_TOPK_NOT_FINITE)
 		return -EDOM;
