@@ -73,7 +73,6 @@ static unsigned int job_seq;
 /* Pages with known properties, set up once. */
 static uint8_t *hole;		/* PROT_NONE */
 static uint8_t *rdonly;		/* PROT_READ, zero */
-static uint8_t *edge;		/* last page before a hole */
 
 struct counts {
 	unsigned long calls, ok, err, must_fail, wrong_ok, canary, by_errno[140];
@@ -117,29 +116,22 @@ static void *map(size_t len, int prot)
 
 static void pages_setup(void)
 {
-	uint8_t *two;
-
 	hole = map(4096, PROT_NONE);
 	rdonly = map(4096, PROT_READ);
-	/* A PROT_NONE page, not an unmapped one: a later mmap() could fill
-	 * a hole, and a struct meant to straddle it would be whole again. */
-	two = map(8192, PROT_READ | PROT_WRITE);
-	if (mprotect(two + 4096, 4096, PROT_NONE))
-		exit(1);
-	edge = two;
 }
 
-/* A pointer value that is wrong in one of the ways a caller gets wrong. */
-static uint64_t bad_ptr(struct rng *r)
+/*
+ * @len bytes followed by a PROT_NONE page, not an unmapped one: a later
+ * mmap() could fill a hole, and a struct meant to straddle it would be
+ * whole again.
+ */
+static uint8_t *guarded(size_t len)
 {
-	switch (below(r, 6)) {
-	case 0: return 0;
-	case 1: return 1;
-	case 2: return 0xffff888000000000ull;	/* the kernel's direct map */
-	case 3: return (uint64_t)(uintptr_t)hole + below(r, 4096);
-	case 4: return (uint64_t)(uintptr_t)(edge + 4096 - below(r, 8));
-	default: return ~0ull - below(r, 4096);
-	}
+	uint8_t *m = map(len + 4096, PROT_READ | PROT_WRITE);
+
+	if (mprotect(m + len, 4096, PROT_NONE))
+		exit(1);
+	return m;
 }
 
 /*
@@ -165,9 +157,14 @@ static const char *const ioc_names[] = {
 	"OPEN", "REGISTER", "UNREGISTER", "START", "WAIT", "STATS", "ERRMSG", "INFO",
 };
 
-/* Per-thread memory the structs and buffers live in. */
+/*
+ * Per-thread memory the structs and buffers live in. Its own edge page:
+ * a struct another thread moved there could hand this one's call a size
+ * that fits before the hole.
+ */
 struct arena {
 	uint8_t *mem;		/* ARENA bytes, then a hole */
+	uint8_t *edge;		/* a page, then a hole */
 	uint8_t errbuf[GRADNET_ERRMSG_LEN + 64];
 	uint64_t statbuf[600];
 	float *tensor;		/* TENSOR_ELEMS floats */
@@ -176,12 +173,22 @@ struct arena {
 
 static void arena_init(struct arena *a)
 {
-	uint8_t *m = map(ARENA + 4096, PROT_READ | PROT_WRITE);
-
-	if (mprotect(m + ARENA, 4096, PROT_NONE))
-		exit(1);
-	a->mem = m;
+	a->mem = guarded(ARENA);
+	a->edge = guarded(4096);
 	a->tensor = map(TENSOR_ELEMS * sizeof(float), PROT_READ | PROT_WRITE);
+}
+
+/* A pointer value that is wrong in one of the ways a caller gets wrong. */
+static uint64_t bad_ptr(struct rng *r, const struct arena *a)
+{
+	switch (below(r, 6)) {
+	case 0: return 0;
+	case 1: return 1;
+	case 2: return 0xffff888000000000ull;	/* the kernel's direct map */
+	case 3: return (uint64_t)(uintptr_t)hole + below(r, 4096);
+	case 4: return (uint64_t)(uintptr_t)(a->edge + 4096 - below(r, 8));
+	default: return ~0ull - below(r, 4096);
+	}
 }
 
 static void peer_fill(struct gradnet_peer *p, uint16_t port)
@@ -306,6 +313,17 @@ static int reserved_off(unsigned long cmd, unsigned int *off, unsigned int *len)
 	return -1;
 }
 
+/* One bit that @known does not define, so the UAPI refuses it. */
+static uint32_t unknown_bit(struct rng *r, uint32_t known)
+{
+	uint32_t bit;
+
+	do
+		bit = 1u << below(r, 32);
+	while (bit & known);
+	return bit;
+}
+
 /*
  * Break @a->mem's struct in one way; returns true if the UAPI says the
  * call must then fail whatever the file's state. @ptr may be replaced.
@@ -340,11 +358,12 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 		return true;
 	case 1:		/* unknown flag bits */
 		if (iocs[i].cmd == GRADNET_IOC_OPEN) {
-			((struct gradnet_open *)m)->flags |= 1u << (1 + below(r, 31));
+			((struct gradnet_open *)m)->flags |= unknown_bit(r, GRADNET_OPEN_FLAGS);
 			return true;
 		}
 		if (iocs[i].cmd == GRADNET_IOC_REGISTER) {
-			((struct gradnet_tensor *)m)->flags |= 1u << (1 + below(r, 31));
+			((struct gradnet_tensor *)m)->flags |=
+				unknown_bit(r, GRADNET_TENSOR_FLAGS);
 			return true;
 		}
 		return false;
@@ -362,18 +381,18 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 		*size = below(r, 2) ? 0xffffffffu : ARENA + 1 + below(r, 1u << 20);
 		return true;
 	case 6:		/* the struct itself is not readable */
-		*ptr = bad_ptr(r);	/* none has sz readable bytes */
+		*ptr = bad_ptr(r, a);	/* none has sz readable bytes */
 		/*
 		 * Up to 8 bytes before the hole are: a size there that the
 		 * module accepts (INFO takes 4) and that fits them makes a
-		 * valid call, and other threads write that page (case 7),
-		 * so the outcome is not known.
+		 * valid call, and case 7 leaves structs on that page, so the
+		 * outcome is not known.
 		 */
-		return !(*ptr >= (uint64_t)(uintptr_t)edge &&
-			 *ptr + 4 <= (uint64_t)(uintptr_t)edge + 4096);
+		return !(*ptr >= (uint64_t)(uintptr_t)a->edge &&
+			 *ptr + 4 <= (uint64_t)(uintptr_t)a->edge + 4096);
 	case 7:		/* the struct straddles a hole */
-		memmove(edge + 4096 - sz / 2, m, sz / 2);
-		*ptr = (uint64_t)(uintptr_t)(edge + 4096 - sz / 2);
+		memmove(a->edge + 4096 - sz / 2, m, sz / 2);
+		*ptr = (uint64_t)(uintptr_t)(a->edge + 4096 - sz / 2);
 		return true;
 	case 8:		/* a wrong ABI, or a wrong command number */
 		if (iocs[i].cmd == GRADNET_IOC_OPEN) {
@@ -391,20 +410,20 @@ static bool mutate(struct rng *r, struct arena *a, unsigned int i, uint64_t *ptr
 	case 10:	/* inner pointers gone bad */
 		switch (iocs[i].cmd) {
 		case GRADNET_IOC_OPEN:
-			((struct gradnet_open *)m)->peers = bad_ptr(r);
+			((struct gradnet_open *)m)->peers = bad_ptr(r, a);
 			break;
 		case GRADNET_IOC_START:
 			((struct gradnet_start *)m)->data = below(r, 2) ?
-				bad_ptr(r) : (uint64_t)(uintptr_t)rdonly;
+				bad_ptr(r, a) : (uint64_t)(uintptr_t)rdonly;
 			break;
 		case GRADNET_IOC_WAIT:
-			((struct gradnet_wait *)m)->errmsg = bad_ptr(r);
+			((struct gradnet_wait *)m)->errmsg = bad_ptr(r, a);
 			break;
 		case GRADNET_IOC_STATS:
-			((struct gradnet_stats *)m)->buf = bad_ptr(r);
+			((struct gradnet_stats *)m)->buf = bad_ptr(r, a);
 			break;
 		case GRADNET_IOC_ERRMSG:
-			((struct gradnet_errmsg *)m)->buf = bad_ptr(r);
+			((struct gradnet_errmsg *)m)->buf = bad_ptr(r, a);
 			((struct gradnet_errmsg *)m)->len = 1 + below(r, 256);
 			break;
 		}
