@@ -778,6 +778,7 @@ TEST(insider_huge_npkts)
 	if (!can_raw())
 		SKIP(return, "no raw socket (CAP_NET_RAW) to pose as a peer");
 	attack_spec(&s, npkts_insider);
+	s.await_malformed = true;
 	out = job_run(&s, 120);
 	ASSERT_NE(NULL, out);
 	check_job(_metadata, &s, out, NULL, 0, -1);
@@ -794,6 +795,7 @@ TEST(insider_dense_nan)
 	if (!can_raw())
 		SKIP(return, "no raw socket (CAP_NET_RAW) to pose as a peer");
 	attack_spec(&s, nan_insider);
+	s.await_malformed = true;
 	out = job_run(&s, 120);
 	ASSERT_NE(NULL, out);
 	check_job(_metadata, &s, out, NULL, 0, -1);

@@ -65,6 +65,12 @@ struct job_spec {
 	 */
 	void (*attack)(const struct job_spec *s, int base, uint32_t job,
 		       const uint8_t *key);
+	/*
+	 * Step 1 waits until rank 0 has dropped a malformed packet: an
+	 * insider's forgery must land before the real packet of the same
+	 * number, which would make it a mere duplicate.
+	 */
+	bool await_malformed;
 };
 
 /* What each rank saw, in shared memory. */
@@ -78,6 +84,7 @@ struct job_out {
 	int steps_done[JOB_MAX_RANKS];
 	char msg[JOB_MAX_RANKS][320];
 	struct gn_stats stats[JOB_MAX_RANKS];
+	int attacked;				/* rank 0 saw await_malformed's drop */
 	float data[];				/* final results, rank by rank */
 };
 
@@ -152,6 +159,23 @@ static void job_idle(const struct job_spec *s, struct job_out *out, int rank,
 			usleep(1000);
 }
 
+/* For @s->await_malformed: rank 0 watches its counters, the others it
+ * (for at most a minute; the test's assertion on the drop says if not). */
+static void job_await_attack(struct job_out *out, struct gn_ctx *ctx, int rank)
+{
+	double until = job_now() + 60;
+
+	while (job_now() < until && !__atomic_load_n(&out->attacked, __ATOMIC_ACQUIRE)) {
+		if (rank == 0) {
+			GN_OPTS(gn_stats, st);
+
+			if (!gn_stats_ctx(ctx, &st) && st.drops[GN_DROP_MALFORMED])
+				__atomic_store_n(&out->attacked, 1, __ATOMIC_RELEASE);
+		}
+		usleep(1000);
+	}
+}
+
 static const uint8_t job_key[16] = "gradnet test key";
 
 static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
@@ -200,6 +224,8 @@ static void job_rank(const struct job_spec *s, struct job_out *out, int rank,
 		if (gn_tensor_register(ctx, &t))
 			_exit(3);
 	}
+	if (s->await_malformed)
+		job_await_attack(out, ctx, rank);
 	for (step = 0; step < s->steps; step++) {
 		double t0;
 
