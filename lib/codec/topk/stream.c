@@ -480,11 +480,6 @@ u32 gn_topk_aux(const struct gn_topk_chunk *ck)
 }
 
 /*
- * A list codec's sparse slice: the most values that fit @cap. A bitmap
- * whose first value lies too far for one packet sends the gap before it
- * as a slice of no values.
- */
-/*
  * How many entries from @e0 a slice at @at of @cap bytes holds, with
  * delta varint indices: what the general loop below gives, without its
  * calls per entry (varints are the default index codec, and sizing them
@@ -506,6 +501,11 @@ static u32 varint_fit(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 	return n;
 }
 
+/*
+ * A list codec's sparse slice: the most values that fit @cap. A bitmap
+ * whose first value lies too far for one packet sends the gap before it
+ * as a slice of no values.
+ */
 static long list_slice(const struct gn_topk *t, const struct gn_topk_chunk *ck,
 		       u32 at, u8 *dst, u32 cap, u32 *units)
 {
