@@ -44,7 +44,8 @@ RECORD = os.path.join(SRC, "doc", "perf", "allreduce-model.md")
 DDP_ARGS = ["--workload", "digits", "--ranks", "4", "--steps", "300",
             "--methods", "gloo,fp16,powersgd1,powersgd4,gradnet:none,"
             "gradnet:3lc,gradnet:topk,gradnet:topk:bits=4,gradnet:qsgd,"
-            "gradnet:cltk,gradnet:cltk:bits=4,model:3lc,model:dore"]
+            "gradnet:cltk,gradnet:cltk:bits=4,gradnet:cltk:density=0.02,bits=4,"
+            "model:3lc,model:dore,model:dore:entropy=zstd"]
 # Link speeds of the model's curve, Gbit/s: log-spaced, the table's four
 # among them.
 LINKS = [1, 1.6, 2.5, 4, 6.3, 10, 16, 25, 40, 63, 100, 160, 250, 400]
@@ -64,8 +65,10 @@ LABELS = {
     "gradnet:topk:bits=4": "gradnet top-k 1%, 4-bit values",
     "gradnet:cltk": "gradnet CLT-k 1%",
     "gradnet:cltk:bits=4": "gradnet CLT-k 1%, 4-bit values",
+    "gradnet:cltk:density=0.02,bits=4": "gradnet CLT-k 2%, 4-bit values",
     "model:3lc": "3LC push/pull (model step)",
     "model:dore": "DORE (model step)",
+    "model:dore:entropy=zstd": "DORE, zstd both ways (model step)",
 }
 CODECS = {"none": "dense", "3lc": "3LC", "topk": "top-k", "qsgd": "QSGD",
           "cltk": "CLT-k"}
