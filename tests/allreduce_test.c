@@ -821,8 +821,11 @@ static void dead_peer_job(struct __test_metadata *_metadata, int codec)
 		ASSERT_EQ(0, out->rc[r][0]);
 		ASSERT_EQ(-ETIMEDOUT, out->rc[r][1]) TH_LOG("rank %d: %s", r, out->msg[r]);
 		ASSERT_NE(NULL, strstr(out->msg[r], "rank 1")) TH_LOG("%s", out->msg[r]);
-		/* Within the timeout, plus scheduling slack. */
-		ASSERT_GT(1.5 + 1.0, out->seconds[r][1]);
+		/* The peer's liveness timeout ended it, not the step's (600 s
+		 * by default): gn_dl_peer_dead()'s message, or begin_step()'s
+		 * once the peer is known dead. */
+		ASSERT_TRUE(strstr(out->msg[r], "went silent") ||
+			    strstr(out->msg[r], "is gone")) TH_LOG("%s", out->msg[r]);
 	}
 	job_free(&s, out);
 }
