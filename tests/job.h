@@ -159,8 +159,8 @@ static void job_idle(const struct job_spec *s, struct job_out *out, int rank,
 			usleep(1000);
 }
 
-/* For @s->await_malformed: rank 0 watches its counters, the others it
- * (for at most a minute; the test's assertion on the drop says if not). */
+/* For job_spec's await_malformed: rank 0 watches its counters, the others
+ * it (for at most a minute; the test's assertion on the drop says if not). */
 static void job_await_attack(struct job_out *out, struct gn_ctx *ctx, int rank)
 {
 	double until = job_now() + 60;
